@@ -1,0 +1,168 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/hora-dl/hora/device"
+)
+
+func init() {
+	device.Register("cpu", func(ordinal int) (device.Device, error) {
+		if ordinal != 0 {
+			return nil, fmt.Errorf("cpu:%d: only cpu:0 exists: %w", ordinal, device.ErrUnavailable)
+		}
+		return New(), nil
+	})
+}
+
+// Device is the CPU device. Its buffers are Go slices, its kernels run on
+// all cores (runtime.GOMAXPROCS). The zero value is not usable; call New.
+type Device struct {
+	workers int
+}
+
+// New returns a CPU device that uses runtime.GOMAXPROCS(0) goroutines.
+func New() *Device { return &Device{workers: runtime.GOMAXPROCS(0)} }
+
+// Name returns "cpu".
+func (d *Device) Name() string { return "cpu" }
+
+// Buffer is a CPU buffer: exactly one of its slices is set, per DType.
+type Buffer struct {
+	dev *Device
+	dt  device.DType
+	f32 []float32
+	f64 []float64
+	i64 []int64
+}
+
+// Device returns the owning device.
+func (b *Buffer) Device() device.Device { return b.dev }
+
+// DType returns the element type.
+func (b *Buffer) DType() device.DType { return b.dt }
+
+// Len returns the number of elements.
+func (b *Buffer) Len() int {
+	switch b.dt {
+	case device.Float32:
+		return len(b.f32)
+	case device.Float64:
+		return len(b.f64)
+	}
+	return len(b.i64)
+}
+
+// Free drops the slice; the garbage collector reclaims the memory.
+func (b *Buffer) Free() { b.f32, b.f64, b.i64 = nil, nil, nil }
+
+// Float32s returns the backing slice of a Float32 buffer (nil otherwise).
+// Writes to it change the buffer.
+func (b *Buffer) Float32s() []float32 { return b.f32 }
+
+// Float64s returns the backing slice of a Float64 buffer (nil otherwise).
+func (b *Buffer) Float64s() []float64 { return b.f64 }
+
+// Int64s returns the backing slice of an Int64 buffer (nil otherwise).
+func (b *Buffer) Int64s() []int64 { return b.i64 }
+
+// Alloc returns a zeroed buffer.
+func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("cpu: alloc of %d elements", n)
+	}
+	b := &Buffer{dev: d, dt: dt}
+	switch dt {
+	case device.Float32:
+		b.f32 = make([]float32, n)
+	case device.Float64:
+		b.f64 = make([]float64, n)
+	case device.Int64:
+		b.i64 = make([]int64, n)
+	default:
+		return nil, fmt.Errorf("cpu: alloc: unsupported %v", dt)
+	}
+	return b, nil
+}
+
+// Write copies a host slice into dst.
+func (d *Device) Write(dst device.Buffer, src any) error {
+	b, ok := dst.(*Buffer)
+	if !ok {
+		return fmt.Errorf("cpu: write: buffer of device %s", dst.Device().Name())
+	}
+	switch s := src.(type) {
+	case []float32:
+		return copyChecked("write", b.dt, device.Float32, b.f32, s)
+	case []float64:
+		return copyChecked("write", b.dt, device.Float64, b.f64, s)
+	case []int64:
+		return copyChecked("write", b.dt, device.Int64, b.i64, s)
+	}
+	return fmt.Errorf("cpu: write: unsupported source %T", src)
+}
+
+// Read copies src into a host slice.
+func (d *Device) Read(dst any, src device.Buffer) error {
+	b, ok := src.(*Buffer)
+	if !ok {
+		return fmt.Errorf("cpu: read: buffer of device %s", src.Device().Name())
+	}
+	switch s := dst.(type) {
+	case []float32:
+		return copyChecked("read", b.dt, device.Float32, s, b.f32)
+	case []float64:
+		return copyChecked("read", b.dt, device.Float64, s, b.f64)
+	case []int64:
+		return copyChecked("read", b.dt, device.Int64, s, b.i64)
+	}
+	return fmt.Errorf("cpu: read: unsupported destination %T", dst)
+}
+
+// copyChecked copies src into dst after checking that the buffer's type is
+// want and that the lengths agree.
+func copyChecked[T any](op string, have, want device.DType, dst, src []T) error {
+	if have != want {
+		return fmt.Errorf("cpu: %s: %v buffer used as %v", op, have, want)
+	}
+	if len(dst) != len(src) {
+		return fmt.Errorf("cpu: %s: %d elements into %d", op, len(src), len(dst))
+	}
+	copy(dst, src)
+	return nil
+}
+
+// Sync returns at once: CPU kernels finish before they return.
+func (d *Device) Sync() error { return nil }
+
+// Kernels returns the CPU kernels.
+func (d *Device) Kernels() device.Kernels { return kernels{d} }
+
+// Close does nothing; the CPU device holds no resources.
+func (d *Device) Close() error { return nil }
+
+// parallelFor runs fn over [0, n) split into at most d.workers contiguous
+// chunks, in parallel when the estimated work n*cost is large enough to pay
+// for the goroutines.
+func (d *Device) parallelFor(n, cost int, fn func(lo, hi int)) {
+	w := d.workers
+	if w > n {
+		w = n
+	}
+	if w <= 1 || n*cost < 1<<15 {
+		fn(0, n)
+		return
+	}
+	done := make(chan struct{}, w)
+	for i := 0; i < w; i++ {
+		lo, hi := n*i/w, n*(i+1)/w
+		go func() {
+			fn(lo, hi)
+			done <- struct{}{}
+		}()
+	}
+	for i := 0; i < w; i++ {
+		<-done
+	}
+}

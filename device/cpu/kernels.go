@@ -1,0 +1,410 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// float is the set of floating-point element types the kernels compute in.
+type float interface{ ~float32 | ~float64 }
+
+// number is every element type a buffer can hold.
+type number interface{ ~float32 | ~float64 | ~int64 }
+
+// kernels implements device.Kernels for the CPU.
+type kernels struct{ d *Device }
+
+func buf(b device.Buffer) *Buffer { return b.(*Buffer) }
+
+// Copy copies between strided views, converting the element type.
+func (k kernels) Copy(dst device.Buffer, dl device.Layout, src device.Buffer, sl device.Layout) {
+	if device.NumElements(dl.Shape) == 0 {
+		return
+	}
+	d, s := buf(dst), buf(src)
+	switch d.dt {
+	case device.Float32:
+		copyFrom(k.d, d.f32, dl, s, sl)
+	case device.Float64:
+		copyFrom(k.d, d.f64, dl, s, sl)
+	case device.Int64:
+		copyFrom(k.d, d.i64, dl, s, sl)
+	}
+}
+
+func copyFrom[D number](dev *Device, dst []D, dl device.Layout, s *Buffer, sl device.Layout) {
+	switch s.dt {
+	case device.Float32:
+		copyStrided(dev, dst, dl, s.f32, sl)
+	case device.Float64:
+		copyStrided(dev, dst, dl, s.f64, sl)
+	case device.Int64:
+		copyStrided(dev, dst, dl, s.i64, sl)
+	}
+}
+
+func copyStrided[D, S number](dev *Device, dst []D, dl device.Layout, src []S, sl device.Layout) {
+	st := newStrided(dl, sl)
+	nrows, n := st.rows()
+	ds, ss := st.inner(0), st.inner(1)
+	dev.parallelFor(nrows, n, func(lo, hi int) {
+		offs := make([]int, 2)
+		for r := lo; r < hi; r++ {
+			st.rowStarts(r, offs)
+			do, so := offs[0], offs[1]
+			if ds == 1 && ss == 1 {
+				d, s := dst[do:do+n], src[so:so+n]
+				for i, v := range s {
+					d[i] = D(v)
+				}
+				continue
+			}
+			for i := 0; i < n; i++ {
+				dst[do+i*ds] = D(src[so+i*ss])
+			}
+		}
+	})
+}
+
+// Fill sets the first n elements.
+func (k kernels) Fill(dst device.Buffer, n int, v float64) {
+	d := buf(dst)
+	switch d.dt {
+	case device.Float32:
+		fill(d.f32[:n], float32(v))
+	case device.Float64:
+		fill(d.f64[:n], v)
+	case device.Int64:
+		fill(d.i64[:n], int64(v))
+	}
+}
+
+func fill[T number](s []T, v T) {
+	for i := range s {
+		s[i] = v
+	}
+}
+
+// Unary applies op elementwise.
+func (k kernels) Unary(op device.UnaryOp, dst, src device.Buffer, n int, s float64) {
+	d, x := buf(dst), buf(src)
+	switch d.dt {
+	case device.Float32:
+		unary(k.d, op, d.f32[:n], x.f32[:n], s)
+	case device.Float64:
+		unary(k.d, op, d.f64[:n], x.f64[:n], s)
+	default:
+		panic(fmt.Sprintf("cpu: unary on %v", d.dt))
+	}
+}
+
+func unary[T float](dev *Device, op device.UnaryOp, dst, src []T, s float64) {
+	ts := T(s)
+	dev.parallelFor(len(dst), 8, func(lo, hi int) {
+		d, x := dst[lo:hi], src[lo:hi]
+		switch op {
+		case device.Neg:
+			for i, v := range x {
+				d[i] = -v
+			}
+		case device.Relu:
+			for i, v := range x {
+				if v > 0 {
+					d[i] = v
+				} else {
+					d[i] = 0
+				}
+			}
+		case device.AddScalar:
+			for i, v := range x {
+				d[i] = v + ts
+			}
+		case device.MulScalar:
+			for i, v := range x {
+				d[i] = v * ts
+			}
+		case device.GtScalar:
+			for i, v := range x {
+				if v > ts {
+					d[i] = 1
+				} else {
+					d[i] = 0
+				}
+			}
+		default:
+			f := unaryFunc(op, s)
+			for i, v := range x {
+				d[i] = T(f(float64(v)))
+			}
+		}
+	})
+}
+
+// unaryFunc returns the float64 reference function of op.
+func unaryFunc(op device.UnaryOp, s float64) func(float64) float64 {
+	switch op {
+	case device.Exp:
+		return math.Exp
+	case device.Log:
+		return math.Log
+	case device.Sqrt:
+		return math.Sqrt
+	case device.Abs:
+		return math.Abs
+	case device.Sign:
+		return func(x float64) float64 {
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return x // 0 or NaN
+		}
+	case device.Tanh:
+		return math.Tanh
+	case device.Sigmoid:
+		return func(x float64) float64 {
+			if x >= 0 {
+				return 1 / (1 + math.Exp(-x))
+			}
+			e := math.Exp(x)
+			return e / (1 + e)
+		}
+	case device.Erf:
+		return math.Erf
+	case device.Recip:
+		return func(x float64) float64 { return 1 / x }
+	case device.PowScalar:
+		return func(x float64) float64 { return math.Pow(x, s) }
+	case device.MaxScalar:
+		return func(x float64) float64 {
+			if x > s || x != x {
+				return x
+			}
+			return s
+		}
+	case device.MinScalar:
+		return func(x float64) float64 {
+			if x < s || x != x {
+				return x
+			}
+			return s
+		}
+	}
+	panic(fmt.Sprintf("cpu: unknown unary op %d", op))
+}
+
+// Binary applies op to two broadcast views.
+func (k kernels) Binary(op device.BinaryOp, dst device.Buffer, a device.Buffer, al device.Layout, b device.Buffer, bl device.Layout) {
+	if device.NumElements(al.Shape) == 0 {
+		return
+	}
+	d, x, y := buf(dst), buf(a), buf(b)
+	dl := device.Contiguous(al.Shape)
+	switch d.dt {
+	case device.Float32:
+		binary(k.d, op, d.f32, dl, x.f32, al, y.f32, bl)
+	case device.Float64:
+		binary(k.d, op, d.f64, dl, x.f64, al, y.f64, bl)
+	default:
+		panic(fmt.Sprintf("cpu: binary on %v", d.dt))
+	}
+}
+
+func binary[T float](dev *Device, op device.BinaryOp, dst []T, dl device.Layout, a []T, al device.Layout, b []T, bl device.Layout) {
+	st := newStrided(dl, al, bl)
+	nrows, n := st.rows()
+	as, bs := st.inner(1), st.inner(2)
+	f := binaryFunc[T](op)
+	dev.parallelFor(nrows, n, func(lo, hi int) {
+		offs := make([]int, 3)
+		for r := lo; r < hi; r++ {
+			st.rowStarts(r, offs)
+			d := dst[offs[0] : offs[0]+n]
+			ao, bo := offs[1], offs[2]
+			switch {
+			case op == device.Add && as == 1 && bs == 1:
+				x, y := a[ao:ao+n], b[bo:bo+n]
+				for i := range d {
+					d[i] = x[i] + y[i]
+				}
+			case op == device.Mul && as == 1 && bs == 1:
+				x, y := a[ao:ao+n], b[bo:bo+n]
+				for i := range d {
+					d[i] = x[i] * y[i]
+				}
+			case op == device.Add:
+				for i := range d {
+					d[i] = a[ao+i*as] + b[bo+i*bs]
+				}
+			case op == device.Sub:
+				for i := range d {
+					d[i] = a[ao+i*as] - b[bo+i*bs]
+				}
+			case op == device.Mul:
+				for i := range d {
+					d[i] = a[ao+i*as] * b[bo+i*bs]
+				}
+			case op == device.Div:
+				for i := range d {
+					d[i] = a[ao+i*as] / b[bo+i*bs]
+				}
+			default:
+				for i := range d {
+					d[i] = f(a[ao+i*as], b[bo+i*bs])
+				}
+			}
+		}
+	})
+}
+
+func boolTo[T float](c bool) T {
+	if c {
+		return 1
+	}
+	return 0
+}
+
+func binaryFunc[T float](op device.BinaryOp) func(x, y T) T {
+	switch op {
+	case device.Add:
+		return func(x, y T) T { return x + y }
+	case device.Sub:
+		return func(x, y T) T { return x - y }
+	case device.Mul:
+		return func(x, y T) T { return x * y }
+	case device.Div:
+		return func(x, y T) T { return x / y }
+	case device.Pow:
+		return func(x, y T) T { return T(math.Pow(float64(x), float64(y))) }
+	case device.Maximum:
+		return func(x, y T) T {
+			if x >= y || x != x {
+				return x
+			}
+			return y
+		}
+	case device.Minimum:
+		return func(x, y T) T {
+			if x <= y || x != x {
+				return x
+			}
+			return y
+		}
+	case device.Equal:
+		return func(x, y T) T { return boolTo[T](x == y) }
+	case device.NotEqual:
+		return func(x, y T) T { return boolTo[T](x != y) }
+	case device.Less:
+		return func(x, y T) T { return boolTo[T](x < y) }
+	case device.LessEqual:
+		return func(x, y T) T { return boolTo[T](x <= y) }
+	case device.Greater:
+		return func(x, y T) T { return boolTo[T](x > y) }
+	case device.GreaterEqual:
+		return func(x, y T) T { return boolTo[T](x >= y) }
+	}
+	panic(fmt.Sprintf("cpu: unknown binary op %d", op))
+}
+
+// Where selects between two broadcast views.
+func (k kernels) Where(dst device.Buffer, cond device.Buffer, cl device.Layout, a device.Buffer, al device.Layout, b device.Buffer, bl device.Layout) {
+	if device.NumElements(al.Shape) == 0 {
+		return
+	}
+	d, c, x, y := buf(dst), buf(cond), buf(a), buf(b)
+	dl := device.Contiguous(al.Shape)
+	switch d.dt {
+	case device.Float32:
+		where(k.d, d.f32, dl, c.f32, cl, x.f32, al, y.f32, bl)
+	case device.Float64:
+		where(k.d, d.f64, dl, c.f64, cl, x.f64, al, y.f64, bl)
+	default:
+		panic(fmt.Sprintf("cpu: where on %v", d.dt))
+	}
+}
+
+func where[T float](dev *Device, dst []T, dl device.Layout, c []T, cl device.Layout, a []T, al device.Layout, b []T, bl device.Layout) {
+	st := newStrided(dl, cl, al, bl)
+	nrows, n := st.rows()
+	cs, as, bs := st.inner(1), st.inner(2), st.inner(3)
+	dev.parallelFor(nrows, n, func(lo, hi int) {
+		offs := make([]int, 4)
+		for r := lo; r < hi; r++ {
+			st.rowStarts(r, offs)
+			for i := 0; i < n; i++ {
+				if c[offs[1]+i*cs] != 0 {
+					dst[offs[0]+i] = a[offs[2]+i*as]
+				} else {
+					dst[offs[0]+i] = b[offs[3]+i*bs]
+				}
+			}
+		}
+	})
+}
+
+// Reduce reduces the middle axis of outer×n×inner.
+func (k kernels) Reduce(op device.ReduceOp, dst, src device.Buffer, outer, n, inner int) {
+	s := buf(src)
+	d := buf(dst)
+	switch s.dt {
+	case device.Float32:
+		reduce(k.d, op, d, s.f32, outer, n, inner)
+	case device.Float64:
+		reduce(k.d, op, d, s.f64, outer, n, inner)
+	default:
+		panic(fmt.Sprintf("cpu: reduce on %v", s.dt))
+	}
+}
+
+func reduce[T float](dev *Device, op device.ReduceOp, d *Buffer, src []T, outer, n, inner int) {
+	if n == 0 {
+		panic("cpu: reduce over an empty axis")
+	}
+	// Each output element (o, i) is computed in float64 and then stored.
+	store := func(j int, v float64) {
+		switch d.dt {
+		case device.Float32:
+			d.f32[j] = float32(v)
+		case device.Float64:
+			d.f64[j] = v
+		case device.Int64:
+			d.i64[j] = int64(v)
+		}
+	}
+	dev.parallelFor(outer*inner, n, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			o, i := j/inner, j%inner
+			base := o*n*inner + i
+			switch op {
+			case device.ReduceSum:
+				var acc float64
+				for t := 0; t < n; t++ {
+					acc += float64(src[base+t*inner])
+				}
+				store(j, acc)
+			case device.ReduceMax, device.ReduceMin, device.ReduceArgMax:
+				best, arg := src[base], 0
+				for t := 1; t < n; t++ {
+					v := src[base+t*inner]
+					if best != best { // NaN wins, as in PyTorch
+						break
+					}
+					if (op == device.ReduceMin && v < best) || (op != device.ReduceMin && v > best) || v != v {
+						best, arg = v, t
+					}
+				}
+				if op == device.ReduceArgMax {
+					store(j, float64(arg))
+				} else {
+					store(j, float64(best))
+				}
+			default:
+				panic(fmt.Sprintf("cpu: unknown reduce op %d", op))
+			}
+		}
+	})
+}

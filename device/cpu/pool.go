@@ -1,0 +1,211 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// MaxPool2D takes the maximum of each window, remembering where it was.
+func (k kernels) MaxPool2D(p device.PoolParams, y, argmax, x device.Buffer) {
+	switch buf(y).dt {
+	case device.Float32:
+		maxPool(k.d, p, buf(y).f32, buf(argmax).i64, buf(x).f32)
+	case device.Float64:
+		maxPool(k.d, p, buf(y).f64, buf(argmax).i64, buf(x).f64)
+	}
+}
+
+func maxPool[T float](dev *Device, p device.PoolParams, y []T, arg []int64, x []T) {
+	oh, ow := p.OutH(), p.OutW()
+	dev.parallelFor(p.N*p.C, oh*ow*p.KH*p.KW, func(lo, hi int) {
+		for plane := lo; plane < hi; plane++ {
+			in := x[plane*p.H*p.W : (plane+1)*p.H*p.W]
+			out := y[plane*oh*ow:]
+			at := arg[plane*oh*ow:]
+			for i := 0; i < oh; i++ {
+				for j := 0; j < ow; j++ {
+					best, where := T(0), int64(-1)
+					for kh := 0; kh < p.KH; kh++ {
+						h := i*p.StrideH - p.PadH + kh
+						if h < 0 || h >= p.H {
+							continue
+						}
+						for kw := 0; kw < p.KW; kw++ {
+							w := j*p.StrideW - p.PadW + kw
+							if w < 0 || w >= p.W {
+								continue
+							}
+							v := in[h*p.W+w]
+							if where < 0 || v > best || v != v {
+								best, where = v, int64(h*p.W+w)
+							}
+						}
+					}
+					out[i*ow+j], at[i*ow+j] = best, where
+				}
+			}
+		}
+	})
+}
+
+// MaxPool2DGrad routes each output gradient to the input that won.
+func (k kernels) MaxPool2DGrad(p device.PoolParams, dx, dy, argmax device.Buffer) {
+	switch buf(dx).dt {
+	case device.Float32:
+		maxPoolGrad(k.d, p, buf(dx).f32, buf(dy).f32, buf(argmax).i64)
+	case device.Float64:
+		maxPoolGrad(k.d, p, buf(dx).f64, buf(dy).f64, buf(argmax).i64)
+	}
+}
+
+func maxPoolGrad[T float](dev *Device, p device.PoolParams, dx, dy []T, arg []int64) {
+	oh, ow := p.OutH(), p.OutW()
+	dev.parallelFor(p.N*p.C, oh*ow, func(lo, hi int) {
+		for plane := lo; plane < hi; plane++ {
+			in := dx[plane*p.H*p.W : (plane+1)*p.H*p.W]
+			clear(in)
+			g := dy[plane*oh*ow : (plane+1)*oh*ow]
+			at := arg[plane*oh*ow:]
+			for i, v := range g {
+				if at[i] >= 0 {
+					in[at[i]] += v
+				}
+			}
+		}
+	})
+}
+
+// poolDivisor returns the number of elements average pooling divides by
+// for the window at output (i, j).
+func poolDivisor(p device.PoolParams, i, j int) int {
+	if p.CountPad {
+		return p.KH * p.KW
+	}
+	h0, w0 := i*p.StrideH-p.PadH, j*p.StrideW-p.PadW
+	h1, w1 := min(h0+p.KH, p.H), min(w0+p.KW, p.W)
+	return (h1 - max(h0, 0)) * (w1 - max(w0, 0))
+}
+
+// AvgPool2D averages each window.
+func (k kernels) AvgPool2D(p device.PoolParams, y, x device.Buffer) {
+	switch buf(y).dt {
+	case device.Float32:
+		avgPool(k.d, p, buf(y).f32, buf(x).f32, false)
+	case device.Float64:
+		avgPool(k.d, p, buf(y).f64, buf(x).f64, false)
+	}
+}
+
+// AvgPool2DGrad spreads each output gradient over its window.
+func (k kernels) AvgPool2DGrad(p device.PoolParams, dx, dy device.Buffer) {
+	switch buf(dx).dt {
+	case device.Float32:
+		avgPool(k.d, p, buf(dy).f32, buf(dx).f32, true)
+	case device.Float64:
+		avgPool(k.d, p, buf(dy).f64, buf(dx).f64, true)
+	}
+}
+
+// avgPool computes y from x, or with grad set, x (the input gradient) from
+// y (the output gradient).
+func avgPool[T float](dev *Device, p device.PoolParams, y, x []T, grad bool) {
+	oh, ow := p.OutH(), p.OutW()
+	dev.parallelFor(p.N*p.C, oh*ow*p.KH*p.KW, func(lo, hi int) {
+		for plane := lo; plane < hi; plane++ {
+			in := x[plane*p.H*p.W : (plane+1)*p.H*p.W]
+			out := y[plane*oh*ow:]
+			if grad {
+				clear(in)
+			}
+			for i := 0; i < oh; i++ {
+				for j := 0; j < ow; j++ {
+					inv := 1 / T(poolDivisor(p, i, j))
+					var sum T
+					for h := max(i*p.StrideH-p.PadH, 0); h < min(i*p.StrideH-p.PadH+p.KH, p.H); h++ {
+						for w := max(j*p.StrideW-p.PadW, 0); w < min(j*p.StrideW-p.PadW+p.KW, p.W); w++ {
+							if grad {
+								in[h*p.W+w] += out[i*ow+j] * inv
+							} else {
+								sum += in[h*p.W+w]
+							}
+						}
+					}
+					if !grad {
+						out[i*ow+j] = sum * inv
+					}
+				}
+			}
+		}
+	})
+}
+
+// checkIndex panics with a clear message for an index outside [0, n).
+func checkIndex(i int64, n int) int {
+	if i < 0 || i >= int64(n) {
+		panic(fmt.Sprintf("cpu: index %d out of range [0, %d)", i, n))
+	}
+	return int(i)
+}
+
+// Gather reads src at per-element indices along the middle axis.
+func (k kernels) Gather(dst, src, idx device.Buffer, outer, n, m, inner int) {
+	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, false, false)
+}
+
+// ScatterAdd adds src into dst at per-element indices along the middle axis.
+func (k kernels) ScatterAdd(dst, src, idx device.Buffer, outer, n, m, inner int) {
+	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, true, false)
+}
+
+// IndexSelect copies whole slices of src along the middle axis.
+func (k kernels) IndexSelect(dst, src, idx device.Buffer, outer, n, m, inner int) {
+	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, false, true)
+}
+
+// IndexAdd adds whole slices of src into dst along the middle axis.
+func (k kernels) IndexAdd(dst, src, idx device.Buffer, outer, n, m, inner int) {
+	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, true, true)
+}
+
+// gatherScatter dispatches on the element type. The big (n-sized) tensor
+// is src for the gathers and dst for the scatters.
+func gatherScatter(dst, src *Buffer, idx []int64, outer, n, m, inner int, scatter, slices bool) {
+	big, small := src, dst
+	if scatter {
+		big, small = dst, src
+	}
+	switch dst.dt {
+	case device.Float32:
+		indexed(big.f32, small.f32, idx, outer, n, m, inner, scatter, slices)
+	case device.Float64:
+		indexed(big.f64, small.f64, idx, outer, n, m, inner, scatter, slices)
+	case device.Int64:
+		indexed(big.i64, small.i64, idx, outer, n, m, inner, scatter, slices)
+	}
+}
+
+// indexed is the common loop of Gather (scatter=false, slices=false),
+// ScatterAdd, IndexSelect (slices=true) and IndexAdd. The indexed axis has
+// length n in the big tensor and m in the small one.
+func indexed[T number](big, small []T, idx []int64, outer, n, m, inner int, scatter, slices bool) {
+	for o := 0; o < outer; o++ {
+		for j := 0; j < m; j++ {
+			for i := 0; i < inner; i++ {
+				var t int
+				if slices {
+					t = checkIndex(idx[j], n)
+				} else {
+					t = checkIndex(idx[(o*m+j)*inner+i], n)
+				}
+				s := (o*m+j)*inner + i
+				b := (o*n+t)*inner + i
+				if scatter {
+					big[b] += small[s]
+				} else {
+					small[s] = big[b]
+				}
+			}
+		}
+	}
+}

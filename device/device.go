@@ -1,0 +1,138 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// DType is the element type of a Buffer.
+type DType int
+
+// The element types every device supports.
+const (
+	Float32 DType = iota + 1 // 32-bit IEEE float: weights, activations
+	Float64                  // 64-bit IEEE float: gradient checks
+	Int64                    // 64-bit signed integer: labels, indices
+)
+
+// String returns the PyTorch-style name of the type ("float32").
+func (d DType) String() string {
+	switch d {
+	case Float32:
+		return "float32"
+	case Float64:
+		return "float64"
+	case Int64:
+		return "int64"
+	}
+	return "dtype(" + strconv.Itoa(int(d)) + ")"
+}
+
+// Size returns the size of one element in bytes.
+func (d DType) Size() int {
+	switch d {
+	case Float32:
+		return 4
+	case Float64, Int64:
+		return 8
+	}
+	return 0
+}
+
+// IsFloat reports whether d is a floating-point type.
+func (d DType) IsFloat() bool { return d == Float32 || d == Float64 }
+
+// Buffer is a flat array of Len elements of one DType owned by a Device.
+type Buffer interface {
+	// Device returns the device that owns the buffer.
+	Device() Device
+	// DType returns the element type.
+	DType() DType
+	// Len returns the number of elements.
+	Len() int
+	// Free releases the memory. It is idempotent; a freed buffer must not be used.
+	Free()
+}
+
+// Device is a place where buffers live and kernels run.
+type Device interface {
+	// Name returns the device spec, such as "cpu" or "cuda:1".
+	Name() string
+	// Alloc returns a zero-filled buffer of n elements.
+	Alloc(dt DType, n int) (Buffer, error)
+	// Write copies src ([]float32, []float64 or []int64, matching dst's
+	// DType and length) into dst.
+	Write(dst Buffer, src any) error
+	// Read copies src into dst ([]float32, []float64 or []int64 matching
+	// src's DType and length), after all queued work on src is done.
+	Read(dst any, src Buffer) error
+	// Sync waits for all queued work.
+	Sync() error
+	// Kernels returns the device's compute kernels.
+	Kernels() Kernels
+	// Close releases the device.
+	Close() error
+}
+
+// Sentinel errors returned by devices.
+var (
+	// ErrUnavailable means the device or its library is not present on this machine.
+	ErrUnavailable = errors.New("device unavailable")
+	// ErrNotImplemented means the device lacks a kernel.
+	ErrNotImplemented = errors.New("not implemented on this device")
+	// ErrUnknownDevice means no backend is registered under the requested name.
+	ErrUnknownDevice = errors.New("unknown device")
+)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]func(ordinal int) (Device, error){}
+)
+
+// Register makes a backend available to Open under name. Backends call it
+// from their init function. Registering a name twice panics.
+func Register(name string, open func(ordinal int) (Device, error)) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("device: Register called twice for " + name)
+	}
+	registry[name] = open
+}
+
+// Registered returns the names of the registered backends, sorted.
+func Registered() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Open opens the device named by spec: a backend name optionally followed by
+// ":ordinal", such as "cpu" or "cuda:0".
+func Open(spec string) (Device, error) {
+	name, ord := spec, 0
+	if i := strings.IndexByte(spec, ':'); i >= 0 {
+		name = spec[:i]
+		n, err := strconv.Atoi(spec[i+1:])
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("device %q: ordinal must be a non-negative integer", spec)
+		}
+		ord = n
+	}
+	registryMu.Lock()
+	open, ok := registry[name]
+	registryMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("device %q: %w (registered: %s)", spec, ErrUnknownDevice, strings.Join(Registered(), ", "))
+	}
+	return open(ord)
+}

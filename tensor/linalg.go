@@ -1,0 +1,205 @@
+package tensor
+
+import (
+	"fmt"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// matrixOperand returns a view of t (…×r×c) that MatMul can hand to the
+// device without copying — either dense or the transpose of a dense
+// matrix — and whether it is transposed. Other layouts are copied.
+func matrixOperand(t *Tensor) (*Tensor, bool) {
+	r := len(t.shape)
+	if t.IsContiguous() {
+		return t, false
+	}
+	tt := t.Transpose(r-2, r-1)
+	if tt.IsContiguous() {
+		return tt, true
+	}
+	return t.Contiguous(), false
+}
+
+// MatMul returns the matrix product a×b of tensors of rank ≥ 2; leading
+// (batch) axes broadcast, as in torch.matmul.
+func MatMul(a, b *Tensor) *Tensor {
+	sameFloat("MatMul", a, b)
+	if a.Rank() < 2 || b.Rank() < 2 {
+		panic(fmt.Sprintf("tensor: MatMul needs rank ≥ 2, found shapes %v and %v", a.shape, b.shape))
+	}
+	m, k := a.Dim(-2), a.Dim(-1)
+	k2, n := b.Dim(-2), b.Dim(-1)
+	if k != k2 {
+		panic(fmt.Sprintf("tensor: MatMul: shapes %v and %v: inner dimensions %d and %d differ", a.shape, b.shape, k, k2))
+	}
+	batchShape, ok := BroadcastShapes(a.shape[:a.Rank()-2], b.shape[:b.Rank()-2])
+	if !ok {
+		panic(fmt.Sprintf("tensor: MatMul: batch dimensions of shapes %v and %v do not broadcast", a.shape, b.shape))
+	}
+	batch := device.NumElements(batchShape)
+	// Each operand is either one matrix reused for every batch entry
+	// (stride 0) or a full batch; partial broadcasts are materialised.
+	prep := func(t *Tensor, rows, cols int) (*Tensor, int) {
+		tb := device.NumElements(t.shape[:t.Rank()-2])
+		if tb == 1 {
+			t = t.Reshape(rows, cols)
+			return t, 0
+		}
+		if tb != batch {
+			t = t.Expand(append(append([]int(nil), batchShape...), rows, cols)...).Contiguous()
+		}
+		return t.Reshape(batch, rows, cols), rows * cols
+	}
+	ap, aStride := prep(a, m, k)
+	bp, bStride := prep(b, k, n)
+	ap, ta := matrixOperand(ap)
+	bp, tb := matrixOperand(bp)
+	out := New(a.Device(), a.DType(), append(append([]int(nil), batchShape...), m, n)...)
+	if out.Len() == 0 {
+		return out
+	}
+	a.kernels().MatMul(device.MatMulParams{
+		Batch: batch, M: m, N: n, K: k, TransA: ta, TransB: tb, Alpha: 1,
+		AStride: aStride, BStride: bStride, CStride: m * n,
+	}, out.buf, ap.buf, bp.buf)
+	return out
+}
+
+// ConvOptions are the hyper-parameters of a 2-D convolution. Zero values
+// mean stride 1, padding 0, dilation 1, one group.
+type ConvOptions struct {
+	StrideH, StrideW int
+	PadH, PadW       int
+	DilH, DilW       int
+	Groups           int
+}
+
+func orOne(v int) int {
+	if v == 0 {
+		return 1
+	}
+	return v
+}
+
+// convParams checks the shapes of x (N×C×H×W) and w (OutC×C/groups×KH×KW).
+func convParams(op string, x, w *Tensor, o ConvOptions) device.ConvParams {
+	if x.Rank() != 4 || w.Rank() != 4 {
+		panic(fmt.Sprintf("tensor: %s: input %v and weight %v must both be 4-D", op, x.shape, w.shape))
+	}
+	p := device.ConvParams{
+		N: x.shape[0], C: x.shape[1], H: x.shape[2], W: x.shape[3],
+		OutC: w.shape[0], KH: w.shape[2], KW: w.shape[3],
+		StrideH: orOne(o.StrideH), StrideW: orOne(o.StrideW),
+		PadH: o.PadH, PadW: o.PadW,
+		DilH: orOne(o.DilH), DilW: orOne(o.DilW), Groups: orOne(o.Groups),
+	}
+	if p.C%p.Groups != 0 || p.OutC%p.Groups != 0 || w.shape[1] != p.C/p.Groups {
+		panic(fmt.Sprintf("tensor: %s: input %v and weight %v do not match with %d groups (weight needs %d input channels)",
+			op, x.shape, w.shape, p.Groups, p.C/p.Groups))
+	}
+	if p.OutH() <= 0 || p.OutW() <= 0 {
+		panic(fmt.Sprintf("tensor: %s: kernel %d×%d (dilation %d×%d) larger than padded input %v", op, p.KH, p.KW, p.DilH, p.DilW, x.shape))
+	}
+	return p
+}
+
+// Conv2D returns the cross-correlation of x (N×C×H×W) with w
+// (OutC×C/groups×KH×KW), without bias.
+func Conv2D(x, w *Tensor, o ConvOptions) *Tensor {
+	sameFloat("Conv2D", x, w)
+	p := convParams("Conv2D", x, w, o)
+	y := New(x.Device(), x.DType(), p.N, p.OutC, p.OutH(), p.OutW())
+	if p.N > 0 {
+		x.kernels().Conv2D(p, y.buf, x.Contiguous().buf, w.Contiguous().buf)
+	}
+	return y
+}
+
+// Conv2DGradInput returns the gradient of Conv2D with respect to its input
+// of shape xShape, given the output gradient dy.
+func Conv2DGradInput(dy, w *Tensor, xShape []int, o ConvOptions) *Tensor {
+	p := convParams("Conv2DGradInput", &Tensor{shape: xShape}, w, o)
+	dx := New(dy.Device(), dy.DType(), xShape...)
+	if p.N > 0 {
+		dy.kernels().Conv2DGradInput(p, dx.buf, dy.Contiguous().buf, w.Contiguous().buf)
+	}
+	return dx
+}
+
+// Conv2DGradWeight returns the gradient of Conv2D with respect to its
+// weight of shape wShape, given the input x and output gradient dy.
+func Conv2DGradWeight(dy, x *Tensor, wShape []int, o ConvOptions) *Tensor {
+	p := convParams("Conv2DGradWeight", x, &Tensor{shape: wShape}, o)
+	dw := New(dy.Device(), dy.DType(), wShape...)
+	dy.kernels().Conv2DGradWeight(p, dw.buf, dy.Contiguous().buf, x.Contiguous().buf)
+	return dw
+}
+
+// PoolOptions are the hyper-parameters of 2-D pooling. Zero strides mean
+// stride = kernel size, as in PyTorch.
+type PoolOptions struct {
+	KH, KW           int
+	StrideH, StrideW int
+	PadH, PadW       int
+	// CountPad makes average pooling divide by the full window size even
+	// where it overlaps padding (PyTorch's count_include_pad).
+	CountPad bool
+}
+
+func poolParams(op string, x *Tensor, o PoolOptions) device.PoolParams {
+	if x.Rank() != 4 {
+		panic(fmt.Sprintf("tensor: %s: input %v must be 4-D", op, x.shape))
+	}
+	p := device.PoolParams{
+		N: x.shape[0], C: x.shape[1], H: x.shape[2], W: x.shape[3],
+		KH: o.KH, KW: o.KW, StrideH: o.StrideH, StrideW: o.StrideW,
+		PadH: o.PadH, PadW: o.PadW, CountPad: o.CountPad,
+	}
+	if p.StrideH == 0 {
+		p.StrideH = p.KH
+	}
+	if p.StrideW == 0 {
+		p.StrideW = p.KW
+	}
+	if p.KH <= 0 || p.KW <= 0 || 2*p.PadH > p.KH || 2*p.PadW > p.KW || p.OutH() <= 0 || p.OutW() <= 0 {
+		panic(fmt.Sprintf("tensor: %s: kernel %d×%d with padding %d×%d does not fit input %v", op, p.KH, p.KW, p.PadH, p.PadW, x.shape))
+	}
+	return p
+}
+
+// MaxPool2D returns the window maxima of x (N×C×H×W) and, for the
+// gradient, the int64 position of each maximum within its H×W plane.
+func MaxPool2D(x *Tensor, o PoolOptions) (y, argmax *Tensor) {
+	sameFloat("MaxPool2D", x)
+	p := poolParams("MaxPool2D", x, o)
+	y = New(x.Device(), x.DType(), p.N, p.C, p.OutH(), p.OutW())
+	argmax = New(x.Device(), device.Int64, p.N, p.C, p.OutH(), p.OutW())
+	x.kernels().MaxPool2D(p, y.buf, argmax.buf, x.Contiguous().buf)
+	return y, argmax
+}
+
+// MaxPool2DGrad returns the input gradient of MaxPool2D.
+func MaxPool2DGrad(dy, argmax *Tensor, xShape []int, o PoolOptions) *Tensor {
+	p := poolParams("MaxPool2DGrad", &Tensor{shape: xShape}, o)
+	dx := New(dy.Device(), dy.DType(), xShape...)
+	dy.kernels().MaxPool2DGrad(p, dx.buf, dy.Contiguous().buf, argmax.Contiguous().buf)
+	return dx
+}
+
+// AvgPool2D returns the window averages of x (N×C×H×W).
+func AvgPool2D(x *Tensor, o PoolOptions) *Tensor {
+	sameFloat("AvgPool2D", x)
+	p := poolParams("AvgPool2D", x, o)
+	y := New(x.Device(), x.DType(), p.N, p.C, p.OutH(), p.OutW())
+	x.kernels().AvgPool2D(p, y.buf, x.Contiguous().buf)
+	return y
+}
+
+// AvgPool2DGrad returns the input gradient of AvgPool2D.
+func AvgPool2DGrad(dy *Tensor, xShape []int, o PoolOptions) *Tensor {
+	p := poolParams("AvgPool2DGrad", &Tensor{shape: xShape}, o)
+	dx := New(dy.Device(), dy.DType(), xShape...)
+	dy.kernels().AvgPool2DGrad(p, dx.buf, dy.Contiguous().buf)
+	return dx
+}

@@ -1,0 +1,154 @@
+package tensor
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// reduce1 reduces one axis with a device reduction.
+func (t *Tensor) reduce1(name string, op device.ReduceOp, axis int, keep bool) *Tensor {
+	sameFloat(name, t)
+	axis = t.axis(axis)
+	if t.shape[axis] == 0 {
+		panic(fmt.Sprintf("tensor: %s over empty axis %d of shape %v", name, axis, t.shape))
+	}
+	c := t.Contiguous()
+	outer := device.NumElements(t.shape[:axis])
+	inner := device.NumElements(t.shape[axis+1:])
+	kept := t.Shape()
+	kept[axis] = 1
+	dt := t.DType()
+	if op == device.ReduceArgMax {
+		dt = device.Int64
+	}
+	out := New(t.Device(), dt, kept...)
+	if outer*inner > 0 {
+		t.kernels().Reduce(op, out.buf, c.buf, outer, t.shape[axis], inner)
+	}
+	if !keep {
+		out = out.Squeeze(axis)
+	}
+	return out
+}
+
+// normAxes resolves, de-duplicates and sorts axes; nil means all axes.
+func (t *Tensor) normAxes(axes []int) []int {
+	if axes == nil {
+		axes = make([]int, len(t.shape))
+		for i := range axes {
+			axes[i] = i
+		}
+		return axes
+	}
+	seen := map[int]bool{}
+	var out []int
+	for _, a := range axes {
+		a = t.axis(a)
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// reduceAxes reduces several axes one at a time, from the last.
+func (t *Tensor) reduceAxes(name string, op device.ReduceOp, axes []int, keep bool) *Tensor {
+	axes = t.normAxes(axes)
+	out := t
+	for i := len(axes) - 1; i >= 0; i-- {
+		out = out.reduce1(name, op, axes[i], keep)
+	}
+	if out == t {
+		out = t.Clone()
+	}
+	return out
+}
+
+// SumAxes sums over the given axes (nil: all); keep retains them with length 1.
+func (t *Tensor) SumAxes(axes []int, keep bool) *Tensor {
+	return t.reduceAxes("Sum", device.ReduceSum, axes, keep)
+}
+
+// Sum sums over one axis.
+func (t *Tensor) Sum(axis int, keep bool) *Tensor {
+	return t.reduce1("Sum", device.ReduceSum, axis, keep)
+}
+
+// SumAll returns the 0-dimensional sum of all elements.
+func (t *Tensor) SumAll() *Tensor {
+	if t.Len() == 0 {
+		return New(t.Device(), t.DType())
+	}
+	return t.Reshape(-1).reduce1("Sum", device.ReduceSum, 0, false)
+}
+
+// MeanAxes averages over the given axes (nil: all).
+func (t *Tensor) MeanAxes(axes []int, keep bool) *Tensor {
+	n := 1
+	for _, a := range t.normAxes(axes) {
+		n *= t.shape[a]
+	}
+	return t.SumAxes(axes, keep).MulScalar(1 / float64(n))
+}
+
+// Mean averages over one axis.
+func (t *Tensor) Mean(axis int, keep bool) *Tensor {
+	return t.Sum(axis, keep).MulScalar(1 / float64(t.Dim(axis)))
+}
+
+// MeanAll returns the 0-dimensional mean of all elements.
+func (t *Tensor) MeanAll() *Tensor { return t.SumAll().MulScalar(1 / float64(t.Len())) }
+
+// Max returns the maximum over one axis.
+func (t *Tensor) Max(axis int, keep bool) *Tensor {
+	return t.reduce1("Max", device.ReduceMax, axis, keep)
+}
+
+// Min returns the minimum over one axis.
+func (t *Tensor) Min(axis int, keep bool) *Tensor {
+	return t.reduce1("Min", device.ReduceMin, axis, keep)
+}
+
+// MaxAll returns the 0-dimensional maximum of all elements.
+func (t *Tensor) MaxAll() *Tensor { return t.Reshape(-1).Max(0, false) }
+
+// ArgMax returns the int64 position of the first maximum along axis.
+func (t *Tensor) ArgMax(axis int, keep bool) *Tensor {
+	return t.reduce1("ArgMax", device.ReduceArgMax, axis, keep)
+}
+
+// VarAxes returns the variance over axes (nil: all), dividing by n-1 when
+// unbiased and by n otherwise.
+func (t *Tensor) VarAxes(axes []int, unbiased, keep bool) *Tensor {
+	n := 1
+	for _, a := range t.normAxes(axes) {
+		n *= t.shape[a]
+	}
+	d := t.Sub(t.MeanAxes(axes, true))
+	div := float64(n)
+	if unbiased {
+		div = float64(n - 1)
+	}
+	return d.Mul(d).SumAxes(axes, keep).MulScalar(1 / div)
+}
+
+// Var returns the variance over one axis.
+func (t *Tensor) Var(axis int, unbiased, keep bool) *Tensor {
+	return t.VarAxes([]int{axis}, unbiased, keep)
+}
+
+// Softmax returns exp(t) normalised to sum to 1 along axis.
+func (t *Tensor) Softmax(axis int) *Tensor {
+	e := t.Sub(t.Max(axis, true)).Exp()
+	return e.Div(e.Sum(axis, true))
+}
+
+// LogSoftmax returns log(Softmax(t)) computed stably.
+func (t *Tensor) LogSoftmax(axis int) *Tensor {
+	s := t.Sub(t.Max(axis, true))
+	return s.Sub(s.Exp().Sum(axis, true).Log())
+}
