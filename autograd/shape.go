@@ -1,0 +1,199 @@
+package autograd
+
+import (
+	"github.com/hora-dl/hora/tensor"
+)
+
+// Gradient rules for views, joins and reductions.
+
+// Reshape returns x with a new shape (see tensor.Reshape).
+func Reshape(x *Var, shape ...int) *Var {
+	in := x.Value.Shape()
+	return record(x.Value.Reshape(shape...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Reshape(in...)}
+	}, x)
+}
+
+// Flatten merges axes from..Rank-1 into one.
+func Flatten(x *Var, from int) *Var {
+	in := x.Value.Shape()
+	return record(x.Value.Flatten(from), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Reshape(in...)}
+	}, x)
+}
+
+// Permute reorders axes.
+func Permute(x *Var, axes ...int) *Var {
+	inv := make([]int, len(axes))
+	for i, a := range axes {
+		if a < 0 {
+			a += len(axes)
+		}
+		inv[a] = i
+	}
+	return record(x.Value.Permute(axes...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Permute(inv...)}
+	}, x)
+}
+
+// Transpose swaps two axes.
+func Transpose(x *Var, a, b int) *Var {
+	return record(x.Value.Transpose(a, b), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Transpose(a, b)}
+	}, x)
+}
+
+// Slice takes elements [start, end) of axis.
+func Slice(x *Var, axis, start, end int) *Var {
+	return record(x.Value.Slice(axis, start, end), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		dx := tensor.ZerosLike(x.Value)
+		dx.Slice(axis, start, end).CopyFrom(g)
+		return []*tensor.Tensor{dx}
+	}, x)
+}
+
+// Expand broadcasts x to shape.
+func Expand(x *Var, shape ...int) *Var {
+	in := x.Value.Shape()
+	return record(x.Value.Expand(shape...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{g.SumTo(in)}
+	}, x)
+}
+
+// Squeeze removes an axis of length 1.
+func Squeeze(x *Var, axis int) *Var {
+	in := x.Value.Shape()
+	return record(x.Value.Squeeze(axis), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Reshape(in...)}
+	}, x)
+}
+
+// Unsqueeze inserts an axis of length 1.
+func Unsqueeze(x *Var, axis int) *Var {
+	in := x.Value.Shape()
+	return record(x.Value.Unsqueeze(axis), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Reshape(in...)}
+	}, x)
+}
+
+// Concat joins Vars along axis.
+func Concat(axis int, xs ...*Var) *Var {
+	vals := make([]*tensor.Tensor, len(xs))
+	sizes := make([]int, len(xs))
+	for i, x := range xs {
+		vals[i] = x.Value
+	}
+	out := tensor.Concat(axis, vals...)
+	for i, x := range xs {
+		sizes[i] = x.Value.Dim(axis)
+	}
+	return record(out, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return g.Split(axis, sizes...)
+	}, xs...)
+}
+
+// Stack joins Vars of one shape along a new axis.
+func Stack(axis int, xs ...*Var) *Var {
+	us := make([]*Var, len(xs))
+	for i, x := range xs {
+		us[i] = Unsqueeze(x, axis)
+	}
+	return Concat(axis, us...)
+}
+
+// Split cuts x along axis into pieces of the given sizes.
+func Split(x *Var, axis int, sizes ...int) []*Var {
+	out := make([]*Var, len(sizes))
+	at := 0
+	for i, s := range sizes {
+		out[i] = Slice(x, axis, at, at+s)
+		at += s
+	}
+	return out
+}
+
+// SumAxes sums over axes (nil: all); keep retains them with length 1.
+func SumAxes(x *Var, axes []int, keep bool) *Var {
+	in := x.Value.Shape()
+	out := x.Value.SumAxes(axes, keep)
+	kept := x.Value.SumAxes(axes, true).Shape()
+	return record(out, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{g.Reshape(kept...).Expand(in...)}
+	}, x)
+}
+
+// Sum sums over one axis.
+func Sum(x *Var, axis int, keep bool) *Var { return SumAxes(x, []int{axis}, keep) }
+
+// SumAll returns the 0-dimensional sum of all elements.
+func SumAll(x *Var) *Var { return SumAxes(x, nil, false) }
+
+// MeanAxes averages over axes (nil: all).
+func MeanAxes(x *Var, axes []int, keep bool) *Var {
+	s := SumAxes(x, axes, keep)
+	return MulScalar(s, float64(s.Value.Len())/float64(x.Value.Len()))
+}
+
+// Mean averages over one axis.
+func Mean(x *Var, axis int, keep bool) *Var { return MeanAxes(x, []int{axis}, keep) }
+
+// MeanAll returns the 0-dimensional mean of all elements.
+func MeanAll(x *Var) *Var { return MeanAxes(x, nil, false) }
+
+// VarAxes returns the variance over axes, unbiased (n-1) or not (n).
+func VarAxes(x *Var, axes []int, unbiased, keep bool) *Var {
+	d := Sub(x, MeanAxes(x, axes, true))
+	n := x.Value.Len() / x.Value.SumAxes(axes, true).Len()
+	div := float64(n)
+	if unbiased {
+		div = float64(n - 1)
+	}
+	return MulScalar(SumAxes(Mul(d, d), axes, keep), 1/div)
+}
+
+// Max returns the maximum over axis; the gradient is shared equally among
+// tied maxima.
+func Max(x *Var, axis int, keep bool) *Var {
+	kept := x.Value.Max(axis, true)
+	out := kept
+	if !keep {
+		out = kept.Squeeze(axis)
+	}
+	return record(out, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		mask := x.Value.Eq(kept)
+		share := mask.Div(mask.Sum(axis, true))
+		return []*tensor.Tensor{share.Mul(g.Reshape(kept.Shape()...))}
+	}, x)
+}
+
+// Softmax normalises exp(x) along axis.
+func Softmax(x *Var, axis int) *Var {
+	y := x.Value.Softmax(axis)
+	return record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		// y ⊙ (g - Σ g⊙y)
+		return []*tensor.Tensor{y.Mul(g.Sub(g.Mul(y).Sum(axis, true)))}
+	}, x)
+}
+
+// LogSoftmax returns log(Softmax(x)) along axis.
+func LogSoftmax(x *Var, axis int) *Var {
+	y := x.Value.LogSoftmax(axis)
+	return record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		// g - softmax ⊙ Σ g
+		return []*tensor.Tensor{g.Sub(y.Exp().Mul(g.Sum(axis, true)))}
+	}, x)
+}
+
+// Gather picks x along axis at the int64 positions idx (torch.gather).
+func Gather(x *Var, axis int, idx *tensor.Tensor) *Var {
+	return record(x.Value.Gather(axis, idx), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.ZerosLike(x.Value).ScatterAdd(axis, idx, g)}
+	}, x)
+}
+
+// IndexSelect picks whole slices of x along axis at the 1-D int64 idx.
+func IndexSelect(x *Var, axis int, idx *tensor.Tensor) *Var {
+	return record(x.Value.IndexSelect(axis, idx), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.ZerosLike(x.Value).IndexAdd(axis, idx, g)}
+	}, x)
+}
