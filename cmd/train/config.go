@@ -1,0 +1,1122 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// FashionMNISTMean is the mean pixel value of the Fashion-MNIST training
+// images scaled to [0, 1]; data.normalize subtracts it.
+const FashionMNISTMean = 0.2860
+
+// FashionMNISTStd is the standard deviation of the Fashion-MNIST training
+// pixels scaled to [0, 1]; data.normalize divides by it.
+const FashionMNISTStd = 0.3530
+
+// DefaultDataDir is where Debian's dataset-fashion-mnist package installs
+// the Fashion-MNIST files; it is the default of data.dir.
+const DefaultDataDir = "/usr/share/datasets/fashion-mnist"
+
+// Names accepted by Validate. They are read only.
+var (
+	knownDatasets    = []string{"fashion-mnist"}
+	knownModels      = []string{"mlp", "lenet5", "cnn"}
+	knownActivations = []string{"relu", "gelu", "tanh", "sigmoid", "silu"}
+	knownOptimizers  = []string{"sgd", "adam", "adamw", "rmsprop", "adagrad"}
+	knownSchedules   = []string{"none", "step", "multistep", "cosine"}
+	knownPer         = []string{"epoch", "step"}
+)
+
+// Config is the whole training configuration, read from a YAML file by
+// LoadConfig. DefaultConfig gives the values of the keys a file leaves out.
+type Config struct {
+	// Seed seeds every random number generator of the run (initialization,
+	// shuffling, dropout). Default 1.
+	Seed uint64 `yaml:"seed"`
+	// Device names the device to train on: "cpu", "cuda", "cuda:1".
+	// Default "cpu".
+	Device string `yaml:"device"`
+	// Data selects the data set.
+	Data DataConfig `yaml:"data"`
+	// Model selects and shapes the network.
+	Model ModelConfig `yaml:"model"`
+	// Optimizer selects the optimizer and its hyper-parameters.
+	Optimizer OptimizerConfig `yaml:"optimizer"`
+	// Schedule selects the learning-rate schedule.
+	Schedule ScheduleConfig `yaml:"schedule"`
+	// Train holds the training-loop settings.
+	Train TrainConfig `yaml:"train"`
+	// Output says where results go.
+	Output OutputConfig `yaml:"output"`
+
+	// path is the file the configuration was read from ("" when built in Go).
+	path string
+	// origins records, for each key path ("optimizer.lr",
+	// "schedule.milestones[1]"), where its value came from; nil when built
+	// in Go.
+	origins map[string]keyOrigin
+}
+
+// DataConfig selects the data set.
+type DataConfig struct {
+	// Name is the data set: "fashion-mnist" (the only one so far, and the
+	// default).
+	Name string `yaml:"name"`
+	// Dir is the folder holding the data set files. Default DefaultDataDir.
+	Dir string `yaml:"dir"`
+	// Normalize maps pixels p in [0, 1] to (p - FashionMNISTMean) /
+	// FashionMNISTStd. Default true.
+	Normalize bool `yaml:"normalize"`
+}
+
+// ModelConfig selects and shapes the network.
+type ModelConfig struct {
+	// Name is the architecture: "mlp", "lenet5" or "cnn". Required.
+	Name string `yaml:"name"`
+	// Hidden lists the widths of the hidden layers of "mlp".
+	// Default [512, 256].
+	Hidden []int `yaml:"hidden"`
+	// Activation is the non-linearity: "relu" (default), "gelu", "tanh",
+	// "sigmoid" or "silu".
+	Activation string `yaml:"activation"`
+	// Dropout is the probability of zeroing an activation in training;
+	// 0 (the default) disables dropout.
+	Dropout float64 `yaml:"dropout"`
+}
+
+// OptimizerConfig selects the optimizer and its hyper-parameters. Fields an
+// optimizer does not use are ignored.
+type OptimizerConfig struct {
+	// Name is the optimizer: "sgd", "adam", "adamw", "rmsprop" or
+	// "adagrad". Required.
+	Name string `yaml:"name"`
+	// LR is the (initial) learning rate. Required, > 0.
+	LR float64 `yaml:"lr"`
+	// Momentum is the momentum factor of sgd and rmsprop. Default 0.
+	Momentum float64 `yaml:"momentum"`
+	// Nesterov turns on Nesterov momentum (sgd; needs momentum > 0 and
+	// dampening 0). Default false.
+	Nesterov bool `yaml:"nesterov"`
+	// Dampening damps the momentum of sgd. Default 0.
+	Dampening float64 `yaml:"dampening"`
+	// WeightDecay is the L2 penalty (decoupled for adamw). Default 0.
+	WeightDecay float64 `yaml:"weight_decay"`
+	// Betas are the decay rates of the first and second moment estimates
+	// of adam and adamw. Default [0.9, 0.999].
+	Betas [2]float64 `yaml:"betas"`
+	// Eps is added to denominators for numerical stability. Default 1e-10
+	// for adagrad and 1e-8 for the others (LoadConfig picks it from the
+	// optimizer name when the key is not set).
+	Eps float64 `yaml:"eps"`
+	// Alpha is the smoothing constant of rmsprop. Default 0.99.
+	Alpha float64 `yaml:"alpha"`
+	// Centered normalizes rmsprop's gradient by its estimated variance.
+	// Default false.
+	Centered bool `yaml:"centered"`
+	// AMSGrad uses the AMSGrad variant of adam and adamw. Default false.
+	AMSGrad bool `yaml:"amsgrad"`
+	// ClipNorm clips the global L2 norm of the gradients to this value
+	// before each step; 0 (the default) disables clipping.
+	ClipNorm float64 `yaml:"clip_norm"`
+}
+
+// ScheduleConfig selects the learning-rate schedule.
+type ScheduleConfig struct {
+	// Name is the schedule: "none" (default, constant), "step" (multiply by
+	// Gamma every StepSize periods), "multistep" (multiply by Gamma at each
+	// of Milestones) or "cosine" (cosine annealing from the optimizer's LR
+	// to MinLR over the run).
+	Name string `yaml:"name"`
+	// StepSize is the period of "step", in units of Per. Required by "step".
+	StepSize int `yaml:"step_size"`
+	// Gamma is the decay factor of "step" and "multistep". Default 0.1.
+	Gamma float64 `yaml:"gamma"`
+	// Milestones are the strictly increasing epochs (or steps, see Per) at
+	// which "multistep" decays. Required by "multistep".
+	Milestones []int `yaml:"milestones"`
+	// MinLR is the final learning rate of "cosine". Default 0.
+	MinLR float64 `yaml:"min_lr"`
+	// WarmupEpochs ramps the learning rate linearly from
+	// WarmupStartFactor×LR up to LR over this many epochs (or steps) before
+	// the schedule starts; 0 (the default) disables warm-up.
+	WarmupEpochs int `yaml:"warmup_epochs"`
+	// WarmupStartFactor is the fraction of LR warm-up starts from.
+	// Default 0.1.
+	WarmupStartFactor float64 `yaml:"warmup_start_factor"`
+	// Per says when the schedule advances: "epoch" (default) or "step"
+	// (every optimizer step).
+	Per string `yaml:"per"`
+}
+
+// TrainConfig holds the training-loop settings.
+type TrainConfig struct {
+	// Epochs is the number of passes over the training set. Default 1.
+	Epochs int `yaml:"epochs"`
+	// BatchSize is the number of samples per optimizer step. Default 128.
+	BatchSize int `yaml:"batch_size"`
+	// EvalBatchSize is the batch size used for evaluation. Default 1000.
+	EvalBatchSize int `yaml:"eval_batch_size"`
+	// LabelSmoothing is the label-smoothing factor of the cross-entropy
+	// loss, in [0, 1). Default 0.
+	LabelSmoothing float64 `yaml:"label_smoothing"`
+	// Prefetch is the number of batches prepared ahead of the training
+	// loop. Default 2.
+	Prefetch int `yaml:"prefetch"`
+	// Limit uses only the first Limit training samples; 0 (the default)
+	// uses them all. Meant for quick runs and tests.
+	Limit int `yaml:"limit"`
+}
+
+// OutputConfig says where results go.
+type OutputConfig struct {
+	// Dir is the folder for checkpoints, metrics and plots. LoadConfig
+	// defaults it to "runs/<config file name without extension>"; the
+	// -out flag of the command overrides it.
+	Dir string `yaml:"dir"`
+	// Progress shows a progress bar while training. Default true.
+	Progress bool `yaml:"progress"`
+}
+
+// DefaultConfig returns the configuration used for every key a file leaves
+// out. Model.Name, Optimizer.Name, Optimizer.LR and Output.Dir have no
+// default (LoadConfig derives Output.Dir from the file name), so
+// DefaultConfig().Validate() fails until they are set.
+func DefaultConfig() *Config {
+	return &Config{
+		Seed:   1,
+		Device: "cpu",
+		Data: DataConfig{
+			Name:      "fashion-mnist",
+			Dir:       DefaultDataDir,
+			Normalize: true,
+		},
+		Model: ModelConfig{
+			Hidden:     []int{512, 256},
+			Activation: "relu",
+		},
+		Optimizer: OptimizerConfig{
+			Betas: [2]float64{0.9, 0.999},
+			Eps:   1e-8,
+			Alpha: 0.99,
+		},
+		Schedule: ScheduleConfig{
+			Name:              "none",
+			Gamma:             0.1,
+			WarmupStartFactor: 0.1,
+			Per:               "epoch",
+		},
+		Train: TrainConfig{
+			Epochs:        1,
+			BatchSize:     128,
+			EvalBatchSize: 1000,
+			Prefetch:      2,
+		},
+		Output: OutputConfig{
+			Progress: true,
+		},
+	}
+}
+
+// defaultEps returns the default of optimizer.eps for the named optimizer.
+func defaultEps(optimizer string) float64 {
+	if optimizer == "adagrad" {
+		return 1e-10
+	}
+	return 1e-8
+}
+
+// File returns the path of the file the configuration was loaded from, or
+// "" for a configuration built in Go.
+func (c *Config) File() string { return c.path }
+
+// LoadConfig reads the YAML configuration file at path, fills in defaults
+// (see DefaultConfig), applies the -set overrides in sets (each
+// "dotted.key=value", the value written in YAML: train.epochs=3,
+// model.hidden=[256,128]) in order, and validates the result.
+//
+// Decoding is strict: an unknown key, a value of the wrong type, a duplicate
+// key or a YAML syntax error is an error of one line that starts with
+// "path:line:column: "; an error in a -set starts with "-set key=value: ".
+func LoadConfig(path string, sets []string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return ParseConfig(path, data, sets)
+}
+
+// ParseConfig is LoadConfig for a file already read: name is the file's
+// path, used in error messages and for the default output.dir.
+func ParseConfig(name string, data []byte, sets []string) (*Config, error) {
+	cfg := DefaultConfig()
+	cfg.path = name
+	base := filepath.Base(name)
+	cfg.Output.Dir = filepath.Join("runs", strings.TrimSuffix(base, filepath.Ext(base)))
+	cfg.origins = map[string]keyOrigin{}
+
+	body, err := parseFile(name, data)
+	if err != nil {
+		return nil, err
+	}
+	d := &configDecoder{file: name, origins: cfg.origins, anchors: map[string]ast.Node{}}
+	if err := d.decode(body, reflect.ValueOf(cfg).Elem(), "", nil); err != nil {
+		return nil, err
+	}
+	for _, s := range sets {
+		if err := applySet(cfg, name, s); err != nil {
+			return nil, err
+		}
+	}
+	if _, ok := cfg.origins["optimizer.eps"]; !ok {
+		cfg.Optimizer.Eps = defaultEps(cfg.Optimizer.Name)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// parseFile parses data as one YAML document and returns its body.
+func parseFile(name string, data []byte) (ast.Node, error) {
+	f, err := parseYAML(data)
+	if err != nil {
+		return nil, yamlError(name, err)
+	}
+	var docs []*ast.DocumentNode
+	for _, doc := range f.Docs {
+		if doc != nil && doc.Body != nil {
+			docs = append(docs, doc)
+		}
+	}
+	if len(docs) == 1 {
+		if _, null := docs[0].Body.(*ast.NullNode); null {
+			docs = nil
+		}
+	}
+	switch {
+	case len(docs) == 0:
+		return nil, fmt.Errorf("%s: the file is empty (expected a mapping with keys %s)",
+			name, strings.Join(structKeys(reflect.TypeFor[Config]()), ", "))
+	case len(docs) > 1:
+		p := nodePos(docs[1].Body, nil)
+		if p == nil {
+			return nil, fmt.Errorf("%s: expected one YAML document, found %d", name, len(docs))
+		}
+		return nil, fmt.Errorf("%s:%d:%d: expected one YAML document, found %d", name, p.Line, p.Column, len(docs))
+	}
+	return docs[0].Body, nil
+}
+
+// parseYAML runs the YAML parser, turning a panic inside it into an error so
+// that no input can crash the command.
+func parseYAML(data []byte) (f *ast.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("invalid YAML (the parser failed: %v)", r)
+		}
+	}()
+	return parser.ParseBytes(data, 0)
+}
+
+// yamlError makes a one-line error out of an error of the YAML parser.
+func yamlError(name string, err error) error {
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		msg := ye.GetMessage()
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			return fmt.Errorf("%s:%d:%d: invalid YAML: %s", name, tk.Position.Line, tk.Position.Column, msg)
+		}
+		return fmt.Errorf("%s: invalid YAML: %s", name, msg)
+	}
+	return fmt.Errorf("%s: %s", name, firstLine(err.Error()))
+}
+
+// applySet applies one -set override ("dotted.key=value") to cfg.
+func applySet(cfg *Config, file, set string) error {
+	key, value, ok := strings.Cut(set, "=")
+	if !ok {
+		return fmt.Errorf("-set %s: expected key=value (e.g. train.epochs=3), found no \"=\"", set)
+	}
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return fmt.Errorf("-set %s: expected key=value, found an empty key", set)
+	}
+	v := reflect.ValueOf(cfg).Elem()
+	path := ""
+	for part := range strings.SplitSeq(key, ".") {
+		if part == "" {
+			return fmt.Errorf("-set %s: malformed key %q (expected dotted names such as train.epochs)", set, key)
+		}
+		if v.Kind() != reflect.Struct {
+			return fmt.Errorf("-set %s: %s is %s, not a section with keys", set, path, expectedOf(v.Type()))
+		}
+		i, ok := fieldIndex(v.Type(), part)
+		if !ok {
+			return fmt.Errorf("-set %s: %s", set, unknownKeyMessage(v.Type(), part, path))
+		}
+		v = v.Field(i)
+		path = joinPath(path, part)
+	}
+
+	f, err := parseYAML([]byte(value))
+	if err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			return fmt.Errorf("-set %s: %s: invalid YAML value: %s", set, key, ye.GetMessage())
+		}
+		return fmt.Errorf("-set %s: %s: invalid YAML value: %s", set, key, firstLine(err.Error()))
+	}
+	var node ast.Node
+	for _, doc := range f.Docs {
+		if doc == nil || doc.Body == nil {
+			continue
+		}
+		if node != nil {
+			return fmt.Errorf("-set %s: %s: expected one YAML value, found several documents", set, key)
+		}
+		node = doc.Body
+	}
+	if node == nil {
+		node = &ast.NullNode{}
+	}
+	d := &configDecoder{file: file, set: set, origins: cfg.origins, anchors: map[string]ast.Node{}}
+	return d.decode(node, v, path, nil)
+}
+
+// keyOrigin says where a key's value came from.
+type keyOrigin struct {
+	pos *token.Position // position in the file; nil for -set values
+	set string          // the -set argument that assigned the value, or ""
+}
+
+// maxConfigDepth bounds the nesting of the values decoded, which also stops
+// aliases that refer to themselves.
+const maxConfigDepth = 32
+
+// configDecoder decodes YAML nodes into the configuration structs strictly,
+// walking the structs by their yaml tags.
+type configDecoder struct {
+	file    string               // the configuration file
+	set     string               // the -set argument being applied, or "" for the file
+	origins map[string]keyOrigin // filled with the keys decoded
+	anchors map[string]ast.Node  // anchors seen so far
+	depth   int
+}
+
+// errorf returns an error located at pos in the file, or in the -set
+// argument being applied.
+func (d *configDecoder) errorf(pos *token.Position, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	switch {
+	case d.set != "":
+		return fmt.Errorf("-set %s: %s", d.set, msg)
+	case pos != nil:
+		return fmt.Errorf("%s:%d:%d: %s", d.file, pos.Line, pos.Column, msg)
+	default:
+		return fmt.Errorf("%s: %s", d.file, msg)
+	}
+}
+
+// typeError reports a value of the wrong type for the key at path.
+func (d *configDecoder) typeError(n ast.Node, at *token.Position, path string, t reflect.Type, extra string) error {
+	return d.errorf(at, "%s: expected %s, found %s%s", displayPath(path), expectedOf(t), describeNode(n), extra)
+}
+
+// unwrap resolves anchors, aliases and tags around n.
+func (d *configDecoder) unwrap(n ast.Node, at *token.Position) (ast.Node, error) {
+	for range maxConfigDepth {
+		switch m := n.(type) {
+		case *ast.AnchorNode:
+			if m.Name != nil && m.Name.GetToken() != nil {
+				d.anchors[m.Name.GetToken().Value] = m.Value
+			}
+			n = m.Value
+		case *ast.AliasNode:
+			name := ""
+			if m.Value != nil && m.Value.GetToken() != nil {
+				name = m.Value.GetToken().Value
+			}
+			target, ok := d.anchors[name]
+			if !ok {
+				return nil, d.errorf(nodePos(m, at), "unknown alias *%s (no anchor &%s before it)", name, name)
+			}
+			n = target
+		case *ast.TagNode:
+			n = m.Value
+		case *ast.MappingKeyNode:
+			n = m.Value
+		default:
+			return n, nil
+		}
+		if n == nil {
+			return &ast.NullNode{}, nil
+		}
+	}
+	return nil, d.errorf(at, "anchors and aliases nested too deeply")
+}
+
+// decode stores the YAML node n into v, the value at key path; at is the
+// position to report when n has none.
+func (d *configDecoder) decode(n ast.Node, v reflect.Value, path string, at *token.Position) error {
+	d.depth++
+	defer func() { d.depth-- }()
+	if d.depth > maxConfigDepth {
+		return d.errorf(at, "%s: value nested too deeply", displayPath(path))
+	}
+	if n == nil {
+		n = &ast.NullNode{}
+	}
+	n, err := d.unwrap(n, at)
+	if err != nil {
+		return err
+	}
+	at = nodePos(n, at)
+	if d.set != "" {
+		d.origins[path] = keyOrigin{set: d.set}
+	} else {
+		d.origins[path] = keyOrigin{pos: at}
+	}
+
+	switch v.Kind() {
+	case reflect.Struct:
+		return d.decodeStruct(n, v, path, at)
+	case reflect.Slice:
+		if _, null := n.(*ast.NullNode); null {
+			v.Set(reflect.Zero(v.Type())) // an empty list
+			return nil
+		}
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			return d.typeError(n, at, path, v.Type(), "")
+		}
+		s := reflect.MakeSlice(v.Type(), len(seq.Values), len(seq.Values))
+		for i, e := range seq.Values {
+			if err := d.decode(e, s.Index(i), fmt.Sprintf("%s[%d]", path, i), at); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+		return nil
+	case reflect.Array:
+		seq, ok := n.(*ast.SequenceNode)
+		if !ok {
+			return d.typeError(n, at, path, v.Type(), "")
+		}
+		if len(seq.Values) != v.Len() {
+			return d.errorf(at, "%s: expected %s, found a list of %d", displayPath(path), expectedOf(v.Type()), len(seq.Values))
+		}
+		for i, e := range seq.Values {
+			if err := d.decode(e, v.Index(i), fmt.Sprintf("%s[%d]", path, i), at); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Bool:
+		b, ok := n.(*ast.BoolNode)
+		if !ok {
+			return d.typeError(n, at, path, v.Type(), "")
+		}
+		v.SetBool(b.Value)
+		return nil
+	case reflect.String:
+		switch s := n.(type) {
+		case *ast.StringNode:
+			v.SetString(s.Value)
+		case *ast.LiteralNode:
+			if s.Value != nil {
+				v.SetString(s.Value.Value)
+			}
+		case *ast.IntegerNode, *ast.FloatNode:
+			v.SetString(n.GetToken().Value)
+		default:
+			return d.typeError(n, at, path, v.Type(), "")
+		}
+		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		i, outOfRange, ok := intValue(n)
+		if ok && !outOfRange && v.OverflowInt(i) {
+			outOfRange = true
+		}
+		if !ok {
+			return d.typeError(n, at, path, v.Type(), "")
+		}
+		if outOfRange {
+			return d.typeError(n, at, path, v.Type(), " (out of range)")
+		}
+		v.SetInt(i)
+		return nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		u, outOfRange, ok := uintValue(n)
+		if ok && !outOfRange && v.OverflowUint(u) {
+			outOfRange = true
+		}
+		if !ok {
+			return d.typeError(n, at, path, v.Type(), "")
+		}
+		if outOfRange {
+			return d.typeError(n, at, path, v.Type(), " (out of range)")
+		}
+		v.SetUint(u)
+		return nil
+	case reflect.Float32, reflect.Float64:
+		f, ok := floatValue(n)
+		if !ok || math.IsInf(f, 0) || math.IsNaN(f) || v.OverflowFloat(f) {
+			return d.typeError(n, at, path, v.Type(), "")
+		}
+		v.SetFloat(f)
+		return nil
+	}
+	// Only reached if a field of an unsupported kind is added to Config.
+	return d.errorf(at, "%s: cannot decode into a Go %s", displayPath(path), v.Type())
+}
+
+// decodeStruct decodes a mapping into the struct v (a section), key by key;
+// keys left out keep their values. An empty value leaves the section as it
+// is.
+func (d *configDecoder) decodeStruct(n ast.Node, v reflect.Value, path string, at *token.Position) error {
+	var pairs []*ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.NullNode:
+		return nil
+	case *ast.MappingNode:
+		pairs = m.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{m}
+	default:
+		return d.typeError(n, at, path, v.Type(), "")
+	}
+	seen := map[string]*token.Position{}
+	for _, p := range pairs {
+		if p == nil {
+			continue
+		}
+		keyAt := nodePos(p.Key, at)
+		key, err := d.keyName(p.Key, keyAt, path)
+		if err != nil {
+			return err
+		}
+		if first, dup := seen[key]; dup {
+			if first != nil {
+				return d.errorf(keyAt, "duplicate key %q %s (first at line %d)", key, sectionName(path), first.Line)
+			}
+			return d.errorf(keyAt, "duplicate key %q %s", key, sectionName(path))
+		}
+		seen[key] = keyAt
+		i, ok := fieldIndex(v.Type(), key)
+		if !ok {
+			return d.errorf(keyAt, "%s", unknownKeyMessage(v.Type(), key, path))
+		}
+		if err := d.decode(p.Value, v.Field(i), joinPath(path, key), keyAt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyName returns the text of a mapping key.
+func (d *configDecoder) keyName(k ast.Node, at *token.Position, path string) (string, error) {
+	if k == nil {
+		return "", d.errorf(at, "expected a key name %s, found an empty key", sectionName(path))
+	}
+	n, err := d.unwrap(k, at)
+	if err != nil {
+		return "", err
+	}
+	switch s := n.(type) {
+	case *ast.StringNode:
+		return s.Value, nil
+	case *ast.MergeKeyNode:
+		return "", d.errorf(at, "merge keys (<<) are not supported %s", sectionName(path))
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+		return n.GetToken().Value, nil
+	}
+	return "", d.errorf(at, "expected a key name %s, found %s", sectionName(path), describeNode(n))
+}
+
+// intValue returns the integer held by n. outOfRange reports an integer too
+// large for int64; ok is false when n is not an integer.
+func intValue(n ast.Node) (i int64, outOfRange, ok bool) {
+	switch s := n.(type) {
+	case *ast.IntegerNode:
+		switch x := s.Value.(type) {
+		case int64:
+			return x, false, true
+		case uint64:
+			if x > math.MaxInt64 {
+				return 0, true, true
+			}
+			return int64(x), false, true
+		}
+	case *ast.StringNode:
+		// Integers too large for the YAML parser come out as plain strings.
+		if isPlain(s) && isDecimalInt(s.Value) {
+			i, err := strconv.ParseInt(s.Value, 10, 64)
+			return i, err != nil, true
+		}
+	}
+	return 0, false, false
+}
+
+// uintValue is intValue for unsigned integers; a negative number is not ok.
+func uintValue(n ast.Node) (u uint64, outOfRange, ok bool) {
+	switch s := n.(type) {
+	case *ast.IntegerNode:
+		switch x := s.Value.(type) {
+		case int64:
+			if x < 0 {
+				return 0, false, false
+			}
+			return uint64(x), false, true
+		case uint64:
+			return x, false, true
+		}
+	case *ast.StringNode:
+		if isPlain(s) && isDecimalInt(s.Value) && !strings.HasPrefix(s.Value, "-") {
+			u, err := strconv.ParseUint(strings.TrimPrefix(s.Value, "+"), 10, 64)
+			return u, err != nil, true
+		}
+	}
+	return 0, false, false
+}
+
+// floatValue returns the number held by n. Plain scalars such as 1e-3,
+// which the YAML parser leaves as strings, count as numbers.
+func floatValue(n ast.Node) (float64, bool) {
+	switch s := n.(type) {
+	case *ast.IntegerNode:
+		switch x := s.Value.(type) {
+		case int64:
+			return float64(x), true
+		case uint64:
+			return float64(x), true
+		}
+	case *ast.FloatNode:
+		return s.Value, true
+	case *ast.StringNode:
+		if isPlain(s) && looksNumeric(s.Value) {
+			f, err := strconv.ParseFloat(s.Value, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// isPlain reports whether s was written without quotes.
+func isPlain(s *ast.StringNode) bool {
+	return s.Token != nil && s.Token.Type == token.StringType
+}
+
+// isDecimalInt reports whether s is an optionally signed run of digits.
+func isDecimalInt(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// looksNumeric reports whether s is written as a decimal number (digits,
+// sign, point, exponent), ruling out "inf", "nan" and hexadecimal forms.
+func looksNumeric(s string) bool {
+	if s == "" {
+		return false
+	}
+	digit := false
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			digit = true
+		case r == '+' || r == '-' || r == '.' || r == 'e' || r == 'E':
+		default:
+			return false
+		}
+	}
+	return digit
+}
+
+// nodePos returns the position of n, or fallback when n has none.
+func nodePos(n ast.Node, fallback *token.Position) *token.Position {
+	if n == nil {
+		return fallback
+	}
+	if rv := reflect.ValueOf(n); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return fallback
+	}
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		if len(m.Values) > 0 && m.Values[0] != nil {
+			return nodePos(m.Values[0], fallback)
+		}
+	case *ast.MappingValueNode:
+		return nodePos(m.Key, fallback)
+	}
+	if tk := n.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
+		return tk.Position
+	}
+	return fallback
+}
+
+// describeNode says what a YAML node holds, for "found ..." in messages.
+func describeNode(n ast.Node) string {
+	switch s := n.(type) {
+	case *ast.NullNode:
+		// The parser gives "key:" and "key: null" the same token.
+		return "an empty value (null)"
+	case *ast.StringNode:
+		if isPlain(s) && looksNumeric(s.Value) {
+			return shorten(s.Value)
+		}
+		return quoteValue(s.Value)
+	case *ast.LiteralNode:
+		if s.Value != nil {
+			return quoteValue(s.Value.Value)
+		}
+		return "a block string"
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return fmt.Sprintf("a list of %d", len(s.Values))
+	}
+	if tk := n.GetToken(); tk != nil && tk.Value != "" {
+		return shorten(tk.Value)
+	}
+	return "a " + strings.ToLower(n.Type().String())
+}
+
+// quoteValue quotes s for a message, shortening long values.
+func quoteValue(s string) string {
+	return strconv.Quote(shorten(s))
+}
+
+// shorten shortens s to at most 40 runes.
+func shorten(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:37]) + "..."
+	}
+	return s
+}
+
+// firstLine keeps the first line of a message.
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return first
+}
+
+// expectedOf describes the YAML values a Go type accepts.
+func expectedOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "a list of " + pluralOf(t.Elem())
+	case reflect.Array:
+		return fmt.Sprintf("a list of %d %s", t.Len(), pluralOf(t.Elem()))
+	case reflect.Struct:
+		return "a mapping with keys " + strings.Join(structKeys(t), ", ")
+	}
+	return t.String()
+}
+
+// pluralOf names the values of a list element type.
+func pluralOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return "numbers"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "integers"
+	case reflect.String:
+		return "strings"
+	}
+	return "values"
+}
+
+// structKeys lists the YAML keys of a configuration struct in order.
+func structKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		if name := yamlName(t.Field(i)); name != "" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+// yamlName returns the YAML key of a struct field, or "" for a field that
+// has none.
+func yamlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return ""
+	}
+	return name
+}
+
+// fieldIndex finds the field of struct type t with the YAML key name.
+func fieldIndex(t reflect.Type, name string) (int, bool) {
+	for i := range t.NumField() {
+		if n := yamlName(t.Field(i)); n != "" && n == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// unknownKeyMessage reports key as unknown in the section at path of type t,
+// listing the known keys and the closest one.
+func unknownKeyMessage(t reflect.Type, key, path string) string {
+	keys := structKeys(t)
+	msg := fmt.Sprintf("unknown key %q %s (known: %s)", shorten(key), sectionName(path), strings.Join(keys, ", "))
+	best, bestDist := "", 3
+	for _, k := range keys {
+		if dist := editDistance(strings.ToLower(key), k); dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	if best != "" {
+		msg += fmt.Sprintf("; did you mean %q?", best)
+	}
+	return msg
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return math.MaxInt
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// sectionName says where a key is: "at the top level" or "in train".
+func sectionName(path string) string {
+	if path == "" {
+		return "at the top level"
+	}
+	return "in " + path
+}
+
+// displayPath names the key at path, "the configuration" for the root.
+func displayPath(path string) string {
+	if path == "" {
+		return "the configuration"
+	}
+	return path
+}
+
+// joinPath appends key to the dotted path.
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// Validate checks the values of the configuration. It reports every problem
+// found, one per line, each naming the file (with line and column when the
+// key was in the file), the key, and the expected and found values, e.g.
+//
+//	configs/x.yaml:12:7: optimizer.lr: expected a number > 0, found -1
+func (c *Config) Validate() error {
+	v := &configValidator{c: c}
+
+	v.nonEmpty("device", c.Device, `a device name such as "cpu" or "cuda:0"`)
+	v.oneOf("data.name", c.Data.Name, knownDatasets)
+	v.nonEmpty("data.dir", c.Data.Dir, "the folder of the data set")
+
+	v.oneOf("model.name", c.Model.Name, knownModels)
+	if c.Model.Name == "mlp" {
+		for i, h := range c.Model.Hidden {
+			if h < 1 {
+				v.fail(fmt.Sprintf("model.hidden[%d]", i), "a layer width >= 1", strconv.Itoa(h))
+			}
+		}
+	}
+	v.oneOf("model.activation", c.Model.Activation, knownActivations)
+	v.inRange("model.dropout", c.Model.Dropout, 0, 1, false)
+
+	o := c.Optimizer
+	v.oneOf("optimizer.name", o.Name, knownOptimizers)
+	v.positive("optimizer.lr", o.LR)
+	v.atLeast0("optimizer.momentum", o.Momentum)
+	v.inRange("optimizer.dampening", o.Dampening, 0, 1, true)
+	if o.Nesterov && o.Name == "sgd" && (!(o.Momentum > 0) || o.Dampening != 0) {
+		v.fail("optimizer.nesterov", "momentum > 0 and dampening 0 with nesterov: true",
+			"momentum "+fmtNum(o.Momentum)+", dampening "+fmtNum(o.Dampening))
+	}
+	v.atLeast0("optimizer.weight_decay", o.WeightDecay)
+	for i, b := range o.Betas {
+		v.inRange(fmt.Sprintf("optimizer.betas[%d]", i), b, 0, 1, false)
+	}
+	v.positive("optimizer.eps", o.Eps)
+	v.inRange("optimizer.alpha", o.Alpha, 0, 1, false)
+	v.atLeast0("optimizer.clip_norm", o.ClipNorm)
+
+	s := c.Schedule
+	v.oneOf("schedule.name", s.Name, knownSchedules)
+	switch s.Name {
+	case "step":
+		if s.StepSize < 1 {
+			v.fail("schedule.step_size", `an integer >= 1 for schedule "step"`, strconv.Itoa(s.StepSize))
+		}
+		v.positive("schedule.gamma", s.Gamma)
+	case "multistep":
+		if len(s.Milestones) == 0 {
+			v.fail("schedule.milestones", `a non-empty list of increasing epochs for schedule "multistep"`, "[]")
+		}
+		for i, m := range s.Milestones {
+			key := fmt.Sprintf("schedule.milestones[%d]", i)
+			switch {
+			case i == 0 && m < 1:
+				v.fail(key, "an integer >= 1", strconv.Itoa(m))
+			case i > 0 && m <= s.Milestones[i-1]:
+				v.fail(key, fmt.Sprintf("an integer > %d (milestones must increase)", s.Milestones[i-1]), strconv.Itoa(m))
+			}
+		}
+		v.positive("schedule.gamma", s.Gamma)
+	case "cosine":
+		if !(s.MinLR >= 0 && s.MinLR <= o.LR) {
+			v.fail("schedule.min_lr", fmt.Sprintf("a number in [0, optimizer.lr = %s]", fmtNum(o.LR)), fmtNum(s.MinLR))
+		}
+	}
+	if s.WarmupEpochs < 0 {
+		v.fail("schedule.warmup_epochs", "an integer >= 0", strconv.Itoa(s.WarmupEpochs))
+	}
+	if !(s.WarmupStartFactor > 0 && s.WarmupStartFactor <= 1) {
+		v.fail("schedule.warmup_start_factor", "a number in (0, 1]", fmtNum(s.WarmupStartFactor))
+	}
+	v.oneOf("schedule.per", s.Per, knownPer)
+
+	t := c.Train
+	v.atLeast1("train.epochs", t.Epochs)
+	v.atLeast1("train.batch_size", t.BatchSize)
+	v.atLeast1("train.eval_batch_size", t.EvalBatchSize)
+	v.inRange("train.label_smoothing", t.LabelSmoothing, 0, 1, false)
+	if t.Prefetch < 0 {
+		v.fail("train.prefetch", "an integer >= 0", strconv.Itoa(t.Prefetch))
+	}
+	if t.Limit < 0 {
+		v.fail("train.limit", "an integer >= 0 (0 uses every sample)", strconv.Itoa(t.Limit))
+	}
+
+	v.nonEmpty("output.dir", c.Output.Dir, "a folder")
+	return errors.Join(v.errs...)
+}
+
+// configValidator collects the problems Validate finds.
+type configValidator struct {
+	c    *Config
+	errs []error
+}
+
+// fail records that key holds found where expected was expected.
+func (v *configValidator) fail(key, expected, found string) {
+	where := v.c.path
+	if where == "" {
+		where = "config"
+	}
+	o, known := v.c.origins[key]
+	if known && o.set == "" && o.pos != nil {
+		where = fmt.Sprintf("%s:%d:%d", where, o.pos.Line, o.pos.Column)
+	}
+	msg := fmt.Sprintf("%s: %s: expected %s, found %s", where, key, expected, found)
+	switch {
+	case known && o.set != "":
+		msg += " (from -set " + o.set + ")"
+	case !known && v.c.origins != nil:
+		msg += " (the key is not set)"
+	}
+	v.errs = append(v.errs, errors.New(msg))
+}
+
+func (v *configValidator) oneOf(key, val string, known []string) {
+	for _, k := range known {
+		if val == k {
+			return
+		}
+	}
+	v.fail(key, "one of "+strings.Join(known, ", "), quoteValue(val))
+}
+
+func (v *configValidator) nonEmpty(key, val, expected string) {
+	if strings.TrimSpace(val) == "" {
+		v.fail(key, expected, quoteValue(val))
+	}
+}
+
+func (v *configValidator) positive(key string, x float64) {
+	if !(x > 0) {
+		v.fail(key, "a number > 0", fmtNum(x))
+	}
+}
+
+func (v *configValidator) atLeast0(key string, x float64) {
+	if !(x >= 0) {
+		v.fail(key, "a number >= 0", fmtNum(x))
+	}
+}
+
+func (v *configValidator) atLeast1(key string, n int) {
+	if n < 1 {
+		v.fail(key, "an integer >= 1", strconv.Itoa(n))
+	}
+}
+
+// inRange checks lo <= x < hi, or lo <= x <= hi when closed.
+func (v *configValidator) inRange(key string, x, lo, hi float64, closed bool) {
+	if x >= lo && (x < hi || closed && x == hi) {
+		return
+	}
+	bracket := ")"
+	if closed {
+		bracket = "]"
+	}
+	v.fail(key, fmt.Sprintf("a number in [%s, %s%s", fmtNum(lo), fmtNum(hi), bracket), fmtNum(x))
+}
+
+// fmtNum formats a number for a message.
+func fmtNum(x float64) string {
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
