@@ -2,7 +2,7 @@
 //
 // Usage:
 //
-//	train -config FILE [-set key=value ...] [-out DIR]
+//	train -config FILE [-set key=value ...] [-out DIR] [-cpuprofile FILE]
 //
 // It evaluates on the test set after every epoch, appends one JSON object
 // per epoch to DIR/metrics.jsonl and saves the weights to
@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 )
@@ -48,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "YAML config `file` (required)")
 	out := fs.String("out", "", "output `dir` (overrides output.dir)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file`")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a config value, e.g. -set train.epochs=1 (repeatable)")
 	fs.Usage = func() {
@@ -77,6 +79,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *out != "" {
 		cfg.Output.Dir = *out
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "train: -cpuprofile: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "train: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	err = train(ctx, cfg, stdout, stderr)
 	var ie inputError

@@ -1,0 +1,60 @@
+// Package data provides datasets and the loader that cuts them into batches
+// for training: IDX files (the MNIST and Fashion-MNIST format), in-memory
+// datasets, subsets, shuffling, batching and prefetching.
+//
+// # Overview
+//
+// A Dataset is a finite, indexable collection of labelled samples of one
+// shape. InMemory is the Dataset held in memory; LoadIDX and LoadFashionMNIST
+// fill one from IDX files, gzipped or not. A Loader turns a Dataset into
+// batches, one epoch per range loop over Loader.Batches. Batches are plain Go
+// slices (a Batch owns its X, Shape, Y and Indices); turning them into tensors
+// on a device is the trainer's job, so this package imports no other package
+// of Hora.
+//
+// The smallest use:
+//
+//	train, test, err := data.LoadFashionMNIST(data.DefaultFashionMNISTDir)
+//	if err != nil {
+//		return err
+//	}
+//	train.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
+//	loader, err := data.NewLoader(train, data.LoaderConfig{BatchSize: 128, Shuffle: true, Prefetch: 2})
+//	if err != nil {
+//		return err
+//	}
+//	rng := rand.New(rand.NewPCG(seed, 0))
+//	for epoch := range epochs {
+//		for b := range loader.Batches(ctx, rng) {
+//			// b.X has shape b.Shape = [n 1 28 28]; b.Y holds the n labels.
+//		}
+//		if err := ctx.Err(); err != nil {
+//			return err
+//		}
+//	}
+//
+// # Randomness
+//
+// Nothing in this package keeps random state: shuffling draws from the
+// *rand.Rand (math/rand/v2) passed to Batches, so the same seed gives the
+// same order of samples in every run.
+//
+// # Errors
+//
+// Errors from reading files name the file and say what was wrong with
+// expected and found values, for example
+//
+//	read /d/train-images-idx3-ubyte.gz: truncated (gzip stream ends early): header says 60000×28×28 = 47040000 bytes of data, found 1234
+//
+// Malformed input never makes the readers panic, and a header cannot make
+// them allocate more than the file can hold. Misuse by the calling code (an
+// index out of range, a destination slice of the wrong length, shuffling
+// without a *rand.Rand) panics with a message saying what was expected.
+//
+// # Concurrency
+//
+// With LoaderConfig.Prefetch > 0 a background goroutine calls the dataset's
+// Sample method while the consumer works on earlier batches. The goroutine
+// stops when the range loop ends, by a break or by the cancellation of its
+// context, and has exited by the time the loop statement returns.
+package data
