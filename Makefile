@@ -1,0 +1,64 @@
+# Hora — the two commands a new user runs are `make train` and `make test`.
+
+GO        ?= go
+CONFIG    ?= configs/fashion-mnist-mlp.yaml
+ARGS      ?=
+BIN       := bin
+# Debian packages the project needs: the dataset for training and the
+# end-to-end tests. `make bench` adds PyTorch for the reference numbers.
+APT_DEPS  := dataset-fashion-mnist
+BENCH_APT := python3-torch python3-numpy
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# PyTorch's fastest settings on this machine (see BENCHMARKS.md).
+TORCH_ENV := OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX \
+	MALLOC_MMAP_THRESHOLD_=30000000 MALLOC_TRIM_THRESHOLD_=1000000000
+
+.PHONY: all deps bench-deps build train test vet fmt-check bench golden clean
+
+all: build
+
+# deps installs the missing Debian packages and Go modules.
+deps:
+	@missing=""; for p in $(APT_DEPS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+	$(GO) mod download
+
+bench-deps: deps
+	@missing=""; for p in $(BENCH_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+
+build: deps
+	$(GO) build -o $(BIN)/train ./cmd/train
+
+# train trains the default model (override: make train CONFIG=configs/fashion-mnist-cnn.yaml ARGS="-set train.epochs=1").
+train: build
+	$(BIN)/train -config $(CONFIG) $(ARGS)
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test: deps fmt-check vet
+	CGO_ENABLED=0 $(GO) build ./...
+	$(GO) test -count=1 ./...
+
+# bench trains both configs for one epoch with Hora and with PyTorch in the
+# same run and prints them side by side.
+bench: bench-deps build
+	@scripts/bench/run.sh
+
+# golden regenerates the PyTorch fixtures (needs python3-torch).
+golden: bench-deps
+	/usr/bin/python3 scripts/golden/gen.py
+
+clean:
+	rm -rf $(BIN)
