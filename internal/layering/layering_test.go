@@ -1,0 +1,70 @@
+package layering
+
+import (
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/hora-dl/hora"
+
+// allowedImports lists, for each package of the module, the module's
+// packages it may import (test files excluded). A package missing from the
+// table fails the test, so every new package states its place.
+var allowedImports = map[string][]string{
+	"device":            {},
+	"device/cpu":        {"device"},
+	"device/devicetest": {"device"},
+	"tensor":            {"device", "device/cpu"},
+	"autograd":          {"device", "device/cpu", "tensor"},
+	"layers":            {"device", "device/cpu", "tensor", "autograd"},
+	"optim":             {"device", "device/cpu", "tensor", "autograd"},
+	"data":              {},
+	"models":            {"device", "device/cpu", "tensor", "autograd", "layers"},
+	"checkpoint":        {"device", "device/cpu", "tensor"},
+	"internal/layering": {},
+	"cmd/train":         {"*"},
+}
+
+func TestImportDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		allowed, ok := allowedImports[pkg]
+		if !ok {
+			t.Errorf("package %s is not in allowedImports: add it with the packages it may import", pkg)
+			continue
+		}
+		if len(allowed) == 1 && allowed[0] == "*" {
+			continue
+		}
+		var bad []string
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module+"/")
+			if !contains(allowed, dep) {
+				bad = append(bad, dep)
+			}
+		}
+		sort.Strings(bad)
+		if len(bad) > 0 {
+			t.Errorf("package %s imports %v; it may import only %v", pkg, bad, allowed)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
