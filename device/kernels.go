@@ -56,7 +56,8 @@ const (
 // BinaryOp names an elementwise function of two inputs.
 type BinaryOp int
 
-// The binary operations. Comparisons return 1 or 0 in the output type.
+// The binary operations. Comparisons return 1 or 0 in the output type;
+// Maximum and Minimum return NaN when either input is NaN (as PyTorch).
 const (
 	Add BinaryOp = iota + 1
 	Sub
@@ -76,7 +77,9 @@ const (
 // ReduceOp names a reduction along one axis.
 type ReduceOp int
 
-// The reductions. ArgMax writes Int64 indices of the first maximum.
+// The reductions. ArgMax writes Int64 indices of the first maximum. A NaN
+// wins Max, Min and ArgMax (ArgMax gives the position of the first NaN),
+// as in PyTorch.
 const (
 	ReduceSum ReduceOp = iota + 1
 	ReduceMax
@@ -89,6 +92,8 @@ const (
 // where op transposes when TransA / TransB is set. op(A[b]) is M×K, op(B[b])
 // is K×N and C[b] is M×N; each matrix is row-major and dense, and matrix b
 // starts at Off + b*Stride (a Stride of 0 reuses one matrix for every b).
+// As in BLAS, C is not read when Beta is 0 (it may hold NaN), and K = 0
+// gives C = Beta*C.
 type MatMulParams struct {
 	Batch, M, N, K int
 	TransA, TransB bool
@@ -136,11 +141,15 @@ func (p PoolParams) OutW() int { return (p.W+2*p.PadW-p.KW)/p.StrideW + 1 }
 // Kernels is the small primitive set a device implements. Buffers passed
 // to one call belong to the device and, unless stated otherwise, share one
 // floating-point DType; outputs are dense (row-major, offset 0) unless a
-// Layout says otherwise. Kernels do not validate their arguments: the
-// tensor package does that before calling them.
+// Layout says otherwise, and are overwritten unless stated otherwise.
+// Copy, Fill, Gather, ScatterAdd, IndexSelect and IndexAdd also accept
+// Int64 data. Kernels do not validate their arguments: the tensor package
+// does that before calling them. The package device/devicetest checks an
+// implementation against these definitions.
 type Kernels interface {
 	// Copy copies the strided view src into the strided view dst (same
-	// shapes), converting between DTypes when they differ.
+	// shapes), converting between DTypes when they differ (float to Int64
+	// truncates toward zero). dst must not overlap src.
 	Copy(dst Buffer, dl Layout, src Buffer, sl Layout)
 	// Fill sets the first n elements of dst to v.
 	Fill(dst Buffer, n int, v float64)
@@ -165,7 +174,8 @@ type Kernels interface {
 	// Conv2DGradWeight computes dw from dy and x.
 	Conv2DGradWeight(p ConvParams, dw, dy, x Buffer)
 	// MaxPool2D writes the maxima to y and their flat positions within each
-	// H×W input plane to the Int64 buffer argmax.
+	// H×W input plane to the Int64 buffer argmax. Windows are scanned in
+	// row-major order and the first maximum wins; a NaN wins over numbers.
 	MaxPool2D(p PoolParams, y, argmax, x Buffer)
 	// MaxPool2DGrad sets dx to zero and adds each dy to the position
 	// recorded in argmax.

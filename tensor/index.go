@@ -83,14 +83,7 @@ func (t *Tensor) Gather(axis int, idx *Tensor) *Tensor {
 	sameDevice("Gather", t, idx)
 	axis = t.axis(axis)
 	outer, n, inner := t.splitAt(axis)
-	if idx.Rank() != t.Rank() {
-		panic(fmt.Sprintf("tensor: Gather: index %v and input %v differ in rank", idx.shape, t.shape))
-	}
-	for i := range t.shape {
-		if i != axis && idx.shape[i] != t.shape[i] {
-			panic(fmt.Sprintf("tensor: Gather along axis %d: index %v and input %v", axis, idx.shape, t.shape))
-		}
-	}
+	checkIndexShape("Gather", axis, idx, t)
 	out := New(t.Device(), t.DType(), idx.shape...)
 	t.kernels().Gather(out.buf, t.Contiguous().buf, idx.Contiguous().buf, outer, n, idx.shape[axis], inner)
 	return out
@@ -105,6 +98,8 @@ func (t *Tensor) ScatterAdd(axis int, idx, src *Tensor) *Tensor {
 	if !sameShape(idx.shape, src.shape) {
 		panic(fmt.Sprintf("tensor: ScatterAdd: index %v and source %v differ", idx.shape, src.shape))
 	}
+	checkIndexShape("ScatterAdd", axis, idx, t)
+	sameType("ScatterAdd", t, src)
 	outer, n, inner := t.splitAt(axis)
 	out := t.Clone()
 	t.kernels().ScatterAdd(out.buf, src.Contiguous().buf, idx.Contiguous().buf, outer, n, idx.shape[axis], inner)
@@ -135,14 +130,38 @@ func (t *Tensor) IndexAdd(axis int, idx, src *Tensor) *Tensor {
 	sameDevice("IndexAdd", t, idx, src)
 	axis = t.axis(axis)
 	outer, n, inner := t.splitAt(axis)
+	if idx.Rank() != 1 {
+		panic(fmt.Sprintf("tensor: IndexAdd: index must be 1-D, found %v", idx.shape))
+	}
 	want := t.Shape()
 	want[axis] = idx.Len()
 	if !sameShape(want, src.shape) {
-		panic(fmt.Sprintf("tensor: IndexAdd: source %v, expected %v", src.shape, want))
+		panic(fmt.Sprintf("tensor: IndexAdd along axis %d of %v: source %v, expected %v", axis, t.shape, src.shape, want))
 	}
+	sameType("IndexAdd", t, src)
 	out := t.Clone()
 	t.kernels().IndexAdd(out.buf, src.Contiguous().buf, idx.Contiguous().buf, outer, n, idx.Len(), inner)
 	return out
+}
+
+// checkIndexShape panics unless idx has t's shape except along axis.
+func checkIndexShape(op string, axis int, idx, t *Tensor) {
+	ok := idx.Rank() == t.Rank()
+	for i := range t.shape {
+		if ok && i != axis && idx.shape[i] != t.shape[i] {
+			ok = false
+		}
+	}
+	if !ok {
+		panic(fmt.Sprintf("tensor: %s along axis %d: index %v and input %v", op, axis, idx.shape, t.shape))
+	}
+}
+
+// sameType panics unless t and u have one element type.
+func sameType(op string, t, u *Tensor) {
+	if t.DType() != u.DType() {
+		panic(fmt.Sprintf("tensor: %s: types %v %v and %v %v differ", op, t.DType(), t.shape, u.DType(), u.shape))
+	}
 }
 
 // splitAt returns the sizes before, at and after axis.

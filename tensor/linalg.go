@@ -43,13 +43,20 @@ func MatMul(a, b *Tensor) *Tensor {
 	prep := func(t *Tensor, rows, cols int) (*Tensor, int) {
 		tb := device.NumElements(t.shape[:t.Rank()-2])
 		if tb == 1 {
-			t = t.Reshape(rows, cols)
+			// Drop the unit batch axes as a view, so that a transposed
+			// matrix (such as w.T()) reaches the device without a copy.
+			for t.Rank() > 2 {
+				t = t.Squeeze(0)
+			}
 			return t, 0
 		}
 		if tb != batch {
 			t = t.Expand(append(append([]int(nil), batchShape...), rows, cols)...).Contiguous()
 		}
-		return t.Reshape(batch, rows, cols), rows * cols
+		if t.Rank() != 3 {
+			t = t.Reshape(batch, rows, cols)
+		}
+		return t, rows * cols
 	}
 	ap, aStride := prep(a, m, k)
 	bp, bStride := prep(b, k, n)
@@ -98,8 +105,13 @@ func convParams(op string, x, w *Tensor, o ConvOptions) device.ConvParams {
 		panic(fmt.Sprintf("tensor: %s: input %v and weight %v do not match with %d groups (weight needs %d input channels)",
 			op, x.shape, w.shape, p.Groups, p.C/p.Groups))
 	}
-	if p.OutH() <= 0 || p.OutW() <= 0 {
-		panic(fmt.Sprintf("tensor: %s: kernel %d×%d (dilation %d×%d) larger than padded input %v", op, p.KH, p.KW, p.DilH, p.DilW, x.shape))
+	// Compare the kernel's extent with the padded input directly: OutH's
+	// integer division truncates toward zero, so it is 1, not ≤ 0, when the
+	// kernel overhangs by less than a stride.
+	if p.StrideH < 0 || p.StrideW < 0 || p.DilH < 0 || p.DilW < 0 || p.PadH < 0 || p.PadW < 0 ||
+		p.DilH*(p.KH-1)+1 > p.H+2*p.PadH || p.DilW*(p.KW-1)+1 > p.W+2*p.PadW || p.KH <= 0 || p.KW <= 0 {
+		panic(fmt.Sprintf("tensor: %s: kernel %d×%d (stride %d×%d, padding %d×%d, dilation %d×%d) does not fit input %v",
+			op, p.KH, p.KW, p.StrideH, p.StrideW, p.PadH, p.PadW, p.DilH, p.DilW, x.shape))
 	}
 	return p
 }
@@ -119,7 +131,9 @@ func Conv2D(x, w *Tensor, o ConvOptions) *Tensor {
 // Conv2DGradInput returns the gradient of Conv2D with respect to its input
 // of shape xShape, given the output gradient dy.
 func Conv2DGradInput(dy, w *Tensor, xShape []int, o ConvOptions) *Tensor {
+	sameFloat("Conv2DGradInput", dy, w)
 	p := convParams("Conv2DGradInput", &Tensor{shape: xShape}, w, o)
+	checkGradShape("Conv2DGradInput", dy, []int{p.N, p.OutC, p.OutH(), p.OutW()})
 	dx := New(dy.Device(), dy.DType(), xShape...)
 	if p.N > 0 {
 		dy.kernels().Conv2DGradInput(p, dx.buf, dy.Contiguous().buf, w.Contiguous().buf)
@@ -130,10 +144,20 @@ func Conv2DGradInput(dy, w *Tensor, xShape []int, o ConvOptions) *Tensor {
 // Conv2DGradWeight returns the gradient of Conv2D with respect to its
 // weight of shape wShape, given the input x and output gradient dy.
 func Conv2DGradWeight(dy, x *Tensor, wShape []int, o ConvOptions) *Tensor {
+	sameFloat("Conv2DGradWeight", dy, x)
 	p := convParams("Conv2DGradWeight", x, &Tensor{shape: wShape}, o)
+	checkGradShape("Conv2DGradWeight", dy, []int{p.N, p.OutC, p.OutH(), p.OutW()})
 	dw := New(dy.Device(), dy.DType(), wShape...)
 	dy.kernels().Conv2DGradWeight(p, dw.buf, dy.Contiguous().buf, x.Contiguous().buf)
 	return dw
+}
+
+// checkGradShape panics unless the output gradient dy has the shape of
+// the forward output, want.
+func checkGradShape(op string, dy *Tensor, want []int) {
+	if !sameShape(dy.shape, want) {
+		panic(fmt.Sprintf("tensor: %s: output gradient %v, expected %v", op, dy.shape, want))
+	}
 }
 
 // PoolOptions are the hyper-parameters of 2-D pooling. Zero strides mean
@@ -162,7 +186,10 @@ func poolParams(op string, x *Tensor, o PoolOptions) device.PoolParams {
 	if p.StrideW == 0 {
 		p.StrideW = p.KW
 	}
-	if p.KH <= 0 || p.KW <= 0 || 2*p.PadH > p.KH || 2*p.PadW > p.KW || p.OutH() <= 0 || p.OutW() <= 0 {
+	// The kernel must fit the padded input (OutH alone cannot tell: its
+	// integer division truncates toward zero).
+	if p.KH <= 0 || p.KW <= 0 || p.StrideH <= 0 || p.StrideW <= 0 || p.PadH < 0 || p.PadW < 0 ||
+		2*p.PadH > p.KH || 2*p.PadW > p.KW || p.KH > p.H+2*p.PadH || p.KW > p.W+2*p.PadW {
 		panic(fmt.Sprintf("tensor: %s: kernel %d×%d with padding %d×%d does not fit input %v", op, p.KH, p.KW, p.PadH, p.PadW, x.shape))
 	}
 	return p
@@ -181,7 +208,14 @@ func MaxPool2D(x *Tensor, o PoolOptions) (y, argmax *Tensor) {
 
 // MaxPool2DGrad returns the input gradient of MaxPool2D.
 func MaxPool2DGrad(dy, argmax *Tensor, xShape []int, o PoolOptions) *Tensor {
+	sameFloat("MaxPool2DGrad", dy)
+	sameDevice("MaxPool2DGrad", dy, argmax)
+	checkIndexTensor("MaxPool2DGrad", argmax)
 	p := poolParams("MaxPool2DGrad", &Tensor{shape: xShape}, o)
+	checkGradShape("MaxPool2DGrad", dy, []int{p.N, p.C, p.OutH(), p.OutW()})
+	if !sameShape(argmax.shape, dy.shape) {
+		panic(fmt.Sprintf("tensor: MaxPool2DGrad: argmax %v and output gradient %v differ", argmax.shape, dy.shape))
+	}
 	dx := New(dy.Device(), dy.DType(), xShape...)
 	dy.kernels().MaxPool2DGrad(p, dx.buf, dy.Contiguous().buf, argmax.Contiguous().buf)
 	return dx
@@ -198,7 +232,9 @@ func AvgPool2D(x *Tensor, o PoolOptions) *Tensor {
 
 // AvgPool2DGrad returns the input gradient of AvgPool2D.
 func AvgPool2DGrad(dy *Tensor, xShape []int, o PoolOptions) *Tensor {
+	sameFloat("AvgPool2DGrad", dy)
 	p := poolParams("AvgPool2DGrad", &Tensor{shape: xShape}, o)
+	checkGradShape("AvgPool2DGrad", dy, []int{p.N, p.C, p.OutH(), p.OutW()})
 	dx := New(dy.Device(), dy.DType(), xShape...)
 	dy.kernels().AvgPool2DGrad(p, dx.buf, dy.Contiguous().buf)
 	return dx

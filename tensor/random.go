@@ -13,7 +13,11 @@ import (
 func RandUniform(rng *rand.Rand, lo, hi float64, shape ...int) *Tensor {
 	data := make([]float32, numElements(shape))
 	for i := range data {
-		data[i] = float32(lo + (hi-lo)*rng.Float64())
+		v := float32(lo + (hi-lo)*rng.Float64())
+		if float64(v) >= hi && hi > lo { // rounding to float32 reached hi
+			v = math.Nextafter32(float32(hi), float32(math.Inf(-1)))
+		}
+		data[i] = v
 	}
 	return FromFloat32(data, shape...)
 }

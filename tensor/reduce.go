@@ -11,6 +11,15 @@ import (
 func (t *Tensor) reduce1(name string, op device.ReduceOp, axis int, keep bool) *Tensor {
 	sameFloat(name, t)
 	axis = t.axis(axis)
+	if t.shape[axis] == 0 && op == device.ReduceSum {
+		kept := t.Shape() // the sum of nothing is 0
+		kept[axis] = 1
+		out := New(t.Device(), t.DType(), kept...)
+		if !keep {
+			out = out.Squeeze(axis)
+		}
+		return out
+	}
 	if t.shape[axis] == 0 {
 		panic(fmt.Sprintf("tensor: %s over empty axis %d of shape %v", name, axis, t.shape))
 	}

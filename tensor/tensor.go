@@ -19,10 +19,12 @@ type Tensor struct {
 	offset  int
 }
 
-// The CPU device used by the constructors that take no device.
-var cpuDevice device.Device = cpu.New()
+// The CPU device used by the constructors that take no device: the one
+// device.Open("cpu") returns.
+var cpuDevice device.Device = cpu.Default()
 
-// CPU returns the CPU device that FromFloat32, Zeros and friends use.
+// CPU returns the CPU device that FromFloat32, Zeros and friends use; it
+// is the device that device.Open("cpu") returns.
 func CPU() device.Device { return cpuDevice }
 
 // New returns a zero-filled dense tensor of the given type and shape on dev.
@@ -60,17 +62,22 @@ func ZerosLike(t *Tensor) *Tensor { return New(t.Device(), t.DType(), t.shape...
 // FullLike returns a dense tensor filled with v with t's device, type and shape.
 func FullLike(t *Tensor, v float64) *Tensor { return Full(t.Device(), t.DType(), v, t.shape...) }
 
-// FromFloat32 returns a float32 CPU tensor holding a copy of data.
+// FromFloat32 returns a float32 CPU tensor holding a copy of data. It
+// panics when data does not fill shape. With no shape, one value makes a
+// 0-dimensional scalar and any other number of values a vector; pass the
+// shape (FromFloat32(v, 1)) for a one-element vector.
 func FromFloat32(data []float32, shape ...int) *Tensor {
 	return fromSlice(cpuDevice, device.Float32, data, len(data), shape)
 }
 
-// FromFloat64 returns a float64 CPU tensor holding a copy of data.
+// FromFloat64 returns a float64 CPU tensor holding a copy of data (see
+// FromFloat32 for the shape rules).
 func FromFloat64(data []float64, shape ...int) *Tensor {
 	return fromSlice(cpuDevice, device.Float64, data, len(data), shape)
 }
 
-// FromInt64 returns an int64 CPU tensor holding a copy of data.
+// FromInt64 returns an int64 CPU tensor holding a copy of data (see
+// FromFloat32 for the shape rules).
 func FromInt64(data []int64, shape ...int) *Tensor {
 	return fromSlice(cpuDevice, device.Int64, data, len(data), shape)
 }
@@ -222,9 +229,13 @@ func (t *Tensor) To(dev device.Device) *Tensor {
 }
 
 // CopyFrom copies src into t in place (t may be a view: the buffer it shares
-// changes). src must broadcast to t's shape; types are converted.
+// changes). src must broadcast to t's shape; types are converted. src may
+// overlap t (views of one buffer): it is then read as it was before the copy.
 func (t *Tensor) CopyFrom(src *Tensor) {
 	sameDevice("CopyFrom", t, src)
+	if src.buf == t.buf {
+		src = src.Clone() // the views may overlap
+	}
 	sl := src.broadcastLayout(t.shape, "CopyFrom", t)
 	t.kernels().Copy(t.buf, t.Layout(), src.buf, sl)
 }
@@ -288,6 +299,10 @@ func (t *Tensor) String() string {
 func formatNested(b *strings.Builder, vals []float64, shape []int) {
 	if len(shape) == 0 {
 		fmt.Fprintf(b, "%g", vals[0])
+		return
+	}
+	if len(vals) == 0 {
+		b.WriteString("[]") // a shape with a zero dimension
 		return
 	}
 	b.WriteByte('[')

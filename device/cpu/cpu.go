@@ -12,17 +12,29 @@ func init() {
 		if ordinal != 0 {
 			return nil, fmt.Errorf("cpu:%d: only cpu:0 exists: %w", ordinal, device.ErrUnavailable)
 		}
-		return New(), nil
+		return Default(), nil
 	})
 }
 
 // Device is the CPU device. Its buffers are Go slices, its kernels run on
-// all cores (runtime.GOMAXPROCS). The zero value is not usable; call New.
+// all cores (runtime.GOMAXPROCS).
 type Device struct {
-	workers int
+	workers int // 0: runtime.GOMAXPROCS(0) at each call
 }
 
-// New returns a CPU device that uses runtime.GOMAXPROCS(0) goroutines.
+// defaultDevice is the one device that device.Open("cpu") and the tensor
+// package hand out, so that their tensors can be mixed. It holds no
+// mutable state.
+var defaultDevice = &Device{}
+
+// Default returns the shared CPU device that device.Open("cpu") returns
+// (and that the tensor package's CPU constructors use). It uses
+// runtime.GOMAXPROCS(0) goroutines, read at each kernel call.
+func Default() *Device { return defaultDevice }
+
+// New returns a new CPU device that uses runtime.GOMAXPROCS(0) goroutines,
+// read now. Tensors on different Devices cannot be mixed in one operation;
+// most code wants Default.
 func New() *Device { return &Device{workers: runtime.GOMAXPROCS(0)} }
 
 // Name returns "cpu".
@@ -147,6 +159,9 @@ func (d *Device) Close() error { return nil }
 // for the goroutines.
 func (d *Device) parallelFor(n, cost int, fn func(lo, hi int)) {
 	w := d.workers
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
 	if w > n {
 		w = n
 	}

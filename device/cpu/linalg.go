@@ -16,8 +16,13 @@ func gemm[T float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb
 		return
 	}
 	if k == 0 {
+		// C = beta*C; with beta 0, C is not read (it may hold NaN), as in BLAS.
 		for i := 0; i < m; i++ {
 			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+				continue
+			}
 			for j := range row {
 				row[j] *= beta
 			}
@@ -206,8 +211,10 @@ func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
 	})
 }
 
-// Conv2DGradWeight: dW_g = Σ_n dy_g × im2col(x_g)ᵀ, summed per worker and
-// then across workers.
+// Conv2DGradWeight: dW_g = Σ_n dy_g × im2col(x_g)ᵀ. The images are cut
+// into at most gradWeightParts fixed chunks whose partial sums are added
+// in chunk order, so the result does not depend on the number of workers
+// or on their timing.
 func (k kernels) Conv2DGradWeight(p device.ConvParams, dw, dy, x device.Buffer) {
 	switch buf(dw).dt {
 	case device.Float32:
@@ -217,25 +224,40 @@ func (k kernels) Conv2DGradWeight(p device.ConvParams, dw, dy, x device.Buffer) 
 	}
 }
 
+// gradWeightParts bounds the number of partial weight gradients
+// Conv2DGradWeight sums; it fixes the summation order independently of
+// GOMAXPROCS.
+const gradWeightParts = 16
+
 func conv2dGradWeight[T float](dev *Device, s convShape, dw, dy, x []T) {
 	size := s.Groups * s.wGroup
-	parts := make(chan []T, dev.workers)
-	dev.parallelFor(s.N, s.imgOut*s.ckk, func(lo, hi int) {
-		col := make([]T, s.ckk*s.l)
-		part := make([]T, size)
-		for n := lo; n < hi; n++ {
-			for g := 0; g < s.Groups; g++ {
-				im2col(s, col, x[n*s.imgIn:], g)
-				gemm(false, true, s.ocg, s.ckk, s.l, 1, dy[n*s.imgOut+g*s.ocg*s.l:], s.l,
-					col, s.l, 1, part[g*s.wGroup:], s.ckk)
-			}
-		}
-		parts <- part
-	})
-	close(parts)
 	out := dw[:size]
 	clear(out)
-	for part := range parts {
+	if s.N == 0 {
+		return
+	}
+	chunk := (s.N + gradWeightParts - 1) / gradWeightParts
+	nparts := (s.N + chunk - 1) / chunk
+	parts := make([][]T, nparts)
+	parts[0] = out // the first chunk accumulates in place
+	dev.parallelFor(nparts, chunk*s.imgOut*s.ckk, func(lo, hi int) {
+		col := make([]T, s.ckk*s.l)
+		for p := lo; p < hi; p++ {
+			part := parts[p]
+			if part == nil {
+				part = make([]T, size)
+				parts[p] = part
+			}
+			for n := p * chunk; n < min((p+1)*chunk, s.N); n++ {
+				for g := 0; g < s.Groups; g++ {
+					im2col(s, col, x[n*s.imgIn:], g)
+					gemm(false, true, s.ocg, s.ckk, s.l, 1, dy[n*s.imgOut+g*s.ocg*s.l:], s.l,
+						col, s.l, 1, part[g*s.wGroup:], s.ckk)
+				}
+			}
+		}
+	})
+	for _, part := range parts[1:] {
 		for i, v := range part {
 			out[i] += v
 		}

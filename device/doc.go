@@ -1,0 +1,23 @@
+// Package device defines where tensors live and what they compute with:
+// the Device interface, element types (DType), Buffers, and Kernels, the
+// small set of primitives (strided copy, elementwise, reductions, matrix
+// product, convolution, pooling, gather/scatter) each backend implements.
+//
+// Backends register themselves by name from an init function, and Open
+// finds them by a spec such as "cpu" or "cuda:1":
+//
+//	import _ "github.com/hora-dl/hora/device/cpu"
+//
+//	dev, err := device.Open("cpu")
+//	if err != nil { ... }
+//	b, err := dev.Alloc(device.Float32, 4)
+//	err = dev.Write(b, []float32{1, 2, 3, 4})
+//	dev.Kernels().Unary(device.Exp, b, b, 4, 0)
+//
+// Kernels do not validate their arguments; the tensor package checks
+// shapes before it calls them. Each Kernels method's doc comment is its
+// reference definition, and the conformance suite in device/devicetest
+// checks a backend against plain loops that follow those comments.
+//
+// This package knows nothing of tensors or gradients.
+package device
