@@ -3,6 +3,7 @@ package autograd
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hora-dl/hora/tensor"
 )
@@ -27,7 +28,7 @@ func BackwardWith(out *Var, g *tensor.Tensor) error {
 	if !out.requiresGrad {
 		return ErrNoGrad
 	}
-	if s, gs := out.Value.Shape(), g.Shape(); !equalShapes(s, gs) {
+	if s, gs := out.Value.Shape(), g.Shape(); !slices.Equal(s, gs) {
 		return fmt.Errorf("autograd: output gradient shape %v differs from output shape %v", gs, s)
 	}
 	order := topoOrder(out)
@@ -150,16 +151,4 @@ func topoOrder(out *Var) []*Var {
 		stack = stack[:len(stack)-1]
 	}
 	return order
-}
-
-func equalShapes(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

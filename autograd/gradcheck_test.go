@@ -126,7 +126,9 @@ func gradCases() []gradCase {
 	}, randn, []int{4, 3}, []int{4, 2}))
 	cases = append(cases, gradCase{"linear", func(x []*autograd.Var) *autograd.Var {
 		return autograd.Linear(x[0], x[1], x[2])
-	}, func(rng *rand.Rand) []*tensor.Tensor { return inputs(randn(rng, 2, 3, 4), randn(rng, 5, 4), randn(rng, 5)) }})
+	}, func(rng *rand.Rand) []*tensor.Tensor {
+		return inputs(randn(rng, 2, 3, 4), randn(rng, 5, 4), randn(rng, 5))
+	}})
 	for _, o := range []tensor.ConvOptions{{}, {StrideH: 2, StrideW: 1, PadH: 1, PadW: 2}, {DilH: 2, DilW: 2, PadH: 1, PadW: 1}, {Groups: 2}} {
 		o := o
 		cases = append(cases, gradCase{"conv2d", func(x []*autograd.Var) *autograd.Var {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -349,7 +350,7 @@ func LoadInto(path string, dst map[string]*tensor.Tensor) (map[string]string, er
 			problems = append(problems, fmt.Sprintf("tensor %q: missing from the file (expected %v %v)", name, d.DType(), d.Shape()))
 		case s.DType() != d.DType():
 			problems = append(problems, fmt.Sprintf("tensor %q: dtype %v expected, file has %v", name, d.DType(), s.DType()))
-		case !equalShapes(s.Shape(), d.Shape()):
+		case !slices.Equal(s.Shape(), d.Shape()):
 			problems = append(problems, fmt.Sprintf("tensor %q: shape %v expected, file has %v", name, d.Shape(), s.Shape()))
 		}
 	}
@@ -377,17 +378,4 @@ func copyInto(dst, src *tensor.Tensor) (err error) {
 	}()
 	dst.CopyFrom(src.To(dst.Device()))
 	return nil
-}
-
-// equalShapes reports whether two shapes are identical.
-func equalShapes(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -24,7 +24,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	x := tensor.RandNormal(rng, 0, 1, 32, 4)                          // 32 samples, 4 features
+	x := tensor.RandNormal(rng, 0, 1, 32, 4)                         // 32 samples, 4 features
 	y := x.Slice(1, 0, 1).GtScalar(0).Cast(device.Int64).Reshape(32) // label: is feature 0 positive?
 	var loss *autograd.Var
 	for step := 0; step < 100; step++ {

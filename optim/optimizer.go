@@ -3,6 +3,7 @@ package optim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -171,10 +172,10 @@ func (c *core) Step() error {
 func (c *core) checkGrad(i int, p *autograd.Param) error {
 	v, g := p.Value, p.Grad
 	switch {
-	case !sameInts(v.Shape(), c.shapes[i]):
+	case !slices.Equal(v.Shape(), c.shapes[i]):
 		return fmt.Errorf("optim: %s.Step: parameter %q: value shape %v differs from the shape %v it had when the optimizer was made",
 			c.kind, p.Name, v.Shape(), c.shapes[i])
-	case !sameInts(g.Shape(), v.Shape()):
+	case !slices.Equal(g.Shape(), v.Shape()):
 		return fmt.Errorf("optim: %s.Step: parameter %q: gradient shape %v differs from value shape %v", c.kind, p.Name, g.Shape(), v.Shape())
 	case g.DType() != v.DType():
 		return fmt.Errorf("optim: %s.Step: parameter %q: gradient type %v differs from value type %v", c.kind, p.Name, g.DType(), v.DType())
@@ -294,7 +295,7 @@ func (c *core) LoadStateDict(sd map[string]*tensor.Tensor) error {
 			}
 			continue
 		}
-		if want := c.shapes[spec.param]; !sameInts(t.Shape(), want) {
+		if want := c.shapes[spec.param]; !slices.Equal(t.Shape(), want) {
 			return fmt.Errorf("optim: %s: key %q: expected shape %v, found %v", op, k, want, t.Shape())
 		}
 		if !t.DType().IsFloat() {
@@ -327,18 +328,6 @@ func quoteList(ks []string) string {
 		q[i] = fmt.Sprintf("%q", k)
 	}
 	return strings.Join(q, ", ")
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Configuration checks. Each names the field ("SGDConfig.LR") and the

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hora-dl/hora/device"
 )
@@ -141,7 +142,7 @@ func Where(cond, a, b *Tensor) *Tensor {
 // SumTo sums t over broadcast axes so that it has the given shape, the
 // adjoint of broadcasting shape to t's shape.
 func (t *Tensor) SumTo(shape []int) *Tensor {
-	if sameShape(t.shape, shape) {
+	if slices.Equal(t.shape, shape) {
 		return t
 	}
 	lead := len(t.shape) - len(shape)

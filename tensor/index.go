@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hora-dl/hora/device"
 )
@@ -42,7 +43,7 @@ func Stack(axis int, ts ...*Tensor) *Tensor {
 	}
 	us := make([]*Tensor, len(ts))
 	for i, t := range ts {
-		if !sameShape(t.shape, ts[0].shape) {
+		if !slices.Equal(t.shape, ts[0].shape) {
 			panic(fmt.Sprintf("tensor: Stack: shapes %v and %v", ts[0].shape, t.shape))
 		}
 		us[i] = t.Unsqueeze(axis)
@@ -95,7 +96,7 @@ func (t *Tensor) ScatterAdd(axis int, idx, src *Tensor) *Tensor {
 	checkIndexTensor("ScatterAdd", idx)
 	sameDevice("ScatterAdd", t, idx, src)
 	axis = t.axis(axis)
-	if !sameShape(idx.shape, src.shape) {
+	if !slices.Equal(idx.shape, src.shape) {
 		panic(fmt.Sprintf("tensor: ScatterAdd: index %v and source %v differ", idx.shape, src.shape))
 	}
 	checkIndexShape("ScatterAdd", axis, idx, t)
@@ -135,7 +136,7 @@ func (t *Tensor) IndexAdd(axis int, idx, src *Tensor) *Tensor {
 	}
 	want := t.Shape()
 	want[axis] = idx.Len()
-	if !sameShape(want, src.shape) {
+	if !slices.Equal(want, src.shape) {
 		panic(fmt.Sprintf("tensor: IndexAdd along axis %d of %v: source %v, expected %v", axis, t.shape, src.shape, want))
 	}
 	sameType("IndexAdd", t, src)

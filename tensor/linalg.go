@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hora-dl/hora/device"
 )
@@ -155,7 +156,7 @@ func Conv2DGradWeight(dy, x *Tensor, wShape []int, o ConvOptions) *Tensor {
 // checkGradShape panics unless the output gradient dy has the shape of
 // the forward output, want.
 func checkGradShape(op string, dy *Tensor, want []int) {
-	if !sameShape(dy.shape, want) {
+	if !slices.Equal(dy.shape, want) {
 		panic(fmt.Sprintf("tensor: %s: output gradient %v, expected %v", op, dy.shape, want))
 	}
 }
@@ -213,7 +214,7 @@ func MaxPool2DGrad(dy, argmax *Tensor, xShape []int, o PoolOptions) *Tensor {
 	checkIndexTensor("MaxPool2DGrad", argmax)
 	p := poolParams("MaxPool2DGrad", &Tensor{shape: xShape}, o)
 	checkGradShape("MaxPool2DGrad", dy, []int{p.N, p.C, p.OutH(), p.OutW()})
-	if !sameShape(argmax.shape, dy.shape) {
+	if !slices.Equal(argmax.shape, dy.shape) {
 		panic(fmt.Sprintf("tensor: MaxPool2DGrad: argmax %v and output gradient %v differ", argmax.shape, dy.shape))
 	}
 	dx := New(dy.Device(), dy.DType(), xShape...)

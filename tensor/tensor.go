@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/hora-dl/hora/device"
@@ -319,24 +320,12 @@ func formatNested(b *strings.Builder, vals []float64, shape []int) {
 // AllClose reports whether a and b have the same shape and every pair of
 // elements satisfies |x - y| <= atol + rtol*|y|.
 func AllClose(a, b *Tensor, rtol, atol float64) bool {
-	if !sameShape(a.shape, b.shape) {
+	if !slices.Equal(a.shape, b.shape) {
 		return false
 	}
 	x, y := a.Values(), b.Values()
 	for i := range x {
 		if math.IsNaN(x[i]) != math.IsNaN(y[i]) || math.Abs(x[i]-y[i]) > atol+rtol*math.Abs(y[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
 			return false
 		}
 	}
