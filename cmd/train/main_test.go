@@ -113,6 +113,13 @@ func TestTrainEndToEndOnSyntheticData(t *testing.T) {
 			assert.Greater(t, metrics[1]["test_accuracy"], 0.9, "the synthetic task is easy")
 			assert.Less(t, metrics[1]["train_loss"], metrics[0]["train_loss"])
 
+			// The saved config.yaml repeats the run exactly.
+			saved, err := LoadConfig(filepath.Join(out, "config.yaml"), nil)
+			require.NoError(t, err)
+			assert.Equal(t, model, saved.Model.Name)
+			assert.Equal(t, 2, saved.Train.Epochs)
+			assert.Equal(t, dataDir, saved.Data.Dir)
+
 			weights, meta, err := checkpoint.Load(filepath.Join(out, "model.safetensors"))
 			require.NoError(t, err)
 			assert.Equal(t, model, meta["model"])

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/goccy/go-yaml"
+
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/checkpoint"
 	"github.com/hora-dl/hora/data"
@@ -83,6 +85,9 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
 		return fmt.Errorf("output dir: %w", err)
 	}
+	if err := writeConfig(cfg); err != nil {
+		return err
+	}
 	metricsPath := filepath.Join(cfg.Output.Dir, "metrics.jsonl")
 	metrics, err := os.Create(metricsPath)
 	if err != nil {
@@ -115,6 +120,21 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 			epoch, cfg.Train.Epochs, m.TrainLoss, m.TrainAccuracy, m.TestLoss, m.TestAccuracy, m.SamplesPerSec, m.Seconds)
 	}
 	fmt.Fprintf(stdout, "wrote %s and %s\n", metricsPath, filepath.Join(cfg.Output.Dir, "model.safetensors"))
+	return nil
+}
+
+// writeConfig saves the configuration in effect (file, defaults and -set
+// overrides) as DIR/config.yaml, so a run can be repeated exactly.
+func writeConfig(cfg *Config) error {
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("config.yaml: %w", err)
+	}
+	path := filepath.Join(cfg.Output.Dir, "config.yaml")
+	header := fmt.Sprintf("# The configuration of this run: %s with defaults and -set overrides applied.\n", cfg.File())
+	if err := os.WriteFile(path, append([]byte(header), out...), 0o644); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	return nil
 }
 
