@@ -1,6 +1,7 @@
 package autograd_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -106,6 +107,11 @@ func gradCases() []gradCase {
 	add(one("var_unbiased", func(x *autograd.Var) *autograd.Var { return autograd.VarAxes(x, []int{1}, true, false) }, randn, 3, 4))
 	add(one("var_biased_all", func(x *autograd.Var) *autograd.Var { return autograd.VarAxes(x, nil, false, false) }, randn, 3, 4))
 	add(one("max", func(x *autograd.Var) *autograd.Var { return autograd.Max(x, 1, false) }, randn, 3, 4))
+	add(one("min_keep", func(x *autograd.Var) *autograd.Var { return autograd.Min(x, 0, true) }, randn, 3, 4))
+	add(one("max_ties", func(x *autograd.Var) *autograd.Var {
+		// Maximum with itself makes every element a tie; the gradient is shared.
+		return autograd.Max(autograd.Concat(1, x, x), 1, false)
+	}, randn, 3, 4))
 	add(one("softmax", func(x *autograd.Var) *autograd.Var { return autograd.Softmax(x, 1) }, randn, 3, 4))
 	add(one("log_softmax", func(x *autograd.Var) *autograd.Var { return autograd.LogSoftmax(x, 0) }, randn, 3, 4))
 	add(one("gather", func(x *autograd.Var) *autograd.Var {
@@ -170,4 +176,55 @@ func TestGradCheckCatchesWrongGradient(t *testing.T) {
 	err := autograd.GradCheck(wrong, inputs(tensor.FromFloat64([]float64{1, 2, 3}, 3)), autograd.GradCheckOptions{})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "input 0")
+}
+
+// TestGradCheckRandomShapes checks the broadcasting binary ops on seeded
+// random shapes: ranks 1–4, random broadcast axes on either side, and a
+// transposed (non-contiguous) first operand half of the time.
+func TestGradCheckRandomShapes(t *testing.T) {
+	t.Parallel()
+	ops := []struct {
+		name string
+		f    func(a, b *autograd.Var) *autograd.Var
+	}{
+		{"add", autograd.Add}, {"sub", autograd.Sub}, {"mul", autograd.Mul},
+		{"div", autograd.Div}, {"maximum", autograd.Maximum}, {"minimum", autograd.Minimum},
+	}
+	rng := rand.New(rand.NewPCG(42, 42))
+	for trial := 0; trial < 60; trial++ {
+		op := ops[trial%len(ops)]
+		rank := 1 + rng.IntN(4)
+		full := make([]int, rank)
+		for i := range full {
+			full[i] = 1 + rng.IntN(3)
+		}
+		small := append([]int(nil), full[rng.IntN(rank):]...)
+		for i := range small {
+			if rng.IntN(2) == 0 {
+				small[i] = 1
+			}
+		}
+		as, bs := full, small
+		if rng.IntN(2) == 0 {
+			as, bs = bs, as
+		}
+		transpose := len(as) >= 2 && rng.IntN(2) == 0
+		stored := append([]int(nil), as...)
+		if transpose {
+			n := len(stored)
+			stored[n-2], stored[n-1] = stored[n-1], stored[n-2]
+		}
+		name := fmt.Sprintf("%s_%v_%v_transposed=%v", op.name, as, bs, transpose)
+		t.Run(name, func(t *testing.T) {
+			f := func(x []*autograd.Var) *autograd.Var {
+				a := x[0]
+				if transpose {
+					a = autograd.Transpose(a, -2, -1)
+				}
+				return op.f(a, x[1])
+			}
+			in := inputs(awayFromZero(rng, stored...), awayFromZero(rng, bs...))
+			require.NoError(t, autograd.GradCheck(f, in, autograd.GradCheckOptions{}))
+		})
+	}
 }

@@ -153,8 +153,15 @@ func VarAxes(x *Var, axes []int, unbiased, keep bool) *Var {
 
 // Max returns the maximum over axis; the gradient is shared equally among
 // tied maxima.
-func Max(x *Var, axis int, keep bool) *Var {
-	kept := x.Value.Max(axis, true)
+func Max(x *Var, axis int, keep bool) *Var { return extremum(x, x.Value.Max(axis, true), axis, keep) }
+
+// Min returns the minimum over axis; the gradient is shared equally among
+// tied minima.
+func Min(x *Var, axis int, keep bool) *Var { return extremum(x, x.Value.Min(axis, true), axis, keep) }
+
+// extremum records a max or min reduction whose result, with the axis
+// kept, is kept: the gradient flows to the elements equal to it.
+func extremum(x *Var, kept *tensor.Tensor, axis int, keep bool) *Var {
 	out := kept
 	if !keep {
 		out = kept.Squeeze(axis)
