@@ -16,8 +16,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/checkpoint"
 	"github.com/hora-dl/hora/data"
+	"github.com/hora-dl/hora/layers"
+	"github.com/hora-dl/hora/optim"
+	"github.com/hora-dl/hora/tensor"
 )
 
 // writeIDX writes a gzipped IDX file with the given magic, dims and bytes.
@@ -123,7 +127,11 @@ func TestTrainEndToEndOnSyntheticData(t *testing.T) {
 			weights, meta, err := checkpoint.Load(filepath.Join(out, "model.safetensors"))
 			require.NoError(t, err)
 			assert.Equal(t, model, meta["model"])
+			assert.Equal(t, "2", meta["epoch"])
 			assert.NotEmpty(t, weights)
+			optState, _, err := checkpoint.Load(filepath.Join(out, "optimizer.safetensors"))
+			require.NoError(t, err)
+			assert.Contains(t, optState, "step")
 		})
 	}
 }
@@ -201,4 +209,54 @@ func TestTrainFashionMNISTMLPOneEpoch(t *testing.T) {
 	m := readMetrics(t, filepath.Join(out, "metrics.jsonl"))
 	require.Len(t, m, 1)
 	assert.GreaterOrEqual(t, m[0]["test_accuracy"], 0.84)
+}
+
+// TestCheckpointRestoresTraining saves a model and its optimizer with the
+// checkpoint package after a few steps, restores both into freshly built
+// objects, and requires the restored run to continue exactly as the
+// uninterrupted one.
+func TestCheckpointRestoresTraining(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Model.Name, cfg.Model.Hidden = "mlp", []int{16}
+	cfg.Optimizer.Name, cfg.Optimizer.LR = "adam", 0.01
+	build := func(seed uint64) (layers.Layer, optim.Optimizer) {
+		model, err := buildModel(cfg, rand.New(rand.NewPCG(seed, 1)))
+		require.NoError(t, err)
+		opt, err := buildOptimizer(cfg, model.Parameters())
+		require.NoError(t, err)
+		return model, opt
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	x := tensor.RandNormal(rng, 0, 1, 8, 1, 28, 28)
+	y := tensor.FromInt64([]int64{0, 1, 2, 3, 4, 5, 6, 7}, 8)
+	step := func(model layers.Layer, opt optim.Optimizer) {
+		loss := layers.CrossEntropy(model.Forward(autograd.Constant(x)), y, layers.CrossEntropyOptions{})
+		require.NoError(t, autograd.Backward(loss))
+		require.NoError(t, opt.Step())
+		opt.ZeroGrad()
+	}
+
+	model, opt := build(1)
+	for i := 0; i < 3; i++ {
+		step(model, opt)
+	}
+	dir := t.TempDir()
+	require.NoError(t, checkpoint.Save(filepath.Join(dir, "model.safetensors"), layers.StateDict(model), nil))
+	require.NoError(t, checkpoint.Save(filepath.Join(dir, "optimizer.safetensors"), opt.StateDict(), nil))
+
+	restored, restoredOpt := build(2) // different initial weights, overwritten below
+	_, err := checkpoint.LoadInto(filepath.Join(dir, "model.safetensors"), layers.StateDict(restored))
+	require.NoError(t, err)
+	state, _, err := checkpoint.Load(filepath.Join(dir, "optimizer.safetensors"))
+	require.NoError(t, err)
+	require.NoError(t, restoredOpt.LoadStateDict(state))
+
+	for i := 0; i < 2; i++ {
+		step(model, opt)
+		step(restored, restoredOpt)
+	}
+	want, got := layers.StateDict(model), layers.StateDict(restored)
+	for name, w := range want {
+		assert.Equal(t, w.Float32s(), got[name].Float32s(), name)
+	}
 }

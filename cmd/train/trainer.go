@@ -258,12 +258,18 @@ func (t *trainer) evaluate(ctx context.Context) (loss, accuracy float64, err err
 	return loss / float64(max(seen, 1)), float64(right) / float64(max(seen, 1)), nil
 }
 
-// save writes the model weights (atomically) after an epoch.
+// save writes the model weights and the optimizer state, each atomically,
+// after an epoch.
 func (t *trainer) save(epoch int) error {
-	path := filepath.Join(t.cfg.Output.Dir, "model.safetensors")
 	meta := map[string]string{"model": t.cfg.Model.Name, "epoch": fmt.Sprint(epoch), "format": "pt"}
-	if err := checkpoint.Save(path, layers.StateDict(t.model), meta); err != nil {
-		return fmt.Errorf("saving %s: %w", path, err)
+	for name, state := range map[string]map[string]*tensor.Tensor{
+		"model.safetensors":     layers.StateDict(t.model),
+		"optimizer.safetensors": t.opt.StateDict(),
+	} {
+		path := filepath.Join(t.cfg.Output.Dir, name)
+		if err := checkpoint.Save(path, state, meta); err != nil {
+			return fmt.Errorf("saving %s: %w", path, err)
+		}
 	}
 	return nil
 }
