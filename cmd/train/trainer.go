@@ -49,6 +49,9 @@ type trainer struct {
 }
 
 func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
+	if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
+		return inputError{fmt.Errorf("output.dir: %w", err)}
+	}
 	dev, err := device.Open(cfg.Device)
 	if err != nil {
 		return inputError{fmt.Errorf("%s: device: %w", cfg.File(), err)}
@@ -82,9 +85,6 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
 
-	if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
-		return fmt.Errorf("output dir: %w", err)
-	}
 	if err := writeConfig(cfg); err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  %.0f samples/s  %.1fs\n",
 			epoch, cfg.Train.Epochs, m.TrainLoss, m.TrainAccuracy, m.TestLoss, m.TestAccuracy, m.SamplesPerSec, m.Seconds)
 	}
-	fmt.Fprintf(stdout, "wrote %s and %s\n", metricsPath, filepath.Join(cfg.Output.Dir, "model.safetensors"))
+	fmt.Fprintf(stdout, "wrote metrics.jsonl, model.safetensors, optimizer.safetensors and config.yaml to %s\n", cfg.Output.Dir)
 	return nil
 }
 
