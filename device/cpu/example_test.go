@@ -1,0 +1,29 @@
+package cpu_test
+
+import (
+	"fmt"
+
+	"github.com/hora-dl/hora/device"
+	_ "github.com/hora-dl/hora/device/cpu" // registers "cpu"
+)
+
+// Example opens the CPU device by name, as programs that take the device
+// from a config do, and runs one kernel on buffers of its own.
+func Example() {
+	dev, err := device.Open("cpu")
+	if err != nil {
+		panic(err)
+	}
+	x, _ := dev.Alloc(device.Float32, 4)
+	y, _ := dev.Alloc(device.Float32, 4)
+	if err := dev.Write(x, []float32{-2, -1, 1, 2}); err != nil {
+		panic(err)
+	}
+	dev.Kernels().Unary(device.Relu, y, x, 4, 0)
+	out := make([]float32, 4)
+	if err := dev.Read(out, y); err != nil {
+		panic(err)
+	}
+	fmt.Println(dev.Name(), out)
+	// Output: cpu [0 0 1 2]
+}
