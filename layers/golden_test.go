@@ -1,11 +1,8 @@
 package layers
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -15,38 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/internal/golden"
 	"github.com/hora-dl/hora/tensor"
 )
 
 // goldenTensor is a tensor as scripts/golden/gen.py writes it.
-type goldenTensor struct {
-	Shape []int     `json:"shape"`
-	DType string    `json:"dtype"`
-	Data  []float64 `json:"data"`
-}
+type goldenTensor = golden.Tensor
 
-func (g *goldenTensor) tensor(t *testing.T) *tensor.Tensor {
-	t.Helper()
-	switch g.DType {
-	case "float32":
-		f := make([]float32, len(g.Data))
-		for i, v := range g.Data {
-			f[i] = float32(v)
-		}
-		return tensor.FromFloat32(f, g.Shape...)
-	case "int64":
-		n := make([]int64, len(g.Data))
-		for i, v := range g.Data {
-			n[i] = int64(v)
-		}
-		return tensor.FromInt64(n, g.Shape...)
-	}
-	t.Fatalf("golden tensor of unknown dtype %q", g.DType)
-	return nil
-}
-
-// golden is one fixture of layers/testdata/golden.
-type golden struct {
+// goldenFixture is one fixture of layers/testdata/golden.
+type goldenFixture struct {
 	Case         string                   `json:"case"`
 	Layer        string                   `json:"layer"`
 	Config       map[string]any           `json:"config"`
@@ -235,36 +209,13 @@ const goldenRTol, goldenATol = 1e-5, 1e-6
 
 func assertClose(t *testing.T, want *goldenTensor, got *tensor.Tensor, what string) {
 	t.Helper()
-	require.NotNil(t, got, "%s: no tensor", what)
-	require.Equal(t, want.Shape, nonNilShape(got.Shape()), "%s: shape", what)
-	g := got.Values()
-	worst, at := 0.0, -1
-	for i, w := range want.Data {
-		if d := math.Abs(g[i] - w); d > goldenATol+goldenRTol*math.Abs(w) || math.IsNaN(g[i]) {
-			if d > worst || math.IsNaN(g[i]) {
-				worst, at = d, i
-			}
-		}
-	}
-	if at >= 0 {
-		t.Errorf("%s: element %d = %.9g, PyTorch %.9g (difference %.3g, tolerance %.3g + %.3g·|x|)",
-			what, at, g[at], want.Data[at], worst, goldenATol, goldenRTol)
-	}
+	golden.AssertClose(t, want, got, goldenRTol, goldenATol, what)
 }
 
-func nonNilShape(s []int) []int {
-	if s == nil {
-		return []int{}
-	}
-	return s
-}
-
-func loadGolden(t *testing.T, path string) *golden {
+func loadGolden(t *testing.T, path string) *goldenFixture {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var g golden
-	require.NoError(t, json.Unmarshal(b, &g), path)
+	var g goldenFixture
+	golden.Read(t, path, &g)
 	return &g
 }
 
@@ -286,12 +237,12 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func runGolden(t *testing.T, g *golden) {
+func runGolden(t *testing.T, g *goldenFixture) {
 	c := &config{t: t, m: g.Config, used: map[string]bool{}}
 	var vars []*autograd.Var
 	ints := make([]*tensor.Tensor, len(g.Inputs))
 	for i, in := range g.Inputs {
-		x := in.tensor(t)
+		x := in.MustTensor(t)
 		if in.DType == "int64" {
 			ints[i] = x
 			vars = append(vars, autograd.Constant(x))
@@ -308,10 +259,10 @@ func runGolden(t *testing.T, g *golden) {
 		m = l
 		sd := map[string]*tensor.Tensor{}
 		for k, v := range g.Params {
-			sd[k] = v.tensor(t)
+			sd[k] = v.MustTensor(t)
 		}
 		for k, v := range g.Buffers {
-			sd[k] = v.tensor(t)
+			sd[k] = v.MustTensor(t)
 		}
 		// PyTorch's fixtures leave out num_batches_tracked; keep ours.
 		for k, v := range StateDict(m) {
@@ -338,7 +289,7 @@ func runGolden(t *testing.T, g *golden) {
 	c.allUsed()
 
 	assertClose(t, g.Output, out.Value, "output")
-	require.NoError(t, autograd.BackwardWith(out, g.GradOutput.tensor(t)))
+	require.NoError(t, autograd.BackwardWith(out, g.GradOutput.MustTensor(t)))
 	require.Len(t, g.GradInputs, len(vars))
 	for i, want := range g.GradInputs {
 		if want == nil {

@@ -3,8 +3,6 @@ package optim
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,27 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/internal/golden"
 	"github.com/hora-dl/hora/tensor"
 )
 
 // goldenTensor is a tensor as scripts/golden/gen.py writes it.
-type goldenTensor struct {
-	Shape []int     `json:"shape"`
-	DType string    `json:"dtype"`
-	Data  []float64 `json:"data"`
-}
-
-func (g goldenTensor) tensor(t *testing.T) *tensor.Tensor {
-	t.Helper()
-	require.Equal(t, "float32", g.DType)
-	f := make([]float32, len(g.Data))
-	for i, v := range g.Data {
-		f[i] = float32(v)
-	}
-	x, err := tensor.FromSlice(tensor.CPU(), f, g.Shape...)
-	require.NoError(t, err)
-	return x
-}
+type goldenTensor = golden.Tensor
 
 // goldenFile holds the fields of every kind of fixture in this directory.
 type goldenFile struct {
@@ -61,10 +44,8 @@ type goldenFile struct {
 
 func loadGolden(t *testing.T, path string) goldenFile {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
 	var g goldenFile
-	require.NoError(t, json.Unmarshal(b, &g), path)
+	golden.Read(t, path, &g)
 	return g
 }
 
@@ -180,7 +161,7 @@ func goldenParams(t *testing.T, g goldenFile) []*autograd.Param {
 	require.NotEmpty(t, g.Params)
 	ps := make([]*autograd.Param, len(g.Params))
 	for i, gt := range g.Params {
-		ps[i] = autograd.NewParam(fmt.Sprintf("p%d", i), gt.tensor(t))
+		ps[i] = autograd.NewParam(fmt.Sprintf("p%d", i), gt.MustTensor(t))
 	}
 	return ps
 }
@@ -190,37 +171,8 @@ func setGrads(t *testing.T, g goldenFile, ps []*autograd.Param, s int) {
 	t.Helper()
 	require.Len(t, g.Grads[s], len(ps))
 	for i, p := range ps {
-		p.Grad = g.Grads[s][i].tensor(t)
+		p.Grad = g.Grads[s][i].MustTensor(t)
 	}
-}
-
-// assertClose checks |x-y| <= atol + rtol·|y| elementwise.
-func assertClose(t *testing.T, want []float64, got []float64, rtol, atol float64, msg string) {
-	t.Helper()
-	require.Len(t, got, len(want), msg)
-	for i := range want {
-		if d := math.Abs(got[i] - want[i]); !(d <= atol+rtol*math.Abs(want[i])) {
-			t.Errorf("%s: element %d: got %.9g, want %.9g (diff %.3g)", msg, i, got[i], want[i], d)
-		}
-	}
-}
-
-func float32Values(t *testing.T, x *tensor.Tensor) []float64 {
-	t.Helper()
-	f := x.Float32s()
-	out := make([]float64, len(f))
-	for i, v := range f {
-		out[i] = float64(v)
-	}
-	return out
-}
-
-func goldenValues(gt goldenTensor) []float64 {
-	out := make([]float64, len(gt.Data))
-	for i, v := range gt.Data {
-		out[i] = float64(float32(v))
-	}
-	return out
 }
 
 const (
@@ -270,7 +222,7 @@ func runGoldenOptimizer(t *testing.T, g goldenFile) {
 		require.NoError(t, opt.Step())
 		for i, p := range ps {
 			assert.Same(t, values[i], p.Value, "Step must update the value in place")
-			assertClose(t, goldenValues(g.After[s][i]), float32Values(t, p.Value), optRTol, optATol,
+			golden.AssertClose(t, &g.After[s][i], p.Value, optRTol, optATol,
 				fmt.Sprintf("step %d param %s", s+1, p.Name))
 		}
 		opt.ZeroGrad()
@@ -347,7 +299,7 @@ func runGoldenClip(t *testing.T, g goldenFile) {
 	ps := make([]*autograd.Param, len(g.GradsBefore))
 	grads := make([]*tensor.Tensor, len(ps))
 	for i, gt := range g.GradsBefore {
-		x := gt.tensor(t)
+		x := gt.MustTensor(t)
 		ps[i] = autograd.NewParam(fmt.Sprintf("p%d", i), tensor.ZerosLike(x))
 		ps[i].Grad = x
 		grads[i] = x
@@ -356,6 +308,6 @@ func runGoldenClip(t *testing.T, g goldenFile) {
 	assert.InEpsilon(t, g.TotalNorm, total, 1e-6)
 	for i, p := range ps {
 		assert.Same(t, grads[i], p.Grad, "gradients are scaled in place")
-		assertClose(t, goldenValues(g.GradsAfter[i]), float32Values(t, p.Grad), optRTol, optATol, p.Name)
+		golden.AssertClose(t, &g.GradsAfter[i], p.Grad, optRTol, optATol, p.Name)
 	}
 }

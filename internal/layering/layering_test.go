@@ -24,6 +24,7 @@ var allowedImports = map[string][]string{
 	"models":            {"device", "device/cpu", "tensor", "autograd", "layers"},
 	"checkpoint":        {"device", "device/cpu", "tensor"},
 	"internal/layering": {},
+	"internal/golden":   {"tensor"},
 	"cmd/train":         {"*"},
 }
 
