@@ -356,14 +356,7 @@ func TestConfigValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if len(c.substr) == 0 {
-				assert.NoError(t, c.err)
-				return
-			}
-			require.Error(t, c.err)
-			for _, s := range c.substr {
-				assert.Contains(t, c.err.Error(), s)
-			}
+			assertErrorContains(t, c.err, c.substr)
 		})
 	}
 }
@@ -503,4 +496,18 @@ func TestSGDMatchesHandComputation(t *testing.T) {
 	require.NoError(t, opt.Step())
 	// d = 1 + 0 = 1, buf = 0.5·2 + 0.5·1 = 1.5, w = 0 - 0.75.
 	assert.Equal(t, []float64{-0.75}, w.Value.Float64s())
+}
+
+// assertErrorContains checks that err is nil when want is empty, and
+// otherwise an error whose message contains every string of want.
+func assertErrorContains(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		assert.NoError(t, err)
+		return
+	}
+	require.Error(t, err)
+	for _, s := range want {
+		assert.Contains(t, err.Error(), s)
+	}
 }

@@ -43,14 +43,7 @@ func TestScheduleValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if len(c.substr) == 0 {
-				assert.NoError(t, c.err)
-				return
-			}
-			require.Error(t, c.err)
-			for _, s := range c.substr {
-				assert.Contains(t, c.err.Error(), s)
-			}
+			assertErrorContains(t, c.err, c.substr)
 		})
 	}
 }
