@@ -10,9 +10,11 @@ APT_DEPS  := dataset-fashion-mnist
 BENCH_APT := python3-torch python3-numpy
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-# PyTorch's fastest settings on this machine (see BENCHMARKS.md).
-TORCH_ENV := OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX \
-	MALLOC_MMAP_THRESHOLD_=30000000 MALLOC_TRIM_THRESHOLD_=1000000000
+# make bench: REPEAT=N reports the median of N runs of every measurement;
+# BENCH=quick skips the training epochs. bench/run.sh sets PyTorch's
+# fastest environment on this machine (see BENCHMARKS.md).
+REPEAT    ?= 1
+BENCH     ?= full
 
 .PHONY: all deps bench-deps build train test vet fmt-check bench golden clean
 
@@ -51,10 +53,12 @@ test: deps fmt-check vet
 	CGO_ENABLED=0 $(GO) build ./...
 	$(GO) test -count=1 ./...
 
-# bench trains both configs for one epoch with Hora and with PyTorch in the
-# same run and prints them side by side.
+# bench measures Hora and PyTorch on the same workloads (sgemm, the MLP's
+# GEMMs, training steps, CNN inference, one training epoch of each shipped
+# config) in one run and prints one table; see BENCHMARKS.md.
 bench: bench-deps build
-	@scripts/bench/run.sh
+	$(GO) build -o $(BIN)/hora-bench ./bench/hora
+	@REPEAT=$(REPEAT) BENCH=$(BENCH) bench/run.sh
 
 # golden regenerates the PyTorch fixtures (needs python3-torch).
 golden: bench-deps

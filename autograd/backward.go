@@ -3,7 +3,6 @@ package autograd
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/hora-dl/hora/tensor"
 )
@@ -28,78 +27,87 @@ func BackwardWith(out *Var, g *tensor.Tensor) error {
 	if !out.requiresGrad {
 		return ErrNoGrad
 	}
-	if s, gs := out.Value.Shape(), g.Shape(); !slices.Equal(s, gs) {
-		return fmt.Errorf("autograd: output gradient shape %v differs from output shape %v", gs, s)
-	}
-	order := topoOrder(out)
-
-	// pending counts, per leaf, the uses whose gradients have not arrived.
-	pending := map[*Var]int{}
-	for _, v := range order {
-		for _, in := range v.node.inputs {
-			if in.requiresGrad && in.node == nil {
-				pending[in]++
-			}
-		}
+	if !g.SameShape(out.Value) {
+		return fmt.Errorf("autograd: output gradient shape %v differs from output shape %v", g.Shape(), out.Value.Shape())
 	}
 	if out.node == nil { // the output is itself a leaf
 		accumulate(out, g)
+		out.fireHooks()
 		return nil
 	}
+	p := &pass{}
+	order := p.topoOrder(out)
+	defer func() { p.order, p.stack = nil, nil }() // leafs keep p: let go of the graph
 
-	grads := map[*Var]*tensor.Tensor{out: g}
-	leafGrads := map[*Var]*tensor.Tensor{}
+	// pending counts, per leaf, the uses whose gradients have not arrived.
+	for _, v := range order {
+		for _, in := range v.node.inputs {
+			if in.requiresGrad && in.node == nil {
+				if in.pass != p {
+					in.pass, in.pending, in.gacc = p, 0, nil
+				}
+				in.pending++
+			}
+		}
+	}
+	out.gacc = g
 	for i := len(order) - 1; i >= 0; i-- {
 		v := order[i]
-		gv := grads[v]
-		delete(grads, v)
+		gv := v.gacc
+		v.gacc = nil
 		if gv == nil {
 			// v does not reach the loss through a differentiable path: its
 			// leaf inputs receive nothing from it.
 			for _, in := range v.node.inputs {
 				if in.requiresGrad && in.node == nil {
-					leafDone(in, pending, leafGrads)
+					leafDone(in)
 				}
 			}
 			continue
 		}
-		needs := make([]bool, len(v.node.inputs))
-		for j, in := range v.node.inputs {
-			needs[j] = in.requiresGrad
-		}
-		gin := v.node.backward(gv, needs)
+		gin := v.node.backward(gv, v.node.needs)
 		for j, in := range v.node.inputs {
 			if !in.requiresGrad {
 				continue
 			}
-			gi := gin[j]
-			if in.node != nil {
-				if gi != nil {
-					grads[in] = addGrad(grads[in], gi)
-				}
-				continue
+			if gi := gin[j]; gi != nil {
+				in.gacc = addGrad(in.gacc, gi)
 			}
-			if gi != nil {
-				leafGrads[in] = addGrad(leafGrads[in], gi)
+			if in.node == nil {
+				leafDone(in)
 			}
-			leafDone(in, pending, leafGrads)
 		}
 	}
 	return nil
 }
 
+// pass is one Backward call; Vars point at the pass that last visited them.
+type pass struct {
+	order []*Var
+	stack []frame
+}
+
+type frame struct {
+	v    *Var
+	next int // index of the next input to visit
+}
+
 // leafDone notes that one use of leaf has delivered its gradient; after the
 // last one it accumulates the total into leaf.Grad and fires its hooks.
-func leafDone(leaf *Var, pending map[*Var]int, leafGrads map[*Var]*tensor.Tensor) {
-	pending[leaf]--
-	if pending[leaf] > 0 {
+func leafDone(leaf *Var) {
+	leaf.pending--
+	if leaf.pending > 0 {
 		return
 	}
-	if lg := leafGrads[leaf]; lg != nil {
+	if lg := leaf.gacc; lg != nil {
 		accumulate(leaf, lg)
 	}
-	delete(leafGrads, leaf)
-	for _, h := range leaf.hooks {
+	leaf.gacc = nil
+	leaf.fireHooks()
+}
+
+func (v *Var) fireHooks() {
+	for _, h := range v.hooks {
 		h()
 	}
 }
@@ -112,43 +120,45 @@ func addGrad(acc, g *tensor.Tensor) *tensor.Tensor {
 }
 
 // accumulate adds g to the leaf's Grad, keeping Grad a dense tensor that
-// no other Var shares.
+// no other Var shares and that lives outside any arena (it outlives the
+// step). The buffer ZeroGrad let go of is reused when the shape matches.
 func accumulate(leaf *Var, g *tensor.Tensor) {
-	if leaf.Grad == nil {
-		leaf.Grad = g.Clone()
+	if leaf.Grad != nil {
+		leaf.Grad.AddInPlace(g)
 		return
 	}
-	leaf.Grad = leaf.Grad.Add(g)
+	spare := leaf.spareGrad
+	leaf.spareGrad = nil
+	if spare == nil || !spare.SameLayout(g) {
+		spare = tensor.New(g.Device(), g.DType(), g.Shape()...)
+	}
+	spare.CopyFrom(g)
+	leaf.Grad = spare
 }
 
 // topoOrder returns the recorded Vars reachable from out, each after all
 // of its inputs, using an explicit stack (deep graphs do not overflow).
-func topoOrder(out *Var) []*Var {
-	var order []*Var
-	visited := map[*Var]bool{}
-	type frame struct {
-		v    *Var
-		next int // index of the next input to visit
-	}
-	stack := []frame{{v: out}}
-	visited[out] = true
-	for len(stack) > 0 {
-		top := &stack[len(stack)-1]
+func (p *pass) topoOrder(out *Var) []*Var {
+	p.order = make([]*Var, 0, 32)
+	p.stack = append(make([]frame, 0, 32), frame{v: out})
+	out.pass, out.gacc = p, nil
+	for len(p.stack) > 0 {
+		top := &p.stack[len(p.stack)-1]
 		if top.v.node == nil {
-			stack = stack[:len(stack)-1]
+			p.stack = p.stack[:len(p.stack)-1]
 			continue
 		}
 		if top.next < len(top.v.node.inputs) {
 			in := top.v.node.inputs[top.next]
 			top.next++
-			if !visited[in] && in.node != nil {
-				visited[in] = true
-				stack = append(stack, frame{v: in})
+			if in.pass != p && in.node != nil {
+				in.pass, in.gacc = p, nil
+				p.stack = append(p.stack, frame{v: in})
 			}
 			continue
 		}
-		order = append(order, top.v)
-		stack = stack[:len(stack)-1]
+		p.order = append(p.order, top.v)
+		p.stack = p.stack[:len(p.stack)-1]
 	}
-	return order
+	return p.order
 }

@@ -15,19 +15,36 @@ type Var struct {
 	// requires it (nil until the first Backward, or after ZeroGrad).
 	Grad *tensor.Tensor
 
+	spareGrad    *tensor.Tensor // the buffer of the last Grad, kept by ZeroGrad for reuse
 	requiresGrad bool
 	noGrad       bool
 	node         *node
 	hooks        []func()
+
+	// Bookkeeping of the Backward pass in progress (see backward.go).
+	pass    *pass          // the pass that last visited v
+	pending int            // uses of v whose gradients have not arrived
+	gacc    *tensor.Tensor // v's gradient accumulated so far in this pass
 }
 
 // node records how a Var was computed: its inputs and the rule that turns
 // the output gradient into input gradients.
 type node struct {
 	inputs []*Var
+	// needs[i] tells whether input i requires a gradient.
+	needs []bool
 	// backward returns one gradient per input, each with its input's shape;
 	// it may return nil for inputs whose needs entry is false.
 	backward func(g *tensor.Tensor, needs []bool) []*tensor.Tensor
+
+	in   [3]*Var // inline storage for up to 3 inputs
+	need [3]bool
+}
+
+// recorded is a Var and its node, allocated together.
+type recorded struct {
+	v Var
+	n node
 }
 
 // Constant wraps a tensor that needs no gradient (data, labels).
@@ -56,8 +73,15 @@ func (v *Var) IsNoGrad() bool { return v.noGrad }
 // Shape returns the shape of the value.
 func (v *Var) Shape() []int { return v.Value.Shape() }
 
-// ZeroGrad drops the accumulated gradient.
-func (v *Var) ZeroGrad() { v.Grad = nil }
+// ZeroGrad drops the accumulated gradient: Grad becomes nil. Its memory is
+// reused by the next Backward, so a tensor read from Grad before ZeroGrad
+// changes after the next Backward (Clone it to keep it).
+func (v *Var) ZeroGrad() {
+	if v.Grad != nil {
+		v.spareGrad = v.Grad
+	}
+	v.Grad = nil
+}
 
 // Param is a named trainable leaf, such as "features.0.weight".
 type Param struct {
@@ -82,18 +106,28 @@ func (p *Param) OnGradReady(fn func(p *Param)) {
 // record builds the output Var of an operation, recording it when some
 // input requires a gradient and none is in no-grad mode.
 func record(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bool) []*tensor.Tensor, inputs ...*Var) *Var {
-	out := &Var{Value: value}
 	need := false
 	for _, in := range inputs {
 		if in.noGrad {
-			out.noGrad = true
-			return out
+			return &Var{Value: value, noGrad: true}
 		}
 		need = need || in.requiresGrad
 	}
-	if need {
-		out.requiresGrad = true
-		out.node = &node{inputs: inputs, backward: backward}
+	if !need {
+		return &Var{Value: value}
 	}
-	return out
+	r := &recorded{v: Var{Value: value, requiresGrad: true}}
+	n := &r.n
+	n.backward = backward
+	if len(inputs) <= len(n.in) {
+		n.inputs, n.needs = n.in[:len(inputs)], n.need[:len(inputs)]
+	} else {
+		n.inputs, n.needs = make([]*Var, len(inputs)), make([]bool, len(inputs))
+	}
+	copy(n.inputs, inputs)
+	for i, in := range inputs {
+		n.needs[i] = in.requiresGrad
+	}
+	r.v.node = n
+	return &r.v
 }

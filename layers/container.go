@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
 )
 
 // Sequential applies its layers one after the other
@@ -60,11 +61,27 @@ func (s *Sequential) Parameters() []*autograd.Param {
 }
 
 // Forward feeds x through every layer.
+//
+// A Linear or Conv2d layer directly followed by ReLU runs as one fused
+// operation (the same result, in fewer passes over memory).
 func (s *Sequential) Forward(x *autograd.Var) *autograd.Var {
-	for _, l := range s.layers {
-		x = l.Forward(x)
+	for i := 0; i < len(s.layers); i++ {
+		if f, ok := s.layers[i].(actFuser); ok && i+1 < len(s.layers) {
+			if _, relu := s.layers[i+1].(ReLU); relu {
+				x = f.forwardAct(x, device.ActReLU)
+				i++
+				continue
+			}
+		}
+		x = s.layers[i].Forward(x)
 	}
 	return x
+}
+
+// actFuser is a layer that can apply the activation after it in the same
+// operation.
+type actFuser interface {
+	forwardAct(x *autograd.Var, act device.Activation) *autograd.Var
 }
 
 // Residual computes x + Inner(x), the skip connection of residual

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -80,16 +81,18 @@ func (c *Conv2d) Parameters() []*autograd.Param {
 }
 
 // Forward convolves x (N×In×H×W) and returns N×Out×OH×OW.
-func (c *Conv2d) Forward(x *autograd.Var) *autograd.Var {
-	s := x.Shape()
-	if len(s) != 4 || s[1] != c.in {
+func (c *Conv2d) Forward(x *autograd.Var) *autograd.Var { return c.forwardAct(x, device.ActNone) }
+
+func (c *Conv2d) forwardAct(x *autograd.Var, act device.Activation) *autograd.Var {
+	if x.Value.Rank() != 4 || x.Value.Dim(1) != c.in {
+		s := x.Shape()
 		panic(fmt.Sprintf("layers: Conv2d(%d→%d): input shape %v, expected N×%d×H×W (weight %v)", c.in, c.out, s, c.in, c.weight.Shape()))
 	}
 	var b *autograd.Var
 	if c.bias != nil {
 		b = c.bias.Var
 	}
-	return autograd.Conv2D(x, c.weight.Var, b, c.opts)
+	return autograd.Conv2DAct(x, c.weight.Var, b, c.opts, act)
 }
 
 // Pool2dConfig holds the options of 2-D pooling besides the kernel size.
@@ -119,8 +122,8 @@ func poolOptions(name string, kh, kw int, cfg Pool2dConfig) tensor.PoolOptions {
 }
 
 func check4D(name string, x *autograd.Var) {
-	if s := x.Shape(); len(s) != 4 {
-		panic(fmt.Sprintf("layers: %s: input shape %v, expected N×C×H×W", name, s))
+	if x.Value.Rank() != 4 {
+		panic(fmt.Sprintf("layers: %s: input shape %v, expected N×C×H×W", name, x.Shape()))
 	}
 }
 

@@ -50,16 +50,18 @@ func (l *Linear) Parameters() []*autograd.Param {
 }
 
 // Forward returns x·Wᵀ + b for x of shape …×In; the output has shape …×Out.
-func (l *Linear) Forward(x *autograd.Var) *autograd.Var {
-	s := x.Shape()
-	if len(s) == 0 || s[len(s)-1] != l.in {
+func (l *Linear) Forward(x *autograd.Var) *autograd.Var { return l.forwardAct(x, device.ActNone) }
+
+func (l *Linear) forwardAct(x *autograd.Var, act device.Activation) *autograd.Var {
+	if r := x.Value.Rank(); r == 0 || x.Value.Dim(r-1) != l.in {
+		s := x.Shape()
 		panic(fmt.Sprintf("layers: Linear(%d→%d): input shape %v does not end in %d (weight %v)", l.in, l.out, s, l.in, l.weight.Shape()))
 	}
 	var b *autograd.Var
 	if l.bias != nil {
 		b = l.bias.Var
 	}
-	return autograd.Linear(x, l.weight.Var, b)
+	return autograd.LinearAct(x, l.weight.Var, b, act)
 }
 
 // Embedding is a lookup table of Num vectors of size Dim

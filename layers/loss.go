@@ -69,6 +69,15 @@ type CrossEntropyOptions struct {
 // does not match logits.
 func CrossEntropy(logits *autograd.Var, target *tensor.Tensor, opts CrossEntropyOptions) *autograd.Var {
 	checkClassTarget("CrossEntropy", logits, target)
+	if e := opts.LabelSmoothing; !(e >= 0 && e <= 1) {
+		panic(fmt.Sprintf("layers: CrossEntropy: label smoothing %g outside [0, 1]", e))
+	}
+	if logits.Value.Rank() == 2 && opts.Reduction == ReduceMean {
+		// One fused pass computes the loss and its gradient.
+		if l := autograd.SoftmaxCrossEntropy(logits, target, opts.LabelSmoothing); l != nil {
+			return l
+		}
+	}
 	return nll("CrossEntropy", autograd.LogSoftmax(logits, 1), target, opts)
 }
 

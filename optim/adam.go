@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -107,6 +108,9 @@ func NewAdam(params []*autograd.Param, cfg AdamConfig) (*Adam, error) {
 		}
 		return adamUpdate(adamParams(o.cfg), o.lr, p, g, st)
 	}
+	o.fused = func(p *autograd.Param, st *paramState) bool {
+		return adamFused(adamParams(o.cfg), o.lr, false, p, st)
+	}
 	return o, nil
 }
 
@@ -139,6 +143,9 @@ func NewAdamW(params []*autograd.Param, cfg AdamWConfig) (*AdamW, error) {
 		}
 		return adamUpdate(adamParams(o.cfg), o.lr, p, g, st)
 	}
+	o.fused = func(p *autograd.Param, st *paramState) bool {
+		return adamFused(adamParams(o.cfg), o.lr, true, p, st)
+	}
 	return o, nil
 }
 
@@ -151,6 +158,15 @@ func adamSlots(amsgrad bool) []string {
 		return []string{ExpAvgState, ExpAvgSqState, MaxExpAvgSqState}
 	}
 	return []string{ExpAvgState, ExpAvgSqState}
+}
+
+// adamFused runs one Adam (or, decoupled, AdamW) step of p in place with
+// the device's fused kernel, reporting false when there is none.
+func adamFused(c adamParams, lr float64, decoupled bool, p *autograd.Param, st *paramState) bool {
+	return tensor.AdamStep(device.AdamHyper{
+		LR: lr, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay,
+		Step: int(st.step), Decoupled: decoupled, AMSGrad: c.AMSGrad,
+	}, p.Value, p.Grad, st.bufs[ExpAvgState], st.bufs[ExpAvgSqState], st.bufs[MaxExpAvgSqState])
 }
 
 // adamUpdate is the moment update and step shared by Adam and AdamW, in

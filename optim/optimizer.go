@@ -104,6 +104,10 @@ type core struct {
 	// gradient and its state (whose step has already been incremented).
 	// It may replace the state's buffers but must not modify value or g.
 	update func(value, g *tensor.Tensor, st *paramState) *tensor.Tensor
+	// fused, when set, updates the parameter and its state in place with
+	// one fused device kernel and reports whether it could; Step falls
+	// back to update when it returns false.
+	fused func(p *autograd.Param, st *paramState) bool
 }
 
 // newCore checks params and allocates, for each, the state buffers named
@@ -162,6 +166,9 @@ func (c *core) Step() error {
 		}
 		st := &c.state[i]
 		st.step++
+		if c.fused != nil && c.fused(p, st) {
+			continue
+		}
 		p.Value.CopyFrom(c.update(p.Value, p.Grad, st))
 	}
 	c.steps++
@@ -172,10 +179,10 @@ func (c *core) Step() error {
 func (c *core) checkGrad(i int, p *autograd.Param) error {
 	v, g := p.Value, p.Grad
 	switch {
-	case !slices.Equal(v.Shape(), c.shapes[i]):
+	case !v.HasShape(c.shapes[i]):
 		return fmt.Errorf("optim: %s.Step: parameter %q: value shape %v differs from the shape %v it had when the optimizer was made",
 			c.kind, p.Name, v.Shape(), c.shapes[i])
-	case !slices.Equal(g.Shape(), v.Shape()):
+	case !g.SameShape(v):
 		return fmt.Errorf("optim: %s.Step: parameter %q: gradient shape %v differs from value shape %v", c.kind, p.Name, g.Shape(), v.Shape())
 	case g.DType() != v.DType():
 		return fmt.Errorf("optim: %s.Step: parameter %q: gradient type %v differs from value type %v", c.kind, p.Name, g.DType(), v.DType())

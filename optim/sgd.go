@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -83,6 +84,13 @@ func NewSGD(params []*autograd.Param, cfg SGDConfig) (*SGD, error) {
 	}
 	o := &SGD{core: c, cfg: cfg}
 	o.update = o.apply
+	o.fused = func(p *autograd.Param, st *paramState) bool {
+		c := o.cfg
+		return tensor.SGDStep(device.SGDHyper{
+			LR: o.lr, Momentum: c.Momentum, Dampening: c.Dampening, WeightDecay: c.WeightDecay,
+			Nesterov: c.Nesterov, First: st.step == 1,
+		}, p.Value, p.Grad, st.bufs[MomentumBufferState])
+	}
 	return o, nil
 }
 

@@ -11,7 +11,7 @@ import (
 func (t *Tensor) unary(name string, op device.UnaryOp, s float64) *Tensor {
 	sameFloat(name, t)
 	c := t.Contiguous()
-	out := New(t.Device(), t.DType(), t.shape...)
+	out := newOut(false, t.DType(), t.shape, t)
 	if n := t.Len(); n > 0 {
 		t.kernels().Unary(op, out.buf, c.buf, n, s)
 	}
@@ -76,7 +76,7 @@ func binary(name string, op device.BinaryOp, a, b *Tensor) *Tensor {
 	if !ok {
 		panic(fmt.Sprintf("tensor: %s: shapes %v and %v do not broadcast", name, a.shape, b.shape))
 	}
-	out := New(a.Device(), a.DType(), shape...)
+	out := newOut(false, a.DType(), shape, a, b)
 	a.kernels().Binary(op, out.buf, a.buf, a.broadcastLayout(shape, name, b), b.buf, b.broadcastLayout(shape, name, a))
 	return out
 }
@@ -131,7 +131,7 @@ func Where(cond, a, b *Tensor) *Tensor {
 	if !ok {
 		panic(fmt.Sprintf("tensor: Where: shapes %v, %v and %v do not broadcast", cond.shape, a.shape, b.shape))
 	}
-	out := New(a.Device(), a.DType(), shape...)
+	out := newOut(false, a.DType(), shape, a, b, cond)
 	a.kernels().Where(out.buf,
 		cond.buf, cond.broadcastLayout(shape, "Where", nil),
 		a.buf, a.broadcastLayout(shape, "Where", nil),
@@ -158,4 +158,23 @@ func (t *Tensor) SumTo(shape []int) *Tensor {
 		}
 	}
 	return t.SumAxes(axes, true).Reshape(shape...)
+}
+
+// AddInPlace adds u to t elementwise (u broadcasts to t's shape): t += u.
+// t must be dense (IsContiguous) and must not share memory with u.
+func (t *Tensor) AddInPlace(u *Tensor) {
+	sameFloat("AddInPlace", t, u)
+	t.checkLive()
+	if !t.IsContiguous() {
+		panic(fmt.Sprintf("tensor: AddInPlace into a non-contiguous %v view", t.shape))
+	}
+	l := t.layout()
+	t.kernels().Binary(device.Add, t.buf, t.buf, l, u.buf, u.broadcastLayout(t.shape, "AddInPlace", t))
+}
+
+// SameLayout reports whether t and u are dense tensors of the same device,
+// type and shape.
+func (t *Tensor) SameLayout(u *Tensor) bool {
+	return t.Device() == u.Device() && t.DType() == u.DType() && slices.Equal(t.shape, u.shape) &&
+		t.IsContiguous() && u.IsContiguous()
 }

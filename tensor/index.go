@@ -27,7 +27,7 @@ func Concat(axis int, ts ...*Tensor) *Tensor {
 		}
 		shape[axis] += t.shape[axis]
 	}
-	out := New(ts[0].Device(), ts[0].DType(), shape...)
+	out := newOut(false, ts[0].DType(), shape, ts...)
 	at := 0
 	for _, t := range ts {
 		out.Slice(axis, at, at+t.shape[axis]).CopyFrom(t)
@@ -85,7 +85,7 @@ func (t *Tensor) Gather(axis int, idx *Tensor) *Tensor {
 	axis = t.axis(axis)
 	outer, n, inner := t.splitAt(axis)
 	checkIndexShape("Gather", axis, idx, t)
-	out := New(t.Device(), t.DType(), idx.shape...)
+	out := newOut(false, t.DType(), idx.shape, t, idx)
 	t.kernels().Gather(out.buf, t.Contiguous().buf, idx.Contiguous().buf, outer, n, idx.shape[axis], inner)
 	return out
 }
@@ -119,7 +119,7 @@ func (t *Tensor) IndexSelect(axis int, idx *Tensor) *Tensor {
 	outer, n, inner := t.splitAt(axis)
 	shape := t.Shape()
 	shape[axis] = idx.shape[0]
-	out := New(t.Device(), t.DType(), shape...)
+	out := newOut(false, t.DType(), shape, t, idx)
 	t.kernels().IndexSelect(out.buf, t.Contiguous().buf, idx.Contiguous().buf, outer, n, idx.shape[0], inner)
 	return out
 }

@@ -22,10 +22,37 @@ func matrixOperand(t *Tensor) (*Tensor, bool) {
 	return t.Contiguous(), false
 }
 
+// matrix2 returns how a rank-2 tensor reaches the device's GEMM without a
+// copy when it can: the tensor whose buffer to use, whether it is stored
+// transposed, and its offset. Other layouts are copied.
+func matrix2(t *Tensor) (*Tensor, bool, int) {
+	r, c := t.shape[0], t.shape[1]
+	if (c == 1 || t.strides[1] == 1) && (r == 1 || t.strides[0] == c) {
+		return t, false, t.offset
+	}
+	if (r == 1 || t.strides[0] == 1) && (c == 1 || t.strides[1] == r) {
+		return t, true, t.offset
+	}
+	return t.Contiguous(), false, 0
+}
+
 // MatMul returns the matrix product a×b of tensors of rank ≥ 2; leading
 // (batch) axes broadcast, as in torch.matmul.
 func MatMul(a, b *Tensor) *Tensor {
 	sameFloat("MatMul", a, b)
+	if a.Rank() == 2 && b.Rank() == 2 && a.shape[1] == b.shape[0] {
+		// The common case, without the batch bookkeeping.
+		m, k, n := a.shape[0], a.shape[1], b.shape[1]
+		ap, ta, aOff := matrix2(a)
+		bp, tb, bOff := matrix2(b)
+		out := newOut(false, a.DType(), []int{m, n}, a, b)
+		if m*n > 0 {
+			a.kernels().MatMul(device.MatMulParams{
+				Batch: 1, M: m, N: n, K: k, TransA: ta, TransB: tb, Alpha: 1, AOff: aOff, BOff: bOff,
+			}, out.buf, ap.buf, bp.buf)
+		}
+		return out
+	}
 	if a.Rank() < 2 || b.Rank() < 2 {
 		panic(fmt.Sprintf("tensor: MatMul needs rank ≥ 2, found shapes %v and %v", a.shape, b.shape))
 	}
@@ -63,7 +90,7 @@ func MatMul(a, b *Tensor) *Tensor {
 	bp, bStride := prep(b, k, n)
 	ap, ta := matrixOperand(ap)
 	bp, tb := matrixOperand(bp)
-	out := New(a.Device(), a.DType(), append(append([]int(nil), batchShape...), m, n)...)
+	out := newOut(false, a.DType(), append(append([]int(nil), batchShape...), m, n), a, b)
 	if out.Len() == 0 {
 		return out
 	}
@@ -122,7 +149,7 @@ func convParams(op string, x, w *Tensor, o ConvOptions) device.ConvParams {
 func Conv2D(x, w *Tensor, o ConvOptions) *Tensor {
 	sameFloat("Conv2D", x, w)
 	p := convParams("Conv2D", x, w, o)
-	y := New(x.Device(), x.DType(), p.N, p.OutC, p.OutH(), p.OutW())
+	y := newOut(false, x.DType(), []int{p.N, p.OutC, p.OutH(), p.OutW()}, x, w)
 	if p.N > 0 {
 		x.kernels().Conv2D(p, y.buf, x.Contiguous().buf, w.Contiguous().buf)
 	}
@@ -132,10 +159,16 @@ func Conv2D(x, w *Tensor, o ConvOptions) *Tensor {
 // Conv2DGradInput returns the gradient of Conv2D with respect to its input
 // of shape xShape, given the output gradient dy.
 func Conv2DGradInput(dy, w *Tensor, xShape []int, o ConvOptions) *Tensor {
+	return Conv2DGradInputLike(dy, w, &Tensor{shape: slices.Clone(xShape)}, o)
+}
+
+// Conv2DGradInputLike is Conv2DGradInput with the input's shape given by
+// a tensor x of that shape (its values are not read).
+func Conv2DGradInputLike(dy, w, x *Tensor, o ConvOptions) *Tensor {
 	sameFloat("Conv2DGradInput", dy, w)
-	p := convParams("Conv2DGradInput", &Tensor{shape: xShape}, w, o)
+	p := convParams("Conv2DGradInput", x, w, o)
 	checkGradShape("Conv2DGradInput", dy, []int{p.N, p.OutC, p.OutH(), p.OutW()})
-	dx := New(dy.Device(), dy.DType(), xShape...)
+	dx := newOut(true, dy.DType(), x.shape, dy, w)
 	if p.N > 0 {
 		dy.kernels().Conv2DGradInput(p, dx.buf, dy.Contiguous().buf, w.Contiguous().buf)
 	}
@@ -145,10 +178,16 @@ func Conv2DGradInput(dy, w *Tensor, xShape []int, o ConvOptions) *Tensor {
 // Conv2DGradWeight returns the gradient of Conv2D with respect to its
 // weight of shape wShape, given the input x and output gradient dy.
 func Conv2DGradWeight(dy, x *Tensor, wShape []int, o ConvOptions) *Tensor {
+	return Conv2DGradWeightLike(dy, x, &Tensor{shape: slices.Clone(wShape)}, o)
+}
+
+// Conv2DGradWeightLike is Conv2DGradWeight with the weight's shape given
+// by a tensor w of that shape (its values are not read).
+func Conv2DGradWeightLike(dy, x, w *Tensor, o ConvOptions) *Tensor {
 	sameFloat("Conv2DGradWeight", dy, x)
-	p := convParams("Conv2DGradWeight", x, &Tensor{shape: wShape}, o)
+	p := convParams("Conv2DGradWeight", x, w, o)
 	checkGradShape("Conv2DGradWeight", dy, []int{p.N, p.OutC, p.OutH(), p.OutW()})
-	dw := New(dy.Device(), dy.DType(), wShape...)
+	dw := newOut(true, dy.DType(), w.shape, dy, x)
 	dy.kernels().Conv2DGradWeight(p, dw.buf, dy.Contiguous().buf, x.Contiguous().buf)
 	return dw
 }
@@ -201,23 +240,30 @@ func poolParams(op string, x *Tensor, o PoolOptions) device.PoolParams {
 func MaxPool2D(x *Tensor, o PoolOptions) (y, argmax *Tensor) {
 	sameFloat("MaxPool2D", x)
 	p := poolParams("MaxPool2D", x, o)
-	y = New(x.Device(), x.DType(), p.N, p.C, p.OutH(), p.OutW())
-	argmax = New(x.Device(), device.Int64, p.N, p.C, p.OutH(), p.OutW())
+	y = newOut(false, x.DType(), []int{p.N, p.C, p.OutH(), p.OutW()}, x)
+	argmax = newOut(false, device.Int64, []int{p.N, p.C, p.OutH(), p.OutW()}, x)
 	x.kernels().MaxPool2D(p, y.buf, argmax.buf, x.Contiguous().buf)
 	return y, argmax
 }
 
 // MaxPool2DGrad returns the input gradient of MaxPool2D.
 func MaxPool2DGrad(dy, argmax *Tensor, xShape []int, o PoolOptions) *Tensor {
+	return MaxPool2DGradLike(dy, argmax, &Tensor{shape: slices.Clone(xShape)}, o)
+}
+
+// MaxPool2DGradLike is MaxPool2DGrad with the input's shape given by a
+// tensor x of that shape (its values are not read).
+func MaxPool2DGradLike(dy, argmax, x *Tensor, o PoolOptions) *Tensor {
 	sameFloat("MaxPool2DGrad", dy)
 	sameDevice("MaxPool2DGrad", dy, argmax)
 	checkIndexTensor("MaxPool2DGrad", argmax)
-	p := poolParams("MaxPool2DGrad", &Tensor{shape: xShape}, o)
+	p := poolParams("MaxPool2DGrad", x, o)
+	xShape := x.shape
 	checkGradShape("MaxPool2DGrad", dy, []int{p.N, p.C, p.OutH(), p.OutW()})
 	if !slices.Equal(argmax.shape, dy.shape) {
 		panic(fmt.Sprintf("tensor: MaxPool2DGrad: argmax %v and output gradient %v differ", argmax.shape, dy.shape))
 	}
-	dx := New(dy.Device(), dy.DType(), xShape...)
+	dx := newOut(false, dy.DType(), xShape, dy)
 	dy.kernels().MaxPool2DGrad(p, dx.buf, dy.Contiguous().buf, argmax.Contiguous().buf)
 	return dx
 }
@@ -226,7 +272,7 @@ func MaxPool2DGrad(dy, argmax *Tensor, xShape []int, o PoolOptions) *Tensor {
 func AvgPool2D(x *Tensor, o PoolOptions) *Tensor {
 	sameFloat("AvgPool2D", x)
 	p := poolParams("AvgPool2D", x, o)
-	y := New(x.Device(), x.DType(), p.N, p.C, p.OutH(), p.OutW())
+	y := newOut(false, x.DType(), []int{p.N, p.C, p.OutH(), p.OutW()}, x)
 	x.kernels().AvgPool2D(p, y.buf, x.Contiguous().buf)
 	return y
 }
@@ -236,7 +282,7 @@ func AvgPool2DGrad(dy *Tensor, xShape []int, o PoolOptions) *Tensor {
 	sameFloat("AvgPool2DGrad", dy)
 	p := poolParams("AvgPool2DGrad", &Tensor{shape: xShape}, o)
 	checkGradShape("AvgPool2DGrad", dy, []int{p.N, p.C, p.OutH(), p.OutW()})
-	dx := New(dy.Device(), dy.DType(), xShape...)
+	dx := newOut(false, dy.DType(), xShape, dy)
 	dy.kernels().AvgPool2DGrad(p, dx.buf, dy.Contiguous().buf)
 	return dx
 }

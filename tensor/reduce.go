@@ -14,7 +14,7 @@ func (t *Tensor) reduce1(name string, op device.ReduceOp, axis int, keep bool) *
 	if t.shape[axis] == 0 && op == device.ReduceSum {
 		kept := t.Shape() // the sum of nothing is 0
 		kept[axis] = 1
-		out := New(t.Device(), t.DType(), kept...)
+		out := newOut(true, t.DType(), kept, t)
 		if !keep {
 			out = out.Squeeze(axis)
 		}
@@ -32,7 +32,7 @@ func (t *Tensor) reduce1(name string, op device.ReduceOp, axis int, keep bool) *
 	if op == device.ReduceArgMax {
 		dt = device.Int64
 	}
-	out := New(t.Device(), dt, kept...)
+	out := newOut(false, dt, kept, t)
 	if outer*inner > 0 {
 		t.kernels().Reduce(op, out.buf, c.buf, outer, t.shape[axis], inner)
 	}
@@ -90,7 +90,7 @@ func (t *Tensor) Sum(axis int, keep bool) *Tensor {
 // SumAll returns the 0-dimensional sum of all elements.
 func (t *Tensor) SumAll() *Tensor {
 	if t.Len() == 0 {
-		return New(t.Device(), t.DType())
+		return newOut(true, t.DType(), nil, t)
 	}
 	return t.Reshape(-1).reduce1("Sum", device.ReduceSum, 0, false)
 }

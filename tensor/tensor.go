@@ -18,6 +18,26 @@ type Tensor struct {
 	shape   []int
 	strides []int
 	offset  int
+	arena   *Arena // where results computed from t take their buffers (nil: the device)
+	gen     uint64 // the arena's generation when t was made
+	dims    [8]int // inline storage for the shape and strides of up to 4 dimensions
+}
+
+// setContiguous gives t a dense row-major layout of the given shape, stored
+// inline when it has at most 4 dimensions.
+func (t *Tensor) setContiguous(shape []int) {
+	r := len(shape)
+	if r <= len(t.dims)/2 {
+		t.shape, t.strides = t.dims[:r:r], t.dims[r:2*r:2*r]
+	} else {
+		t.shape, t.strides = make([]int, r), make([]int, r)
+	}
+	copy(t.shape, shape)
+	s := 1
+	for i := r - 1; i >= 0; i-- {
+		t.strides[i] = s
+		s *= shape[i]
+	}
 }
 
 // The CPU device used by the constructors that take no device: the one
@@ -33,16 +53,17 @@ func CPU() device.Device { return cpuDevice }
 func New(dev device.Device, dt device.DType, shape ...int) *Tensor {
 	for _, d := range shape {
 		if d < 0 {
-			panic(fmt.Sprintf("tensor: negative dimension in shape %v", shape))
+			panic(fmt.Sprintf("tensor: negative dimension in shape %v", slices.Clone(shape)))
 		}
 	}
 	n := device.NumElements(shape)
 	b, err := dev.Alloc(dt, n)
 	if err != nil {
-		panic(fmt.Sprintf("tensor: allocating %v%v on %s: %v", dt, shape, dev.Name(), err))
+		panic(fmt.Sprintf("tensor: allocating %v%v on %s: %v", dt, slices.Clone(shape), dev.Name(), err))
 	}
-	l := device.Contiguous(shape)
-	return &Tensor{buf: b, shape: l.Shape, strides: l.Strides}
+	t := &Tensor{buf: b}
+	t.setContiguous(shape)
+	return t
 }
 
 // Zeros returns a float32 tensor of zeros on the CPU.
@@ -57,11 +78,19 @@ func Full(dev device.Device, dt device.DType, v float64, shape ...int) *Tensor {
 	return t
 }
 
-// ZerosLike returns a dense tensor of zeros with t's device, type and shape.
-func ZerosLike(t *Tensor) *Tensor { return New(t.Device(), t.DType(), t.shape...) }
+// ZerosLike returns a dense tensor of zeros with t's device, type, shape
+// and arena (see Arena).
+func ZerosLike(t *Tensor) *Tensor { return newOut(true, t.DType(), t.shape, t) }
 
-// FullLike returns a dense tensor filled with v with t's device, type and shape.
-func FullLike(t *Tensor, v float64) *Tensor { return Full(t.Device(), t.DType(), v, t.shape...) }
+// FullLike returns a dense tensor filled with v with t's device, type,
+// shape and arena.
+func FullLike(t *Tensor, v float64) *Tensor {
+	out := newOut(v == 0, t.DType(), t.shape, t)
+	if v != 0 {
+		out.Fill(v)
+	}
+	return out
+}
 
 // FromFloat32 returns a float32 CPU tensor holding a copy of data. It
 // panics when data does not fill shape. With no shape, one value makes a
@@ -137,6 +166,12 @@ func (t *Tensor) Layout() device.Layout {
 	return device.Layout{Shape: t.Shape(), Strides: append([]int(nil), t.strides...), Offset: t.offset}
 }
 
+// layout is Layout without the copies, for handing to kernels (which
+// never modify or keep a Layout's slices).
+func (t *Tensor) layout() device.Layout {
+	return device.Layout{Shape: t.shape, Strides: t.strides, Offset: t.offset}
+}
+
 // Shape returns a copy of the shape.
 func (t *Tensor) Shape() []int { return append([]int(nil), t.shape...) }
 
@@ -185,15 +220,15 @@ func (t *Tensor) Contiguous() *Tensor {
 	if t.IsContiguous() {
 		return t
 	}
-	out := New(t.Device(), t.DType(), t.shape...)
-	t.kernels().Copy(out.buf, out.Layout(), t.buf, t.Layout())
+	out := newOut(false, t.DType(), t.shape, t)
+	t.kernels().Copy(out.buf, out.layout(), t.buf, t.layout())
 	return out
 }
 
 // Clone returns a dense copy that shares nothing with t.
 func (t *Tensor) Clone() *Tensor {
-	out := New(t.Device(), t.DType(), t.shape...)
-	t.kernels().Copy(out.buf, out.Layout(), t.buf, t.Layout())
+	out := newOut(false, t.DType(), t.shape, t)
+	t.kernels().Copy(out.buf, out.layout(), t.buf, t.layout())
 	return out
 }
 
@@ -202,8 +237,8 @@ func (t *Tensor) Cast(dt device.DType) *Tensor {
 	if t.DType() == dt {
 		return t
 	}
-	out := New(t.Device(), dt, t.shape...)
-	t.kernels().Copy(out.buf, out.Layout(), t.buf, t.Layout())
+	out := newOut(false, dt, t.shape, t)
+	t.kernels().Copy(out.buf, out.layout(), t.buf, t.layout())
 	return out
 }
 
@@ -238,7 +273,7 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 		src = src.Clone() // the views may overlap
 	}
 	sl := src.broadcastLayout(t.shape, "CopyFrom", t)
-	t.kernels().Copy(t.buf, t.Layout(), src.buf, sl)
+	t.kernels().Copy(t.buf, t.layout(), src.buf, sl)
 }
 
 // Fill sets every element of t (in place) to v.

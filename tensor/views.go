@@ -8,7 +8,8 @@ import (
 
 // view returns a tensor sharing t's buffer with the given layout.
 func (t *Tensor) view(shape, strides []int, offset int) *Tensor {
-	return &Tensor{buf: t.buf, shape: shape, strides: strides, offset: offset}
+	t.checkLive()
+	return &Tensor{buf: t.buf, shape: shape, strides: strides, offset: offset, arena: t.arena, gen: t.gen}
 }
 
 // Reshape returns a tensor with the same elements in row-major order and a
@@ -78,7 +79,16 @@ func (t *Tensor) Transpose(a, b int) *Tensor {
 }
 
 // T transposes the last two axes. View.
-func (t *Tensor) T() *Tensor { return t.Transpose(-2, -1) }
+func (t *Tensor) T() *Tensor {
+	if len(t.shape) != 2 {
+		return t.Transpose(-2, -1)
+	}
+	t.checkLive()
+	v := &Tensor{buf: t.buf, offset: t.offset, arena: t.arena, gen: t.gen}
+	v.dims = [8]int{t.shape[1], t.shape[0], t.strides[1], t.strides[0]}
+	v.shape, v.strides = v.dims[0:2:2], v.dims[2:4:4]
+	return v
+}
 
 // Slice returns elements [start, end) along axis. View.
 func (t *Tensor) Slice(axis, start, end int) *Tensor {
@@ -137,6 +147,9 @@ func (t *Tensor) broadcastLayout(shape []int, op string, other *Tensor) device.L
 	if len(t.shape) > r {
 		panic(broadcastMsg(op, t, shape, other))
 	}
+	if sameDims(t.shape, shape) { // no broadcasting: t's own layout
+		return t.layout()
+	}
 	strides := make([]int, r)
 	lead := r - len(t.shape)
 	for i := range shape {
@@ -154,6 +167,18 @@ func (t *Tensor) broadcastLayout(shape []int, op string, other *Tensor) device.L
 		}
 	}
 	return device.Layout{Shape: append([]int(nil), shape...), Strides: strides, Offset: t.offset}
+}
+
+func sameDims(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, d := range a {
+		if b[i] != d {
+			return false
+		}
+	}
+	return true
 }
 
 func broadcastMsg(op string, t *Tensor, shape []int, other *Tensor) string {

@@ -46,6 +46,9 @@ type trainer struct {
 	test   *data.Loader
 	rng    *rand.Rand // shuffling
 	stderr io.Writer
+	// arena recycles the memory of each step (batch, activations,
+	// gradients) for the next one.
+	arena *tensor.Arena
 }
 
 func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
@@ -75,7 +78,7 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 		return inputError{err}
 	}
 	t := &trainer{cfg: cfg, dev: dev, model: model, opt: opt, sched: sched,
-		rng: rand.New(rand.NewPCG(cfg.Seed, 2)), stderr: stderr}
+		rng: rand.New(rand.NewPCG(cfg.Seed, 2)), stderr: stderr, arena: tensor.NewArena()}
 	if t.train, err = data.NewLoader(trainSet, data.LoaderConfig{
 		BatchSize: cfg.Train.BatchSize, Shuffle: true, Prefetch: cfg.Train.Prefetch}); err != nil {
 		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
@@ -95,8 +98,8 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 	}
 	defer metrics.Close()
 
-	fmt.Fprintf(stdout, "model %s: %d parameters; %d training and %d test samples on %s\n",
-		cfg.Model.Name, layers.NumParams(model), trainSet.Len(), testSet.Len(), dev.Name())
+	fmt.Fprintf(stdout, "model %s: %d parameters; %d training and %d test samples on %s%s\n",
+		cfg.Model.Name, layers.NumParams(model), trainSet.Len(), testSet.Len(), dev.Name(), backend(dev))
 	step := 0
 	for epoch := 1; epoch <= cfg.Train.Epochs; epoch++ {
 		m, err := t.trainEpoch(ctx, epoch, &step)
@@ -162,12 +165,23 @@ func loadData(cfg *Config) (train, test data.Dataset, err error) {
 	return train, te, nil
 }
 
-// batchTensors turns a data batch into device tensors.
+// backend describes how a device computes, for devices that say (the CPU
+// names its GEMM library), as " (…)".
+func backend(dev device.Device) string {
+	if b, ok := dev.(interface{ Backend() string }); ok {
+		return " (" + b.Backend() + ")"
+	}
+	return ""
+}
+
+// batchTensors turns a data batch into device tensors in the step's arena:
+// they, and everything computed from them, are valid until the arena's
+// next Reset.
 func (t *trainer) batchTensors(b data.Batch) (x, y *tensor.Tensor, err error) {
-	if x, err = tensor.FromSlice(t.dev, b.X, b.Shape...); err != nil {
+	if x, err = t.arena.FromSlice(t.dev, b.X, b.Shape...); err != nil {
 		return nil, nil, err
 	}
-	if y, err = tensor.FromSlice(t.dev, b.Y, len(b.Y)); err != nil {
+	if y, err = t.arena.FromSlice(t.dev, b.Y, len(b.Y)); err != nil {
 		return nil, nil, err
 	}
 	return x, y, nil
@@ -224,6 +238,7 @@ func (t *trainer) trainEpoch(ctx context.Context, epoch int, step *int) (EpochMe
 		lossSum += l * float64(b.Len())
 		seen += b.Len()
 		right += correct(logits.Value, y)
+		t.arena.Reset()
 		bar.step(fmt.Sprintf("loss %.4f  %.0f samples/s", lossSum/float64(seen), float64(seen)/time.Since(start).Seconds()))
 	}
 	if err := ctx.Err(); err != nil {
@@ -251,6 +266,7 @@ func (t *trainer) evaluate(ctx context.Context) (loss, accuracy float64, err err
 		loss += l.Value.Item()
 		right += correct(logits.Value, y)
 		seen += b.Len()
+		t.arena.Reset()
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err

@@ -20,6 +20,8 @@ func init() {
 // all cores (runtime.GOMAXPROCS).
 type Device struct {
 	workers int // 0: runtime.GOMAXPROCS(0) at each call
+	pool    workerPool
+	gemm    gemmBackend
 }
 
 // defaultDevice is the one device that device.Open("cpu") and the tensor
@@ -153,31 +155,3 @@ func (d *Device) Kernels() device.Kernels { return kernels{d} }
 
 // Close does nothing; the CPU device holds no resources.
 func (d *Device) Close() error { return nil }
-
-// parallelFor runs fn over [0, n) split into at most d.workers contiguous
-// chunks, in parallel when the estimated work n*cost is large enough to pay
-// for the goroutines.
-func (d *Device) parallelFor(n, cost int, fn func(lo, hi int)) {
-	w := d.workers
-	if w <= 0 {
-		w = runtime.GOMAXPROCS(0)
-	}
-	if w > n {
-		w = n
-	}
-	if w <= 1 || n*cost < 1<<15 {
-		fn(0, n)
-		return
-	}
-	done := make(chan struct{}, w)
-	for i := 0; i < w; i++ {
-		lo, hi := n*i/w, n*(i+1)/w
-		go func() {
-			fn(lo, hi)
-			done <- struct{}{}
-		}()
-	}
-	for i := 0; i < w; i++ {
-		<-done
-	}
-}

@@ -46,6 +46,20 @@ func copyFrom[D number](dev *Device, dst []D, dl device.Layout, s *Buffer, sl de
 }
 
 func copyStrided[D, S number](dev *Device, dst []D, dl device.Layout, src []S, sl device.Layout) {
+	if isDense(dl) && isDense(sl) {
+		n := device.NumElements(dl.Shape)
+		d, s := dst[dl.Offset:dl.Offset+n], src[sl.Offset:sl.Offset+n]
+		if dd, ok := any(d).([]S); ok {
+			copy(dd, s) // same type
+			return
+		}
+		dev.parallelFor(n, 1, func(lo, hi int) {
+			for i, v := range s[lo:hi] {
+				d[lo+i] = D(v)
+			}
+		})
+		return
+	}
 	st := newStrided(dl, sl)
 	nrows, n := st.rows()
 	ds, ss := st.inner(0), st.inner(1)
@@ -66,6 +80,28 @@ func copyStrided[D, S number](dev *Device, dst []D, dl device.Layout, src []S, s
 			}
 		}
 	})
+}
+
+// isDense reports whether l is a row-major dense view (from its offset on)
+// with no broadcast axes.
+func isDense(l device.Layout) bool {
+	s := 1
+	for i := len(l.Shape) - 1; i >= 0; i-- {
+		if l.Shape[i] != 1 && l.Strides[i] != s {
+			return false
+		}
+		s *= l.Shape[i]
+	}
+	return true
+}
+
+// denseStrides returns l's strides when l is dense (no copy), else the
+// row-major strides of its shape.
+func denseStrides(l device.Layout) []int {
+	if isDense(l) {
+		return l.Strides
+	}
+	return device.Contiguous(l.Shape).Strides
 }
 
 // Fill sets the first n elements.
@@ -203,7 +239,7 @@ func (k kernels) Binary(op device.BinaryOp, dst device.Buffer, a device.Buffer, 
 		return
 	}
 	d, x, y := buf(dst), buf(a), buf(b)
-	dl := device.Contiguous(al.Shape)
+	dl := device.Layout{Shape: al.Shape, Strides: denseStrides(al)}
 	switch d.dt {
 	case device.Float32:
 		binary(k.d, op, d.f32, dl, x.f32, al, y.f32, bl)
@@ -215,6 +251,33 @@ func (k kernels) Binary(op device.BinaryOp, dst device.Buffer, a device.Buffer, 
 }
 
 func binary[T float](dev *Device, op device.BinaryOp, dst []T, dl device.Layout, a []T, al device.Layout, b []T, bl device.Layout) {
+	if isDense(al) && isDense(bl) && isDense(dl) {
+		n := device.NumElements(dl.Shape)
+		d, x, y := dst[dl.Offset:dl.Offset+n], a[al.Offset:al.Offset+n], b[bl.Offset:bl.Offset+n]
+		f := binaryFunc[T](op)
+		dev.parallelFor(n, 1, func(lo, hi int) {
+			d, x, y := d[lo:hi], x[lo:hi], y[lo:hi]
+			switch op {
+			case device.Add:
+				for i := range d {
+					d[i] = x[i] + y[i]
+				}
+			case device.Sub:
+				for i := range d {
+					d[i] = x[i] - y[i]
+				}
+			case device.Mul:
+				for i := range d {
+					d[i] = x[i] * y[i]
+				}
+			default:
+				for i := range d {
+					d[i] = f(x[i], y[i])
+				}
+			}
+		})
+		return
+	}
 	st := newStrided(dl, al, bl)
 	nrows, n := st.rows()
 	as, bs := st.inner(1), st.inner(2)

@@ -3,49 +3,11 @@ package cpu
 import (
 	"fmt"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
-
 	"github.com/hora-dl/hora/device"
 )
 
-// gemm is the BLAS-style C = alpha*op(A)×op(B) + beta*C on row-major
-// slices, for float32 (gonum's Sgemm) or float64 (Dgemm).
-func gemm[T float](tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		// C = beta*C; with beta 0, C is not read (it may hold NaN), as in BLAS.
-		for i := 0; i < m; i++ {
-			row := c[i*ldc : i*ldc+n]
-			if beta == 0 {
-				clear(row)
-				continue
-			}
-			for j := range row {
-				row[j] *= beta
-			}
-		}
-		return
-	}
-	ta, tb := blas.NoTrans, blas.NoTrans
-	if tA {
-		ta = blas.Trans
-	}
-	if tB {
-		tb = blas.Trans
-	}
-	var impl gonum.Implementation
-	switch a := any(a).(type) {
-	case []float32:
-		impl.Sgemm(ta, tb, m, n, k, float32(alpha), a, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
-	case []float64:
-		impl.Dgemm(ta, tb, m, n, k, float64(alpha), a, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
-	}
-}
-
-// MatMul computes a batched matrix product with gonum's GEMM.
+// MatMul computes a batched matrix product with the device's GEMM backend
+// (see Device.Backend).
 func (k kernels) MatMul(p device.MatMulParams, c, a, b device.Buffer) {
 	switch buf(c).dt {
 	case device.Float32:
@@ -65,21 +27,20 @@ func matmul[T float](dev *Device, p device.MatMulParams, c, a, b []T) {
 	if p.TransB {
 		ldb = p.K
 	}
-	one := func(i int) {
-		gemm(p.TransA, p.TransB, p.M, p.N, p.K, T(p.Alpha),
-			a[p.AOff+i*p.AStride:], lda, b[p.BOff+i*p.BStride:], ldb,
-			T(p.Beta), c[p.COff+i*p.CStride:], p.N)
-	}
 	if p.Batch == 1 {
-		one(0)
+		parallelGemm(dev, p.TransA, p.TransB, p.M, p.N, p.K, T(p.Alpha),
+			a[p.AOff:], lda, b[p.BOff:], ldb, T(p.Beta), c[p.COff:], p.N)
 		return
 	}
 	dev.parallelFor(p.Batch, p.M*p.N*p.K, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			one(i)
+			gemmOn(dev, p.TransA, p.TransB, p.M, p.N, p.K, T(p.Alpha),
+				a[p.AOff+i*p.AStride:], lda, b[p.BOff+i*p.BStride:], ldb,
+				T(p.Beta), c[p.COff+i*p.CStride:], p.N)
 		}
 	})
 }
+
 
 // convShape holds the derived sizes of one convolution.
 type convShape struct {
@@ -175,11 +136,13 @@ func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 
 func conv2d[T float](dev *Device, s convShape, y, x, w []T) {
 	dev.parallelFor(s.N, s.imgOut*s.ckk, func(lo, hi int) {
-		col := make([]T, s.ckk*s.l)
+		sc := getScratch[T](s.ckk * s.l)
+		defer putScratch(sc)
+		col := sc.s
 		for n := lo; n < hi; n++ {
 			for g := 0; g < s.Groups; g++ {
 				im2col(s, col, x[n*s.imgIn:], g)
-				gemm(false, false, s.ocg, s.l, s.ckk, 1, w[g*s.wGroup:], s.ckk,
+				gemmOn(dev, false, false, s.ocg, s.l, s.ckk, 1, w[g*s.wGroup:], s.ckk,
 					col, s.l, 0, y[n*s.imgOut+g*s.ocg*s.l:], s.l)
 			}
 		}
@@ -198,12 +161,14 @@ func (k kernels) Conv2DGradInput(p device.ConvParams, dx, dy, w device.Buffer) {
 
 func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
 	dev.parallelFor(s.N, s.imgOut*s.ckk, func(lo, hi int) {
-		col := make([]T, s.ckk*s.l)
+		sc := getScratch[T](s.ckk * s.l)
+		defer putScratch(sc)
+		col := sc.s
 		for n := lo; n < hi; n++ {
 			img := dx[n*s.imgIn : (n+1)*s.imgIn]
 			clear(img)
 			for g := 0; g < s.Groups; g++ {
-				gemm(true, false, s.ckk, s.l, s.ocg, 1, w[g*s.wGroup:], s.ckk,
+				gemmOn(dev, true, false, s.ckk, s.l, s.ocg, 1, w[g*s.wGroup:], s.ckk,
 					dy[n*s.imgOut+g*s.ocg*s.l:], s.l, 0, col, s.l)
 				col2im(s, img, col, g)
 			}
@@ -238,27 +203,31 @@ func conv2dGradWeight[T float](dev *Device, s convShape, dw, dy, x []T) {
 	}
 	chunk := (s.N + gradWeightParts - 1) / gradWeightParts
 	nparts := (s.N + chunk - 1) / chunk
-	parts := make([][]T, nparts)
-	parts[0] = out // the first chunk accumulates in place
+	// Partial sums of chunks 1.. live in one scratch buffer; chunk 0
+	// accumulates in place.
+	psc := getScratch[T]((nparts - 1) * size)
+	defer putScratch(psc)
+	clear(psc.s)
 	dev.parallelFor(nparts, chunk*s.imgOut*s.ckk, func(lo, hi int) {
-		col := make([]T, s.ckk*s.l)
+		sc := getScratch[T](s.ckk * s.l)
+		defer putScratch(sc)
+		col := sc.s
 		for p := lo; p < hi; p++ {
-			part := parts[p]
-			if part == nil {
-				part = make([]T, size)
-				parts[p] = part
+			part := out
+			if p > 0 {
+				part = psc.s[(p-1)*size : p*size]
 			}
 			for n := p * chunk; n < min((p+1)*chunk, s.N); n++ {
 				for g := 0; g < s.Groups; g++ {
 					im2col(s, col, x[n*s.imgIn:], g)
-					gemm(false, true, s.ocg, s.ckk, s.l, 1, dy[n*s.imgOut+g*s.ocg*s.l:], s.l,
+					gemmOn(dev, false, true, s.ocg, s.ckk, s.l, 1, dy[n*s.imgOut+g*s.ocg*s.l:], s.l,
 						col, s.l, 1, part[g*s.wGroup:], s.ckk)
 				}
 			}
 		}
 	})
-	for _, part := range parts[1:] {
-		for i, v := range part {
+	for p := 1; p < nparts; p++ {
+		for i, v := range psc.s[(p-1)*size : p*size] {
 			out[i] += v
 		}
 	}

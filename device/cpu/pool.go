@@ -18,6 +18,14 @@ func (k kernels) MaxPool2D(p device.PoolParams, y, argmax, x device.Buffer) {
 
 func maxPool[T float](dev *Device, p device.PoolParams, y []T, arg []int64, x []T) {
 	oh, ow := p.OutH(), p.OutW()
+	if p.KH == 2 && p.KW == 2 && p.StrideH == 2 && p.StrideW == 2 && p.PadH == 0 && p.PadW == 0 {
+		dev.parallelFor(p.N*p.C, oh*ow*4, func(lo, hi int) {
+			for plane := lo; plane < hi; plane++ {
+				maxPool2x2(p.H, p.W, oh, ow, y[plane*oh*ow:(plane+1)*oh*ow], arg[plane*oh*ow:(plane+1)*oh*ow], x[plane*p.H*p.W:(plane+1)*p.H*p.W])
+			}
+		})
+		return
+	}
 	dev.parallelFor(p.N*p.C, oh*ow*p.KH*p.KW, func(lo, hi int) {
 		for plane := lo; plane < hi; plane++ {
 			in := x[plane*p.H*p.W : (plane+1)*p.H*p.W]
@@ -47,6 +55,31 @@ func maxPool[T float](dev *Device, p device.PoolParams, y []T, arg []int64, x []
 			}
 		}
 	})
+}
+
+// maxPool2x2 is maxPool's loop for one plane of the common 2×2 window with
+// stride 2 and no padding; it picks the same winner (the first maximum in
+// row-major window order; a NaN wins) as the general loop.
+func maxPool2x2[T float](h, w, oh, ow int, y []T, arg []int64, x []T) {
+	for i := 0; i < oh; i++ {
+		r0 := x[2*i*w : 2*i*w+w]
+		r1 := x[(2*i+1)*w : (2*i+1)*w+w]
+		yr, ar := y[i*ow:(i+1)*ow], arg[i*ow:(i+1)*ow]
+		base := int64(2 * i * w)
+		for j := range yr {
+			best, where := r0[2*j], base+int64(2*j)
+			if v := r0[2*j+1]; v > best || v != v {
+				best, where = v, base+int64(2*j+1)
+			}
+			if v := r1[2*j]; v > best || v != v {
+				best, where = v, base+int64(w+2*j)
+			}
+			if v := r1[2*j+1]; v > best || v != v {
+				best, where = v, base+int64(w+2*j+1)
+			}
+			yr[j], ar[j] = best, where
+		}
+	}
 }
 
 // MaxPool2DGrad routes each output gradient to the input that won.

@@ -13,19 +13,23 @@ const module = "github.com/hora-dl/hora"
 // packages it may import (test files excluded). A package missing from the
 // table fails the test, so every new package states its place.
 var allowedImports = map[string][]string{
-	"device":            {},
-	"device/cpu":        {"device"},
-	"device/devicetest": {"device"},
-	"tensor":            {"device", "device/cpu"},
-	"autograd":          {"device", "device/cpu", "tensor"},
-	"layers":            {"device", "device/cpu", "tensor", "autograd"},
-	"optim":             {"device", "device/cpu", "tensor", "autograd"},
-	"data":              {},
-	"models":            {"device", "device/cpu", "tensor", "autograd", "layers"},
-	"checkpoint":        {"device", "device/cpu", "tensor"},
-	"internal/layering": {},
-	"internal/golden":   {"tensor"},
-	"cmd/train":         {"*"},
+	"device":                   {},
+	"device/cpu":               {"device", "device/cpu/internal/blas", "device/cpu/internal/gemm", "device/cpu/internal/vec"},
+	"device/cpu/internal/blas": {},
+	"device/cpu/internal/gemm": {},
+	"device/cpu/internal/vec":  {},
+	"device/devicetest":        {"device"},
+	"tensor":                   {"device", "device/cpu"},
+	"autograd":                 {"device", "device/cpu", "tensor"},
+	"layers":                   {"device", "device/cpu", "tensor", "autograd"},
+	"optim":                    {"device", "device/cpu", "tensor", "autograd"},
+	"data":                     {},
+	"models":                   {"device", "device/cpu", "tensor", "autograd", "layers"},
+	"checkpoint":               {"device", "device/cpu", "tensor"},
+	"internal/layering":        {},
+	"internal/golden":          {"tensor"},
+	"cmd/train":                {"*"},
+	"bench/hora":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models"},
 }
 
 func TestImportDirection(t *testing.T) {

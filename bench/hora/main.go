@@ -1,0 +1,252 @@
+// Command hora-bench measures Hora on the workloads of `make bench` and
+// prints one JSON object per line, the same lines bench/pytorch_bench.py
+// prints for PyTorch:
+//
+//	{"framework":"hora","workload":"sgemm 1024","unit":"GFLOP/s","value":123.4}
+//
+// Usage (from the repository root, after `make build`):
+//
+//	hora-bench [-min-time 0.5s] [-train bin/train] [-configs configs] [GROUP ...]
+//
+// The groups are sgemm, mlp-gemm, train-step, inference, mlp-epoch and
+// cnn-epoch; none named runs them all. The epoch groups run the real
+// trainer (bin/train) for one epoch and read samples_per_sec and
+// test_accuracy from its metrics.jsonl. The train-step group measures one
+// steady-state training step with testing.Benchmark (samples/s,
+// allocations and bytes per step); the same benchmarks run under
+// `go test -bench . ./bench/hora`.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hora-dl/hora/device/cpu"
+	"github.com/hora-dl/hora/layers"
+)
+
+// groups lists the workload groups in the order they run.
+var groups = []string{"sgemm", "mlp-gemm", "train-step", "inference", "mlp-epoch", "cnn-epoch"}
+
+// row is one measurement, one line of output.
+type row struct {
+	Framework string  `json:"framework"`
+	Workload  string  `json:"workload"`
+	Unit      string  `json:"unit"`
+	Value     float64 `json:"value"`
+}
+
+// info is a fact about the run (the GEMM backend), one line of output.
+type info struct {
+	Framework string `json:"framework"`
+	Info      string `json:"info"`
+	Value     string `json:"value"`
+}
+
+type bench struct {
+	out     *json.Encoder
+	minTime time.Duration
+	train   string // path of bin/train
+	configs string // folder of the shipped configs
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "hora-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("hora-bench", flag.ContinueOnError)
+	minTime := fs.Duration("min-time", 500*time.Millisecond, "least time each GEMM and inference measurement runs")
+	train := fs.String("train", "bin/train", "the trainer binary, for the epoch groups")
+	configs := fs.String("configs", "configs", "folder of fashion-mnist-{mlp,cnn}.yaml, for the epoch groups")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: hora-bench [flags] [GROUP ...]\ngroups: %s (default: all)\n", strings.Join(groups, ", "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	todo := fs.Args()
+	if len(todo) == 0 {
+		todo = groups
+	}
+	for _, g := range todo {
+		if !slices.Contains(groups, g) {
+			return fmt.Errorf("unknown group %q (known: %s)", g, strings.Join(groups, ", "))
+		}
+	}
+	b := &bench{out: json.NewEncoder(stdout), minTime: *minTime, train: *train, configs: *configs}
+	if err := b.out.Encode(info{Framework: "hora", Info: "gemm backend", Value: gemmBackend()}); err != nil {
+		return err
+	}
+	if err := b.out.Encode(info{Framework: "hora", Info: "go", Value: fmt.Sprintf("%s, GOMAXPROCS %d", runtime.Version(), runtime.GOMAXPROCS(0))}); err != nil {
+		return err
+	}
+	for _, g := range todo {
+		var err error
+		switch g {
+		case "sgemm":
+			for _, n := range sgemmSizes {
+				if err = b.gemm("sgemm ", sgemm(n)); err != nil {
+					break
+				}
+			}
+		case "mlp-gemm":
+			for _, s := range mlpGEMMs() {
+				if err = b.gemm("mlp gemm ", s); err != nil {
+					break
+				}
+			}
+		case "train-step":
+			err = b.trainSteps()
+		case "inference":
+			err = b.inference()
+		case "mlp-epoch":
+			err = b.epoch("mlp")
+		case "cnn-epoch":
+			err = b.epoch("cnn")
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", g, err)
+		}
+	}
+	return nil
+}
+
+func (b *bench) emit(workload, unit string, value float64) error {
+	return b.out.Encode(row{Framework: "hora", Workload: workload, Unit: unit, Value: value})
+}
+
+func (b *bench) gemm(prefix string, g gemm) error {
+	x, y := g.operands()
+	perSec := measure(b.minTime, func() { g.run(x, y) })
+	return b.emit(prefix+g.name, "GFLOP/s", perSec*g.flops()/1e9)
+}
+
+// trainSteps measures one steady-state training step of each model with
+// testing.Benchmark, as BenchmarkTrainStepMLP and BenchmarkTrainStepCNN do.
+func (b *bench) trainSteps() error {
+	for _, name := range []string{"mlp", "cnn"} {
+		j, err := newTrainJob(name)
+		if err != nil {
+			return err
+		}
+		r := testing.Benchmark(benchTrainStep(j))
+		if r.N == 0 {
+			return fmt.Errorf("%s train step failed (see the message above)", name)
+		}
+		w := name + " train step"
+		if err := b.emit(w, "samples/s", r.Extra["samples/s"]); err != nil {
+			return err
+		}
+		if err := b.emit(w+" allocs/op", "allocs/op", float64(r.AllocsPerOp())); err != nil {
+			return err
+		}
+		if err := b.emit(w+" bytes/op", "B/op", float64(r.AllocedBytesPerOp())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inference measures the CNN's forward pass on a batch of 128 in
+// evaluation mode without gradients.
+func (b *bench) inference() error {
+	j, err := newTrainJob("cnn")
+	if err != nil {
+		return err
+	}
+	layers.Eval(j.model)
+	x, err := j.inferenceInput()
+	if err != nil {
+		return err
+	}
+	perSec := measure(b.minTime, func() { j.infer(x) })
+	return b.emit(fmt.Sprintf("cnn inference batch %d", batchSize), "samples/s", perSec*batchSize)
+}
+
+// epoch trains configs/fashion-mnist-<model>.yaml for one epoch with the
+// real trainer and reports its samples/s and test accuracy.
+func (b *bench) epoch(model string) error {
+	dir, err := os.MkdirTemp("", "hora-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command(b.train, "-config", filepath.Join(b.configs, "fashion-mnist-"+model+".yaml"),
+		"-set", "train.epochs=1", "-set", "output.progress=false", "-out", dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w\n%s", cmd, err, out.Bytes())
+	}
+	m, err := lastMetrics(filepath.Join(dir, "metrics.jsonl"))
+	if err != nil {
+		return err
+	}
+	if err := b.emit(model+" train epoch", "samples/s", m.SamplesPerSec); err != nil {
+		return err
+	}
+	return b.emit(model+" test accuracy (1 epoch)", "accuracy", m.TestAccuracy)
+}
+
+// epochMetrics holds the fields of cmd/train's metrics.jsonl that the
+// benchmark reports.
+type epochMetrics struct {
+	SamplesPerSec float64 `json:"samples_per_sec"`
+	TestAccuracy  float64 `json:"test_accuracy"`
+}
+
+// lastMetrics reads the last line of a metrics.jsonl file.
+func lastMetrics(path string) (epochMetrics, error) {
+	var m epochMetrics
+	f, err := os.Open(path)
+	if err != nil {
+		return m, err
+	}
+	defer f.Close()
+	var last []byte
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) > 0 {
+			last = slices.Clone(sc.Bytes())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return m, fmt.Errorf("%s: %w", path, err)
+	}
+	if last == nil {
+		return m, fmt.Errorf("%s: no metrics", path)
+	}
+	if err := json.Unmarshal(last, &m); err != nil {
+		return m, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// gemmBackend describes how the CPU device multiplies matrices (the BLAS
+// library it loaded, or its own kernels), with the reason when a BLAS
+// library was asked for but could not be used.
+func gemmBackend() string {
+	d := cpu.Default()
+	name := d.Backend()
+	if err := d.BackendError(); err != nil && !cpu.IsNoBLAS(err) {
+		name += " (" + err.Error() + ")"
+	}
+	return name
+}

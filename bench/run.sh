@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# make bench: Hora (bin/hora-bench, which runs bin/train for the epochs) and
+# PyTorch (bench/pytorch_bench.py) on the same workloads, in one run on the
+# same machine, printed as one table (bench/table.py).
+#
+# Environment:
+#   REPEAT=N      run every measurement N times and report the median [1]
+#   BENCH=quick   skip the two training epochs (the slow part) [full]
+#   BENCH_GROUPS  the groups to run, space separated, overriding BENCH
+#                 (sgemm mlp-gemm train-step inference mlp-epoch cnn-epoch)
+#   BENCH_JSON=F  also keep the raw JSON lines in file F
+#   PYTHON        the Python with torch [/usr/bin/python3, Debian's python3-torch]
+#
+# The two frameworks take turns per workload group (and swap who goes first
+# on every repetition), so that load drifting on a shared machine hits both.
+# PyTorch runs with the environment DESIGN.md found fastest here; Hora runs
+# in the caller's environment, as a user's bin/train would.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+repeat=${REPEAT:-1}
+python=${PYTHON:-/usr/bin/python3}
+torch_env=(OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX MALLOC_MMAP_THRESHOLD_=30000000 MALLOC_TRIM_THRESHOLD_=1000000000)
+case ${BENCH:-full} in
+full) groups="sgemm mlp-gemm train-step inference mlp-epoch cnn-epoch" ;;
+quick) groups="sgemm mlp-gemm train-step inference" ;;
+*) echo "bench/run.sh: BENCH=$BENCH: expected full or quick" >&2; exit 2 ;;
+esac
+groups=${BENCH_GROUPS:-$groups}
+if ! [[ $repeat =~ ^[1-9][0-9]*$ ]]; then
+	echo "bench/run.sh: REPEAT=$repeat: expected a positive integer" >&2
+	exit 2
+fi
+for f in bin/hora-bench bin/train; do
+	[ -x "$f" ] || { echo "bench/run.sh: $f is missing: run make bench (or make build and go build -o bin/hora-bench ./bench/hora)" >&2; exit 2; }
+done
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+results=$out/results.jsonl
+: >"$results"
+
+hora() { bin/hora-bench "$1" >>"$results"; }
+torch() {
+	env "${torch_env[@]}" "$python" bench/pytorch_bench.py "$1" >>"$results"
+	if [ "$1" = sgemm ]; then
+		# torch.mm under OPENBLAS_NUM_THREADS=1 uses one core; also compare
+		# with OpenBLAS on both cores.
+		env "${torch_env[@]}" OPENBLAS_NUM_THREADS="$(nproc)" "$python" bench/pytorch_bench.py sgemm-openblas2 >>"$results"
+	fi
+}
+
+start=$SECONDS
+BENCH_LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
+export BENCH_LOAD_START
+for g in $groups; do
+	for i in $(seq "$repeat"); do
+		if ((i % 2)); then first=hora second=torch; else first=torch second=hora; fi
+		echo "bench: $g, run $i/$repeat: $first, then $second ($((SECONDS - start)) s so far)" >&2
+		$first "$g"
+		$second "$g"
+	done
+done
+echo "bench: done in $((SECONDS - start)) s" >&2
+[ -z "${BENCH_JSON:-}" ] || cp "$results" "$BENCH_JSON"
+"$python" bench/table.py -repeat "$repeat" "$results"

@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""Prints the table of `make bench` from the JSON lines of bin/hora-bench
+and bench/pytorch_bench.py (standard library only).
+
+Usage: table.py [-repeat N] RESULTS.jsonl ...
+
+Each measurement line is {"framework", "workload", "unit", "value"}; a
+workload measured several times (REPEAT=N) is reported as the median.
+Lines with an "info" key describe the run (GEMM backend, versions). A
+PyTorch line with "hora_workload" is compared with that Hora workload.
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+
+# Targets of the speed issue: ("ratio", x) needs Hora/PyTorch >= x;
+# ("min", x) needs Hora's value >= x; ("max", x) needs Hora's value <= x.
+TARGETS = {
+    "sgemm 1024": ("ratio", 0.9),
+    "sgemm 2048": ("ratio", 0.9),
+    "mlp train epoch": ("ratio", 1.1),
+    "cnn train epoch": ("ratio", 1.0),
+    "mlp test accuracy (1 epoch)": ("min", 0.84),
+    "cnn test accuracy (1 epoch)": ("min", 0.865),
+    "mlp train step allocs/op": ("max", 50),
+    "cnn train step allocs/op": ("max", 50),
+}
+
+
+def fmt(value, unit):
+    if value is None:
+        return "–"
+    if unit == "accuracy":
+        return f"{value:.4f}"
+    if unit == "GFLOP/s":
+        return f"{value:,.1f}"
+    if unit == "B/op":
+        return f"{value / 1e6:,.2f} MB"
+    return f"{value:,.0f}"
+
+
+def target_text(kind, x):
+    return {"ratio": f"≥ {x:g}×", "min": f"Hora ≥ {x:g}", "max": f"Hora ≤ {x:g}"}[kind]
+
+
+def met(kind, x, hora, ratio):
+    if kind == "ratio":
+        return None if ratio is None else ratio >= x
+    if hora is None:
+        return None
+    return hora >= x if kind == "min" else hora <= x
+
+
+def machine():
+    model = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+    except OSError:
+        pass
+    osname = "?"
+    try:
+        with open("/etc/os-release") as f:
+            osname = next((l.split("=", 1)[1].strip().strip('"') for l in f if l.startswith("PRETTY_NAME=")), "?")
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model}, {osname}, {datetime.date.today().isoformat()}"
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-repeat", type=int, default=1)
+    ap.add_argument("files", nargs="+")
+    args = ap.parse_args()
+
+    values = {}  # (framework, workload) -> [values]
+    units = {}
+    compare = {}  # pytorch workload -> hora workload
+    order = []  # workloads in order of first appearance
+    infos = {}
+    for path in args.files:
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError as e:
+                    sys.exit(f"{path}:{n}: {e}: {line!r}")
+                if "info" in r:
+                    infos[(r["framework"], r["info"])] = r["value"]
+                    continue
+                w = r["workload"]
+                values.setdefault((r["framework"], w), []).append(r["value"])
+                units[w] = r["unit"]
+                if "hora_workload" in r:
+                    compare[w] = r["hora_workload"]
+                if w not in order:
+                    order.append(w)
+
+    def median(fw, w):
+        v = values.get((fw, w))
+        return statistics.median(v) if v else None
+
+    backend = infos.get(("hora", "gemm backend"), "not reported by device/cpu")
+    print(f"machine: {machine()}")
+    print(f"Hora: {infos.get(('hora', 'go'), 'Go ?')}, GEMM backend: {backend}")
+    print(f"PyTorch: {infos.get(('pytorch', 'torch'), '?')}")
+    print()
+    print(f"| workload | unit | Hora | PyTorch | Hora/PyTorch | target |")
+    print("|---|---|---|---|---|---|")
+    # Hora's workloads first, in the order measured, each followed by the
+    # PyTorch-only rows that compare with it.
+    rows = [w for w in order if w not in compare]
+    for w in order:
+        if w in compare:
+            at = rows.index(compare[w]) + 1 if compare[w] in rows else len(rows)
+            while at < len(rows) and rows[at] in compare:
+                at += 1
+            rows.insert(at, w)
+    failed = 0
+    for w in rows:
+        unit = units[w]
+        hora = median("hora", compare.get(w, w))
+        torch = median("pytorch", w)
+        ratio = hora / torch if hora is not None and torch else None
+        tgt = ""
+        if w in TARGETS:
+            kind, x = TARGETS[w]
+            ok = met(kind, x, hora, ratio)
+            tgt = target_text(kind, x) + {True: " ✔", False: " ✘", None: ""}[ok]
+            failed += ok is False
+        print(f"| {w} | {unit} | {fmt(hora, unit)} | {fmt(torch, unit)} | "
+              f"{'–' if ratio is None else f'{ratio:.2f}×'} | {tgt} |")
+    print()
+    runs = "one run" if args.repeat <= 1 else f"the median of {args.repeat} runs"
+    print(f"Each value is {runs}. Hora/PyTorch > 1 means Hora is faster (for allocs/op and bytes/op, "
+          f"only Hora is measured). {failed} target(s) missed.")
+    print(f"Load average (1, 5, 15 min) at the start: {os.environ.get('BENCH_LOAD_START', '?')}, at the end: {loadavg()} "
+          f"({os.cpu_count()} cores; PyTorch's 2 threads slow down sharply when other processes compete for the cores).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+
+	hblas "github.com/hora-dl/hora/device/cpu/internal/blas"
+	"github.com/hora-dl/hora/device/cpu/internal/gemm"
+)
+
+// gemmBackend is how a device multiplies matrices: a BLAS library loaded at
+// run time (OpenBLAS, MKL or BLIS, set to one thread and called from the
+// device's workers), or else Hora's own Go-assembly kernel for float32 and
+// gonum for float64. It is chosen once, at the device's first GEMM.
+type gemmBackend struct {
+	once sync.Once
+	lib  *hblas.Library // nil: pure Go
+	name string
+	err  error // why no BLAS is used (nil when one is)
+}
+
+func (d *Device) gemmBackend() *gemmBackend {
+	g := &d.gemm
+	g.once.Do(func() {
+		lib, err := hblas.Load()
+		if err == nil {
+			g.lib, g.name = lib, lib.Name()
+			return
+		}
+		g.err = err
+		g.name = fmt.Sprintf("Go assembly (%s kernel) for float32, gonum for float64", gemm.Kernel())
+	})
+	return g
+}
+
+// Backend describes how the device multiplies matrices, e.g. "OpenBLAS
+// 0.3.21 SkylakeX (1 thread)" or, when no BLAS library was found (or
+// HORA_BLAS=none), "Go assembly (avx512 kernel) …". Setting HORA_BLAS to a
+// library's path picks that library.
+func (d *Device) Backend() string { return d.gemmBackend().name }
+
+// BackendError returns why no BLAS library is used: nil when one is, an
+// error wrapping blas's not-found error when none was found or HORA_BLAS
+// is "none", or the error opening the library HORA_BLAS names.
+func (d *Device) BackendError() error { return d.gemmBackend().err }
+
+// IsNoBLAS reports whether err (from BackendError) only says that no BLAS
+// library was found or wanted.
+func IsNoBLAS(err error) bool { return errors.Is(err, hblas.ErrNotFound) }
+
+// workspaces recycles the packing buffers of the Go GEMM kernel, one per
+// concurrent call.
+var workspaces = sync.Pool{New: func() any { return new(gemm.Workspace) }}
+
+// gemm is the BLAS-style C = alpha*op(A)×op(B) + beta*C on row-major
+// slices, single-threaded (callers split work across the device's
+// workers). With beta 0, C is not read.
+func gemmOn[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		scaleRows(m, n, beta, c, ldc)
+		return
+	}
+	be := d.gemmBackend()
+	switch a := any(a).(type) {
+	case []float32:
+		b, c := any(b).([]float32), any(c).([]float32)
+		if be.lib != nil {
+			be.lib.Sgemm(tA, tB, m, n, k, float32(alpha), a, lda, b, ldb, float32(beta), c, ldc)
+			return
+		}
+		ws := workspaces.Get().(*gemm.Workspace)
+		gemm.Sgemm(ws, tA, tB, m, n, k, float32(alpha), a, lda, b, ldb, float32(beta), c, ldc)
+		workspaces.Put(ws)
+	case []float64:
+		b, c := any(b).([]float64), any(c).([]float64)
+		if be.lib != nil {
+			be.lib.Dgemm(tA, tB, m, n, k, float64(alpha), a, lda, b, ldb, float64(beta), c, ldc)
+			return
+		}
+		ta, tb := blas.NoTrans, blas.NoTrans
+		if tA {
+			ta = blas.Trans
+		}
+		if tB {
+			tb = blas.Trans
+		}
+		gonum.Implementation{}.Dgemm(ta, tb, m, n, k, float64(alpha), a, lda, b, ldb, float64(beta), c, ldc)
+	}
+}
+
+// scaleRows sets C = beta*C (C not read when beta is 0).
+func scaleRows[T float](m, n int, beta T, c []T, ldc int) {
+	for i := 0; i < m; i++ {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// gemmTask computes one block of rows or columns of a large GEMM.
+type gemmTask[T float] struct {
+	d             *Device
+	tA, tB        bool
+	m, n, k       int
+	alpha, beta   T
+	a, b, c       []T
+	lda, ldb, ldc int
+	byRows        bool
+	unit          int // rows or columns per index of the task's range
+}
+
+func (t *gemmTask[T]) run(lo, hi int) {
+	i0, i1 := lo*t.unit, hi*t.unit
+	if t.byRows {
+		i1 = min(i1, t.m)
+		aOff := i0 * t.lda // rows of op(A)
+		if t.tA {
+			aOff = i0
+		}
+		gemmOn(t.d, t.tA, t.tB, i1-i0, t.n, t.k, t.alpha, t.a[aOff:], t.lda, t.b, t.ldb, t.beta, t.c[i0*t.ldc:], t.ldc)
+		return
+	}
+	i1 = min(i1, t.n)
+	bOff := i0 // columns of op(B)
+	if t.tB {
+		bOff = i0 * t.ldb
+	}
+	gemmOn(t.d, t.tA, t.tB, t.m, i1-i0, t.k, t.alpha, t.a, t.lda, t.b[bOff:], t.ldb, t.beta, t.c[i0:], t.ldc)
+}
+
+// parallelGemm splits one GEMM across the device's workers by blocks of
+// rows of C (or of columns, when C has few rows).
+func parallelGemm[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	w := d.numWorkers()
+	if w <= 1 || m*n*k < 1<<18 {
+		gemmOn(d, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	t := getGemmTask[T]()
+	defer putGemmTask(t)
+	*t = gemmTask[T]{d: d, tA: tA, tB: tB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
+	const rowUnit, colUnit = 8, 32
+	if m >= n || m >= 4*w*rowUnit {
+		t.byRows, t.unit = true, rowUnit
+		d.parallel((m+rowUnit-1)/rowUnit, 1<<20, t)
+		return
+	}
+	t.unit = colUnit
+	d.parallel((n+colUnit-1)/colUnit, 1<<20, t)
+}
+
+var (
+	gemmTasks32 = sync.Pool{New: func() any { return new(gemmTask[float32]) }}
+	gemmTasks64 = sync.Pool{New: func() any { return new(gemmTask[float64]) }}
+)
+
+// getGemmTask returns a recycled task, so that splitting a GEMM allocates
+// nothing.
+func getGemmTask[T float]() *gemmTask[T] {
+	if _, ok := any(T(0)).(float32); ok {
+		return gemmTasks32.Get().(*gemmTask[T])
+	}
+	return gemmTasks64.Get().(*gemmTask[T])
+}
+
+func putGemmTask[T float](t *gemmTask[T]) {
+	*t = gemmTask[T]{} // drop the slices
+	if _, ok := any(T(0)).(float32); ok {
+		gemmTasks32.Put(t)
+		return
+	}
+	gemmTasks64.Put(t)
+}

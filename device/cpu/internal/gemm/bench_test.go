@@ -1,0 +1,155 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchShape is one GEMM shape of BenchmarkSgemm.
+type benchShape struct {
+	name           string
+	transA, transB bool
+	m, n, k        int
+}
+
+// BenchmarkSgemm measures Sgemm for every available kernel on square sizes
+// and on the shapes of a 784-512-256 MLP with batch 128, on one goroutine
+// ("1core") and split between two goroutines with a Workspace each
+// ("2cores"). It reports GFLOP/s over all iterations and
+// best-GFLOP/s, from the fastest single iteration: on a machine shared with
+// other work the latter is the better estimate of what the code can do.
+func BenchmarkSgemm(b *testing.B) {
+	shapes := []benchShape{
+		{name: "256", m: 256, n: 256, k: 256},
+		{name: "512", m: 512, n: 512, k: 512},
+		{name: "1024", m: 1024, n: 1024, k: 1024},
+		{name: "2048", m: 2048, n: 2048, k: 2048},
+		// MLP 784-512-256, batch 128 (names give m×k×n). Forward:
+		// H = X (128×784) · W1 (784×512), Y = H (128×512) · W2 (512×256).
+		{name: "mlp_fwd1_128x784x512", m: 128, n: 512, k: 784},
+		{name: "mlp_fwd2_128x512x256", m: 128, n: 256, k: 512},
+		// Backward: dW1 = Xᵀ · dH (X stored 128×784), dH = dY · W2ᵀ (W2
+		// stored 512×256).
+		{name: "mlp_dW1_784x128x512_tA", transA: true, m: 784, n: 512, k: 128},
+		{name: "mlp_dH_128x256x512_tB", transB: true, m: 128, n: 512, k: 256},
+	}
+	defer setKernel(kernels[0].name)
+	for _, kern := range kernels {
+		for _, s := range shapes {
+			for _, workers := range []int{1, 2} {
+				name := fmt.Sprintf("%s/%s/%dcore", kern.name, s.name, workers)
+				if workers > 1 {
+					name += "s"
+				}
+				b.Run(name, func(b *testing.B) {
+					if kern.name == "go" && s.m*s.n*s.k > 512*512*512 {
+						b.Skip("pure-Go kernel: too slow for this size")
+					}
+					setKernel(kern.name)
+					benchSgemm(b, s, workers)
+				})
+			}
+		}
+	}
+}
+
+func benchSgemm(b *testing.B, s benchShape, workers int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	a := randSlice(rng, s.m*s.k)
+	bm := randSlice(rng, s.k*s.n)
+	c := randSlice(rng, s.m*s.n)
+	lda, ldb := s.k, s.n
+	if s.transA {
+		lda = s.m
+	}
+	if s.transB {
+		ldb = s.k
+	}
+	// With two workers, C is split along its larger dimension, at a
+	// multiple of the tile size: rows share B and each packs all of it,
+	// columns share A. (Any split gives the same bits.)
+	byRows := s.m >= s.n
+	total, unit := s.m, active.mr
+	if !byRows {
+		total, unit = s.n, active.nr
+	}
+	bounds := []int{0, total}
+	if workers == 2 {
+		mid := min((total/2+unit-1)/unit*unit, total)
+		bounds = []int{0, mid, total}
+	}
+	wss := make([]Workspace, workers)
+	run := func(w int) {
+		i0, i1 := bounds[w], bounds[w+1]
+		if byRows {
+			aw := a[i0*lda:]
+			if s.transA {
+				aw = a[i0:]
+			}
+			Sgemm(&wss[w], s.transA, s.transB, i1-i0, s.n, s.k, 1, aw, lda, bm, ldb, 0, c[i0*s.n:], s.n)
+			return
+		}
+		bw := bm[i0:]
+		if s.transB {
+			bw = bm[i0*ldb:]
+		}
+		Sgemm(&wss[w], s.transA, s.transB, s.m, i1-i0, s.k, 1, a, lda, bw, ldb, 0, c[i0:], s.n)
+	}
+	var wg sync.WaitGroup
+	step := func() {
+		if workers == 1 {
+			run(0)
+			return
+		}
+		wg.Add(workers - 1)
+		for w := 1; w < workers; w++ {
+			go func() {
+				defer wg.Done()
+				run(w)
+			}()
+		}
+		run(0)
+		wg.Wait()
+	}
+	step() // warm up: grow the workspaces
+	b.ResetTimer()
+	best := time.Duration(math.MaxInt64)
+	for b.Loop() {
+		t0 := time.Now()
+		step()
+		best = min(best, time.Since(t0))
+	}
+	flop := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+	b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	b.ReportMetric(flop/best.Seconds()/1e9, "best-GFLOP/s")
+}
+
+func randSlice(rng *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = 2*rng.Float32() - 1
+	}
+	return s
+}
+
+// BenchmarkMicroKernel measures each micro-kernel alone on one tile, its
+// packed operands in L1: the peak the blocking tries to reach.
+func BenchmarkMicroKernel(b *testing.B) {
+	for _, kern := range kernels {
+		b.Run(kern.name, func(b *testing.B) {
+			const kc = 256
+			rng := rand.New(rand.NewPCG(1, 2))
+			a := randSlice(rng, kc*kern.mr)
+			bb := randSlice(rng, kc*kern.nr)
+			c := make([]float32, kern.mr*kern.nr)
+			for b.Loop() {
+				kern.fn(kc, a, bb, c, kern.nr, 1, 1)
+			}
+			b.ReportMetric(2*float64(kc*kern.mr*kern.nr)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -1,0 +1,161 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// Packing routines for the AVX-512 kernel (see pack.go for the layout).
+
+// func transpose16AVX512(d, src *float32, ld, chunks, wbytes, rows int)
+//
+// For each of chunks blocks of 16 columns, loads 16 floats from each of the
+// first rows (14 or 16) rows of src (row stride ld floats; rows 14 and 15
+// are zero when rows == 14), transposes the 16×16 block in registers and
+// stores column p of the block as 16 floats at d + p*wbytes. With
+// wbytes < 64 a store runs into the next column's place, which the next
+// store overwrites; the last one writes 64-wbytes bytes past the block.
+//
+// Transpose: 32-bit then 64-bit interleaves within 128-bit lanes give, in
+// Z(4g+c), the 4-float pieces of column 4L+c of rows 4g..4g+3 in lane L;
+// two rounds of VSHUFF32X4 then gather the four lanes L of Z(c), Z(4+c),
+// Z(8+c), Z(12+c) into column 4L+c, left in Z(4L+c).
+TEXT ·transpose16AVX512(SB), NOSPLIT, $0-48
+	MOVQ d+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R8*4), R12
+	MOVQ chunks+24(FP), CX
+	MOVQ wbytes+32(FP), DX
+	MOVQ rows+40(FP), BX
+
+trloop:
+	MOVQ    SI, R11
+	VMOVUPS (R11), Z0
+	VMOVUPS (R11)(R8*1), Z1
+	VMOVUPS (R11)(R8*2), Z2
+	VMOVUPS (R11)(R9*1), Z3
+	ADDQ    R12, R11
+	VMOVUPS (R11), Z4
+	VMOVUPS (R11)(R8*1), Z5
+	VMOVUPS (R11)(R8*2), Z6
+	VMOVUPS (R11)(R9*1), Z7
+	ADDQ    R12, R11
+	VMOVUPS (R11), Z8
+	VMOVUPS (R11)(R8*1), Z9
+	VMOVUPS (R11)(R8*2), Z10
+	VMOVUPS (R11)(R9*1), Z11
+	ADDQ    R12, R11
+	VMOVUPS (R11), Z12
+	VMOVUPS (R11)(R8*1), Z13
+	CMPQ    BX, $16
+	JLT     trzero
+	VMOVUPS (R11)(R8*2), Z14
+	VMOVUPS (R11)(R9*1), Z15
+	JMP     trshuffle
+
+trzero:
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+trshuffle:
+	VUNPCKLPS Z1, Z0, Z16
+	VUNPCKHPS Z1, Z0, Z17
+	VUNPCKLPS Z3, Z2, Z18
+	VUNPCKHPS Z3, Z2, Z19
+	VUNPCKLPS Z5, Z4, Z20
+	VUNPCKHPS Z5, Z4, Z21
+	VUNPCKLPS Z7, Z6, Z22
+	VUNPCKHPS Z7, Z6, Z23
+	VUNPCKLPS Z9, Z8, Z24
+	VUNPCKHPS Z9, Z8, Z25
+	VUNPCKLPS Z11, Z10, Z26
+	VUNPCKHPS Z11, Z10, Z27
+	VUNPCKLPS Z13, Z12, Z28
+	VUNPCKHPS Z13, Z12, Z29
+	VUNPCKLPS Z15, Z14, Z30
+	VUNPCKHPS Z15, Z14, Z31
+	VUNPCKLPD Z18, Z16, Z0
+	VUNPCKHPD Z18, Z16, Z1
+	VUNPCKLPD Z19, Z17, Z2
+	VUNPCKHPD Z19, Z17, Z3
+	VUNPCKLPD Z22, Z20, Z4
+	VUNPCKHPD Z22, Z20, Z5
+	VUNPCKLPD Z23, Z21, Z6
+	VUNPCKHPD Z23, Z21, Z7
+	VUNPCKLPD Z26, Z24, Z8
+	VUNPCKHPD Z26, Z24, Z9
+	VUNPCKLPD Z27, Z25, Z10
+	VUNPCKHPD Z27, Z25, Z11
+	VUNPCKLPD Z30, Z28, Z12
+	VUNPCKHPD Z30, Z28, Z13
+	VUNPCKLPD Z31, Z29, Z14
+	VUNPCKHPD Z31, Z29, Z15
+	VSHUFF32X4 $0x44, Z4, Z0, Z16
+	VSHUFF32X4 $0xEE, Z4, Z0, Z17
+	VSHUFF32X4 $0x44, Z12, Z8, Z18
+	VSHUFF32X4 $0xEE, Z12, Z8, Z19
+	VSHUFF32X4 $0x44, Z5, Z1, Z20
+	VSHUFF32X4 $0xEE, Z5, Z1, Z21
+	VSHUFF32X4 $0x44, Z13, Z9, Z22
+	VSHUFF32X4 $0xEE, Z13, Z9, Z23
+	VSHUFF32X4 $0x44, Z6, Z2, Z24
+	VSHUFF32X4 $0xEE, Z6, Z2, Z25
+	VSHUFF32X4 $0x44, Z14, Z10, Z26
+	VSHUFF32X4 $0xEE, Z14, Z10, Z27
+	VSHUFF32X4 $0x44, Z7, Z3, Z28
+	VSHUFF32X4 $0xEE, Z7, Z3, Z29
+	VSHUFF32X4 $0x44, Z15, Z11, Z30
+	VSHUFF32X4 $0xEE, Z15, Z11, Z31
+	VSHUFF32X4 $0x88, Z18, Z16, Z0
+	VSHUFF32X4 $0xDD, Z18, Z16, Z4
+	VSHUFF32X4 $0x88, Z19, Z17, Z8
+	VSHUFF32X4 $0xDD, Z19, Z17, Z12
+	VSHUFF32X4 $0x88, Z22, Z20, Z1
+	VSHUFF32X4 $0xDD, Z22, Z20, Z5
+	VSHUFF32X4 $0x88, Z23, Z21, Z9
+	VSHUFF32X4 $0xDD, Z23, Z21, Z13
+	VSHUFF32X4 $0x88, Z26, Z24, Z2
+	VSHUFF32X4 $0xDD, Z26, Z24, Z6
+	VSHUFF32X4 $0x88, Z27, Z25, Z10
+	VSHUFF32X4 $0xDD, Z27, Z25, Z14
+	VSHUFF32X4 $0x88, Z30, Z28, Z3
+	VSHUFF32X4 $0xDD, Z30, Z28, Z7
+	VSHUFF32X4 $0x88, Z31, Z29, Z11
+	VSHUFF32X4 $0xDD, Z31, Z29, Z15
+	VMOVUPS Z0, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z1, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z2, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z3, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z4, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z5, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z6, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z7, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z8, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z9, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z10, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z11, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z12, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z13, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z14, (DI)
+	ADDQ    DX, DI
+	VMOVUPS Z15, (DI)
+	ADDQ    DX, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  trloop
+	VZEROUPPER
+	RET

@@ -1,0 +1,118 @@
+package cpu
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// task is a piece of parallel work over an index range. Hot kernels
+// implement it on pooled structs so that starting them allocates nothing;
+// other kernels pass a closure (funcTask).
+type task interface{ run(lo, hi int) }
+
+// funcTask adapts a closure to task.
+type funcTask func(lo, hi int)
+
+func (f funcTask) run(lo, hi int) { f(lo, hi) }
+
+// call tracks the chunks of one parallel call that are still running.
+type call struct {
+	remaining atomic.Int32
+	done      chan struct{} // receives once, when remaining reaches 0
+}
+
+// calls recycles call states, so a parallel call allocates nothing.
+var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+// job is one chunk of a task.
+type job struct {
+	t      task
+	lo, hi int
+	c      *call
+}
+
+func (j job) run() {
+	j.t.run(j.lo, j.hi)
+	if j.c.remaining.Add(-1) == 0 {
+		j.c.done <- struct{}{}
+	}
+}
+
+// workerPool is the device's one set of worker goroutines: GOMAXPROCS-1
+// long-lived goroutines plus the calling goroutine. BLAS libraries are
+// loaded single-threaded and called from these goroutines, so the machine
+// never runs more busy threads than cores.
+type workerPool struct {
+	once sync.Once
+	jobs chan job
+}
+
+func (p *workerPool) start(n int) {
+	p.once.Do(func() {
+		p.jobs = make(chan job, 4*(n+1))
+		for range n {
+			go func() {
+				for j := range p.jobs {
+					j.run()
+				}
+			}()
+		}
+	})
+}
+
+// numWorkers is the number of chunks work is split into.
+func (d *Device) numWorkers() int {
+	if d.workers > 0 {
+		return d.workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// parallelFor runs fn over [0, n) split into at most numWorkers contiguous
+// chunks, in parallel when the estimated work n*cost is large enough to pay
+// for the hand-off.
+func (d *Device) parallelFor(n, cost int, fn func(lo, hi int)) {
+	d.parallel(n, cost, funcTask(fn))
+}
+
+// serial reports whether parallelFor would run n*cost of work on the
+// calling goroutine alone. Hot kernels test it first and call their loop
+// directly, so that they do not even build the closure parallelFor needs
+// (a heap allocation).
+func (d *Device) serial(n, cost int) bool {
+	return min(d.numWorkers(), n) <= 1 || n*cost < 1<<15
+}
+
+// parallel is parallelFor for a task. The calling goroutine runs the first
+// chunk itself and, while it waits for the others, runs queued chunks (its
+// own or other callers'), so nested or concurrent calls (ranks running as
+// goroutines) cannot deadlock.
+func (d *Device) parallel(n, cost int, t task) {
+	if d.serial(n, cost) {
+		t.run(0, n)
+		return
+	}
+	w := min(d.numWorkers(), n)
+	d.pool.start(max(runtime.GOMAXPROCS(0), w) - 1)
+	c := calls.Get().(*call)
+	c.remaining.Store(int32(w))
+	for i := 1; i < w; i++ {
+		j := job{t: t, lo: n * i / w, hi: n * (i + 1) / w, c: c}
+		select {
+		case d.pool.jobs <- j:
+		default: // queue full: run it here
+			j.run()
+		}
+	}
+	job{t: t, lo: 0, hi: n / w, c: c}.run()
+	for waiting := true; waiting; {
+		select {
+		case <-c.done:
+			waiting = false
+		case j := <-d.pool.jobs:
+			j.run()
+		}
+	}
+	calls.Put(c)
+}

@@ -1,0 +1,59 @@
+package device
+
+// Activation names a pointwise non-linearity that fused kernels apply.
+type Activation int
+
+// The activations fused kernels know.
+const (
+	ActNone Activation = iota // identity
+	ActReLU                   // max(x, 0)
+)
+
+// FusedKernels is an optional set of fused kernels. A device whose
+// Kernels() value implements it runs training's hot spots in fewer passes
+// over memory; callers find it by type assertion and otherwise compose the
+// same result from the primitive Kernels. All buffers are dense and of one
+// floating-point type (labels are Int64).
+type FusedKernels interface {
+	// BiasAct computes y[o,c,i] = act(x[o,c,i] + bias[c]) for o < outer,
+	// c < channels, i < inner (a Linear layer's output has inner 1, a
+	// convolution's inner = OH*OW). bias may be nil (no bias); y may be x.
+	BiasAct(act Activation, y, x, bias Buffer, outer, channels, inner int)
+
+	// ActGrad computes dx = dy * act'(·) from the activation's output y
+	// (for ReLU: dy where y > 0, else 0). dx may be dy.
+	ActGrad(act Activation, dx, dy, y Buffer, n int)
+
+	// BiasGrad computes db[c] = Σ_{o,i} dy[o,c,i] (overwriting db).
+	BiasGrad(db, dy Buffer, outer, channels, inner int)
+
+	// SoftmaxCrossEntropy computes, for rows×classes logits and Int64
+	// labels, the mean over rows of the cross-entropy between the softmax
+	// of each row and its label smoothed by smoothing (PyTorch's
+	// label_smoothing), into the one-element buffer loss, and the gradient
+	// of that mean with respect to the logits into grad.
+	SoftmaxCrossEntropy(loss, grad, logits, labels Buffer, rows, classes int, smoothing float64)
+
+	// SGDStep updates param in place with torch.optim.SGD's rule, using
+	// and updating the momentum buffer buf (ignored when Momentum is 0;
+	// First marks its first use, when it is set to the gradient).
+	SGDStep(h SGDHyper, param, grad, buf Buffer, n int)
+
+	// AdamStep updates param in place with torch.optim.Adam's rule (AdamW's
+	// when Decoupled), using and updating the moment buffers m and v, and
+	// maxV for AMSGrad (nil otherwise).
+	AdamStep(h AdamHyper, param, grad, m, v, maxV Buffer, n int)
+}
+
+// SGDHyper holds the settings of one SGD step.
+type SGDHyper struct {
+	LR, Momentum, Dampening, WeightDecay float64
+	Nesterov, First                      bool
+}
+
+// AdamHyper holds the settings of one Adam step; Step counts from 1.
+type AdamHyper struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float64
+	Step                               int
+	Decoupled, AMSGrad                 bool
+}

@@ -1,0 +1,175 @@
+package tensor
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// Arena recycles the buffers of the tensors computed during one step of a
+// loop (a training step: forward, loss, backward), so that a steady-state
+// step allocates almost no memory and the garbage collector stays idle.
+//
+// An arena travels with the data, like autograd's no-grad mode: the result
+// of an operation takes its buffer from the arena of the first of its
+// inputs that has one (see WithArena), and carries that arena on. Tensors
+// computed only from tensors without an arena (parameters, optimizer
+// state) never use one, so state that must outlive the step is safe.
+//
+// Reset hands every buffer back for the next step: tensors computed since
+// the previous Reset must not be used afterwards (an operation on one
+// panics). An Arena is used by one goroutine at a time.
+type Arena struct {
+	free map[arenaKey][]device.Buffer
+	used []device.Buffer // handed out since the last Reset
+	gen  uint64
+}
+
+type arenaKey struct {
+	dev device.Device
+	dt  device.DType
+	n   int
+}
+
+// NewArena returns an empty arena.
+func NewArena() *Arena {
+	return &Arena{free: map[arenaKey][]device.Buffer{}, gen: 1}
+}
+
+// Reset makes every buffer handed out since the last Reset available again
+// and invalidates the tensors that use them.
+func (a *Arena) Reset() {
+	for _, b := range a.used {
+		k := arenaKey{b.Device(), b.DType(), b.Len()}
+		a.free[k] = append(a.free[k], b)
+	}
+	clear(a.used)
+	a.used = a.used[:0]
+	a.gen++
+}
+
+// Bytes returns the memory the arena holds, in use or free.
+func (a *Arena) Bytes() int {
+	n := 0
+	for k, bs := range a.free {
+		n += len(bs) * k.n * k.dt.Size()
+	}
+	for _, b := range a.used {
+		n += b.Len() * b.DType().Size()
+	}
+	return n
+}
+
+// alloc returns a buffer of n elements, reused when one is free. Its
+// contents are arbitrary.
+func (a *Arena) alloc(dev device.Device, dt device.DType, n int) device.Buffer {
+	k := arenaKey{dev, dt, n}
+	var b device.Buffer
+	if bs := a.free[k]; len(bs) > 0 {
+		b = bs[len(bs)-1]
+		bs[len(bs)-1] = nil
+		a.free[k] = bs[:len(bs)-1]
+	} else {
+		var err error
+		if b, err = dev.Alloc(dt, n); err != nil {
+			panic(fmt.Sprintf("tensor: allocating %v×%d on %s: %v", dt, n, dev.Name(), err))
+		}
+	}
+	a.used = append(a.used, b)
+	return b
+}
+
+// WithArena returns a view of t whose results take their buffers from a
+// (t's own buffer is not the arena's). Pass nil to get a view without one.
+func (t *Tensor) WithArena(a *Arena) *Tensor {
+	t.checkLive()
+	v := t.view(t.shape, t.strides, t.offset)
+	v.arena = a
+	if a != nil {
+		v.gen = a.gen
+	}
+	return v
+}
+
+// Arena returns the arena t's results allocate from (nil for none).
+func (t *Tensor) Arena() *Arena { return t.arena }
+
+// checkLive panics when t was computed from an arena that has been Reset
+// since.
+func (t *Tensor) checkLive() {
+	if t.arena != nil && t.gen != t.arena.gen {
+		panic(fmt.Sprintf("tensor: a %v tensor was used after its Arena was Reset", t.shape))
+	}
+}
+
+// arenaOf returns the arena of the first input that has one, panicking if
+// any input is stale.
+func arenaOf(ts ...*Tensor) *Arena {
+	var a *Arena
+	for _, t := range ts {
+		if t == nil || t.arena == nil {
+			continue
+		}
+		t.checkLive()
+		if a == nil {
+			a = t.arena
+		}
+	}
+	return a
+}
+
+// newOut returns a dense result tensor for an operation on the inputs
+// from: on the first input's device, from the inputs' arena if any. With
+// zero false the contents are arbitrary (the operation overwrites them).
+func newOut(zero bool, dt device.DType, shape []int, from ...*Tensor) *Tensor {
+	dev := from[0].Device()
+	a := arenaOf(from...)
+	if a == nil {
+		return New(dev, dt, shape...)
+	}
+	for _, d := range shape {
+		if d < 0 {
+			panic(fmt.Sprintf("tensor: negative dimension in shape %v", slices.Clone(shape)))
+		}
+	}
+	n := device.NumElements(shape)
+	b := a.alloc(dev, dt, n)
+	if zero && n > 0 {
+		dev.Kernels().Fill(b, n, 0)
+	}
+	t := &Tensor{buf: b, arena: a, gen: a.gen}
+	t.setContiguous(shape)
+	return t
+}
+
+// FromSlice is tensor.FromSlice with the buffer taken from the arena: the
+// tensor, and what is computed from it, are valid until the next Reset.
+func (a *Arena) FromSlice(dev device.Device, data any, shape ...int) (*Tensor, error) {
+	var dt device.DType
+	var n int
+	switch d := data.(type) {
+	case []float32:
+		dt, n = device.Float32, len(d)
+	case []float64:
+		dt, n = device.Float64, len(d)
+	case []int64:
+		dt, n = device.Int64, len(d)
+	default:
+		return nil, fmt.Errorf("tensor: unsupported data type %T", data)
+	}
+	if device.NumElements(shape) != n {
+		return nil, fmt.Errorf("tensor: %d values do not fill shape %v (%d elements)", n, shape, device.NumElements(shape))
+	}
+	for _, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("tensor: negative dimension in shape %v", shape)
+		}
+	}
+	t := &Tensor{buf: a.alloc(dev, dt, n), arena: a, gen: a.gen}
+	t.setContiguous(shape)
+	if err := dev.Write(t.buf, data); err != nil {
+		return nil, err
+	}
+	return t, nil
+}

@@ -1,0 +1,171 @@
+package tensor
+
+import (
+	"fmt"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// fused returns the device's fused kernels when every tensor is dense, of
+// one floating-point type and on one device (nil otherwise: the caller
+// composes the result from primitive operations).
+func fused(ts ...*Tensor) device.FusedKernels {
+	fk, ok := ts[0].kernels().(device.FusedKernels)
+	if !ok {
+		return nil
+	}
+	for _, t := range ts {
+		if t == nil {
+			continue
+		}
+		if !t.IsContiguous() || t.DType() != ts[0].DType() || t.Device() != ts[0].Device() || !t.DType().IsFloat() {
+			return nil
+		}
+	}
+	return fk
+}
+
+// channelSplit returns the sizes around axis 1 of x (N×C×…): outer N,
+// channels C and inner, the product of the rest.
+func channelSplit(op string, x *Tensor) (outer, channels, inner int) {
+	if x.Rank() < 2 {
+		panic(fmt.Sprintf("tensor: %s needs at least 2 dimensions (N×C×…), found %v", op, x.shape))
+	}
+	return x.shape[0], x.shape[1], device.NumElements(x.shape[2:])
+}
+
+// BiasAct returns act(x + bias) where bias (C, or nil for none) is added
+// along axis 1 of x (N×C×…): a Linear layer's bias and activation (N×C),
+// or a convolution's (N×C×H×W), in one pass. With inPlace the result is
+// written into x itself (which must be dense) and x is returned.
+func BiasAct(x, bias *Tensor, act device.Activation, inPlace bool) *Tensor {
+	outer, channels, inner := channelSplit("BiasAct", x)
+	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != channels) {
+		panic(fmt.Sprintf("tensor: BiasAct: bias %v does not match the %d channels of %v", bias.shape, channels, x.shape))
+	}
+	if fk := fused(x, bias); fk != nil {
+		out := x
+		if !inPlace {
+			out = newOut(false, x.DType(), x.shape, x, bias)
+		}
+		var bb device.Buffer
+		if bias != nil {
+			bb = bias.buf
+		}
+		fk.BiasAct(act, out.buf, x.buf, bb, outer, channels, inner)
+		return out
+	}
+	y := x
+	if bias != nil {
+		shape := make([]int, x.Rank()-1)
+		for i := range shape {
+			shape[i] = 1
+		}
+		shape[0] = channels
+		y = y.Add(bias.Reshape(shape...))
+	}
+	if act == device.ActReLU {
+		y = y.Relu()
+	}
+	if inPlace {
+		x.CopyFrom(y)
+		return x
+	}
+	return y
+}
+
+// ActGrad returns dy · act'(·), the gradient through an activation, from
+// the activation's output y (for ReLU: dy where y > 0, else 0).
+func ActGrad(dy, y *Tensor, act device.Activation) *Tensor {
+	if !sameShape(dy, y) {
+		panic(fmt.Sprintf("tensor: ActGrad: gradient %v and output %v differ", dy.shape, y.shape))
+	}
+	if act == device.ActNone {
+		return dy
+	}
+	if fk := fused(dy, y); fk != nil {
+		out := newOut(false, dy.DType(), dy.shape, dy, y)
+		fk.ActGrad(act, out.buf, dy.buf, y.buf, dy.Len())
+		return out
+	}
+	return dy.Mul(y.GtScalar(0))
+}
+
+// BiasGrad returns the gradient of a bias added along axis 1 of dy
+// (N×C×…): the sum over every other axis, shape C.
+func BiasGrad(dy *Tensor) *Tensor {
+	outer, channels, inner := channelSplit("BiasGrad", dy)
+	if fk := fused(dy); fk != nil {
+		out := newOut(false, dy.DType(), []int{channels}, dy)
+		fk.BiasGrad(out.buf, dy.buf, outer, channels, inner)
+		return out
+	}
+	axes := []int{0}
+	for i := 2; i < dy.Rank(); i++ {
+		axes = append(axes, i)
+	}
+	return dy.SumAxes(axes, false)
+}
+
+// SoftmaxCrossEntropy returns the mean over rows of the cross-entropy
+// between softmax(logits) (rows×classes) and the Int64 labels (rows),
+// smoothed as PyTorch's label_smoothing, as a 0-dimensional tensor, and the
+// gradient of that mean with respect to logits, computed in the same pass.
+// It returns ok false (and nils) when the device has no fused kernel for
+// it; callers then compose log-softmax and NLL.
+func SoftmaxCrossEntropy(logits, labels *Tensor, smoothing float64) (loss, grad *Tensor, ok bool) {
+	if logits.Rank() != 2 || labels.Rank() != 1 || labels.shape[0] != logits.shape[0] {
+		panic(fmt.Sprintf("tensor: SoftmaxCrossEntropy: logits %v and labels %v: want N×C and N", logits.shape, labels.shape))
+	}
+	checkIndexTensor("SoftmaxCrossEntropy", labels)
+	fk := fused(logits)
+	if fk == nil || !labels.IsContiguous() || labels.Device() != logits.Device() || logits.shape[0] == 0 {
+		return nil, nil, false
+	}
+	loss = newOut(false, logits.DType(), nil, logits)
+	grad = newOut(false, logits.DType(), logits.shape, logits)
+	fk.SoftmaxCrossEntropy(loss.buf, grad.buf, logits.buf, labels.buf, logits.shape[0], logits.shape[1], smoothing)
+	return loss, grad, true
+}
+
+// SGDStep updates param in place with one torch.optim.SGD step using the
+// momentum buffer buf (nil when h.Momentum is 0). It returns false, changing
+// nothing, when the device has no fused kernel for these tensors.
+func SGDStep(h device.SGDHyper, param, grad, buf *Tensor) bool {
+	fk := fused(param, grad, buf)
+	if fk == nil || !sameShape(param, grad) || (buf != nil && !sameShape(param, buf)) || (buf == nil && h.Momentum != 0) {
+		return false
+	}
+	var bb device.Buffer
+	if buf != nil {
+		bb = buf.buf
+	}
+	fk.SGDStep(h, param.buf, grad.buf, bb, param.Len())
+	return true
+}
+
+// AdamStep updates param in place with one torch.optim.Adam (or AdamW)
+// step using the moment buffers m and v and, for AMSGrad, maxV (else nil).
+// It returns false, changing nothing, when the device has no fused kernel
+// for these tensors.
+func AdamStep(h device.AdamHyper, param, grad, m, v, maxV *Tensor) bool {
+	fk := fused(param, grad, m, v, maxV)
+	if fk == nil || !sameShape(param, grad) || !sameShape(param, m) || !sameShape(param, v) ||
+		(maxV != nil && !sameShape(param, maxV)) || (maxV == nil && h.AMSGrad) {
+		return false
+	}
+	var mv device.Buffer
+	if maxV != nil {
+		mv = maxV.buf
+	}
+	fk.AdamStep(h, param.buf, grad.buf, m.buf, v.buf, mv, param.Len())
+	return true
+}
+
+func sameShape(a, b *Tensor) bool { return sameDims(a.shape, b.shape) }
+
+// SameShape reports whether t and u have the same shape.
+func (t *Tensor) SameShape(u *Tensor) bool { return sameDims(t.shape, u.shape) }
+
+// HasShape reports whether t has the given shape.
+func (t *Tensor) HasShape(shape []int) bool { return sameDims(t.shape, shape) }
