@@ -65,7 +65,7 @@ func BackwardWith(out *Var, g *tensor.Tensor) error {
 			}
 			continue
 		}
-		gin := v.node.backward(gv, v.node.needs)
+		gin := v.node.grads(gv)
 		for j, in := range v.node.inputs {
 			if !in.requiresGrad {
 				continue
@@ -79,6 +79,22 @@ func BackwardWith(out *Var, g *tensor.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// grads runs the node's rule on its output gradient g.
+func (n *node) grads(g *tensor.Tensor) []*tensor.Tensor {
+	if n.backwardInto == nil {
+		return n.backward(g, n.needs)
+	}
+	var out []*tensor.Tensor
+	if len(n.inputs) <= len(n.out) {
+		out = n.out[:len(n.inputs)]
+		clear(out)
+	} else {
+		out = make([]*tensor.Tensor, len(n.inputs))
+	}
+	n.backwardInto(g, n.needs, out)
+	return out
 }
 
 // pass is one Backward call; Vars point at the pass that last visited them.

@@ -20,11 +20,10 @@ func LinearAct(x, w, b *Var, act device.Activation) *Var {
 		x2 = x2.Reshape(-1, in[len(in)-1])
 	}
 	y := tensor.MatMul(x2, w.Value.T())
-	inputs := []*Var{x, w}
+	inputs := [3]*Var{x, w, b}
 	var bv *tensor.Tensor
 	if b != nil {
 		bv = b.Value
-		inputs = append(inputs, b)
 	}
 	if b != nil || act != device.ActNone {
 		y = tensor.BiasAct(y, bv, act, true)
@@ -33,27 +32,26 @@ func LinearAct(x, w, b *Var, act device.Activation) *Var {
 	if in != nil {
 		out = y.Reshape(append(in[:len(in)-1:len(in)-1], w.Value.Dim(0))...)
 	}
-	return record(out, func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return recordInto(out, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		g2 := g
 		if in != nil {
 			g2 = g.Reshape(-1, g.Dim(-1))
 		}
 		g2 = tensor.ActGrad(g2, y, act)
-		grads := []*tensor.Tensor{
-			when(needs[0], func() *tensor.Tensor {
-				dx := tensor.MatMul(g2, w.Value)
-				if in != nil {
-					dx = dx.Reshape(in...)
-				}
-				return dx
-			}),
-			when(needs[1], func() *tensor.Tensor { return tensor.MatMul(g2.T(), x2) }),
+		if needs[0] {
+			dx := tensor.MatMul(g2, w.Value)
+			if in != nil {
+				dx = dx.Reshape(in...)
+			}
+			grads[0] = dx
 		}
-		if b != nil {
-			grads = append(grads, when(needs[2], func() *tensor.Tensor { return tensor.BiasGrad(g2) }))
+		if needs[1] {
+			grads[1] = tensor.MatMul(g2.T(), x2)
 		}
-		return grads
-	}, inputs...)
+		if b != nil && needs[2] {
+			grads[2] = tensor.BiasGrad(g2)
+		}
+	}, operands(inputs)...)
 }
 
 // Conv2D returns the 2-D cross-correlation of x (N×C×H×W) with w
@@ -66,42 +64,53 @@ func Conv2D(x, w, b *Var, o tensor.ConvOptions) *Var {
 // activation take one pass over the output forward and one backward.
 func Conv2DAct(x, w, b *Var, o tensor.ConvOptions, act device.Activation) *Var {
 	y := tensor.Conv2D(x.Value, w.Value, o)
-	inputs := []*Var{x, w}
+	inputs := [3]*Var{x, w, b}
 	var bv *tensor.Tensor
 	if b != nil {
 		bv = b.Value
-		inputs = append(inputs, b)
 	}
 	if b != nil || act != device.ActNone {
 		y = tensor.BiasAct(y, bv, act, true)
 	}
-	return record(y, func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		g = tensor.ActGrad(g, y, act)
-		grads := []*tensor.Tensor{
-			when(needs[0], func() *tensor.Tensor { return tensor.Conv2DGradInputLike(g, w.Value, x.Value, o) }),
-			when(needs[1], func() *tensor.Tensor { return tensor.Conv2DGradWeightLike(g, x.Value, w.Value, o) }),
+		if needs[0] {
+			grads[0] = tensor.Conv2DGradInputLike(g, w.Value, x.Value, o)
 		}
-		if b != nil {
-			grads = append(grads, when(needs[2], func() *tensor.Tensor { return tensor.BiasGrad(g) }))
+		if needs[1] {
+			grads[1] = tensor.Conv2DGradWeightLike(g, x.Value, w.Value, o)
 		}
-		return grads
-	}, inputs...)
+		if b != nil && needs[2] {
+			grads[2] = tensor.BiasGrad(g)
+		}
+	}, operands(inputs)...)
 }
 
 // SoftmaxCrossEntropy returns the mean over rows of the cross-entropy of
 // softmax(logits) (N×C) against the Int64 labels (N), smoothed as
-// PyTorch's label_smoothing, computing the gradient in the same pass. It
-// returns nil when the device has no fused kernel for it; callers then
-// compose LogSoftmax and a negative log-likelihood.
-func SoftmaxCrossEntropy(logits *Var, labels *tensor.Tensor, smoothing float64) *Var {
-	loss, grad, ok := tensor.SoftmaxCrossEntropy(logits.Value, labels, smoothing)
-	if !ok {
-		return nil
+// PyTorch's label_smoothing, computing the gradient in the same pass. The
+// errors are tensor.SoftmaxCrossEntropy's: one wrapping
+// device.ErrNotImplemented when the device has no fused kernel for it
+// (callers then compose LogSoftmax and a negative log-likelihood), a
+// *device.IndexError for a label outside [0, C).
+func SoftmaxCrossEntropy(logits *Var, labels *tensor.Tensor, smoothing float64) (*Var, error) {
+	loss, grad, err := tensor.SoftmaxCrossEntropy(logits.Value, labels, smoothing)
+	if err != nil {
+		return nil, err
 	}
-	return record(loss, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return recordInto(loss, func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
 		if g.Len() == 1 && g.Item() == 1 {
-			return []*tensor.Tensor{grad}
+			grads[0] = grad
+			return
 		}
-		return []*tensor.Tensor{grad.Mul(g)}
-	}, logits)
+		grads[0] = grad.Mul(g)
+	}, logits), nil
+}
+
+// operands returns x, w and, when there is one, the bias b.
+func operands(in [3]*Var) []*Var {
+	if in[2] == nil {
+		return in[:2]
+	}
+	return in[:]
 }

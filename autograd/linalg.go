@@ -17,8 +17,8 @@ func MatMul(a, b *Var) *Var {
 // MaxPool2D takes the maximum of each window of x (N×C×H×W).
 func MaxPool2D(x *Var, o tensor.PoolOptions) *Var {
 	y, argmax := tensor.MaxPool2D(x.Value, o)
-	return record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
-		return []*tensor.Tensor{tensor.MaxPool2DGradLike(g, argmax, x.Value, o)}
+	return recordInto(y, func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
+		grads[0] = tensor.MaxPool2DGradLike(g, argmax, x.Value, o)
 	}, x)
 }
 

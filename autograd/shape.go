@@ -16,9 +16,8 @@ func Reshape(x *Var, shape ...int) *Var {
 
 // Flatten merges axes from..Rank-1 into one.
 func Flatten(x *Var, from int) *Var {
-	in := x.Value.Shape()
-	return record(x.Value.Flatten(from), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
-		return []*tensor.Tensor{g.Reshape(in...)}
+	return recordInto(x.Value.Flatten(from), func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
+		grads[0] = g.ReshapeLike(x.Value)
 	}, x)
 }
 

@@ -36,9 +36,13 @@ type node struct {
 	// backward returns one gradient per input, each with its input's shape;
 	// it may return nil for inputs whose needs entry is false.
 	backward func(g *tensor.Tensor, needs []bool) []*tensor.Tensor
+	// backwardInto, when set instead of backward, writes the gradients
+	// into out (one entry per input), which the node provides.
+	backwardInto func(g *tensor.Tensor, needs []bool, out []*tensor.Tensor)
 
 	in   [3]*Var // inline storage for up to 3 inputs
 	need [3]bool
+	out  [3]*tensor.Tensor
 }
 
 // recorded is a Var and its node, allocated together.
@@ -106,6 +110,17 @@ func (p *Param) OnGradReady(fn func(p *Param)) {
 // record builds the output Var of an operation, recording it when some
 // input requires a gradient and none is in no-grad mode.
 func record(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bool) []*tensor.Tensor, inputs ...*Var) *Var {
+	v := recordInto(value, nil, inputs...)
+	if v.node != nil {
+		v.node.backward = backward
+	}
+	return v
+}
+
+// recordInto is record for a rule that writes its gradients into the
+// slice it is given (one entry per input, nil where not needed), which
+// saves an allocation per node in Backward.
+func recordInto(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bool, out []*tensor.Tensor), inputs ...*Var) *Var {
 	need := false
 	for _, in := range inputs {
 		if in.noGrad {
@@ -118,7 +133,7 @@ func record(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bool) 
 	}
 	r := &recorded{v: Var{Value: value, requiresGrad: true}}
 	n := &r.n
-	n.backward = backward
+	n.backwardInto = backward
 	if len(inputs) <= len(n.in) {
 		n.inputs, n.needs = n.in[:len(inputs)], n.need[:len(inputs)]
 	} else {

@@ -1,5 +1,7 @@
 package device
 
+import "fmt"
+
 // Activation names a pointwise non-linearity that fused kernels apply.
 type Activation int
 
@@ -31,8 +33,9 @@ type FusedKernels interface {
 	// labels, the mean over rows of the cross-entropy between the softmax
 	// of each row and its label smoothed by smoothing (PyTorch's
 	// label_smoothing), into the one-element buffer loss, and the gradient
-	// of that mean with respect to the logits into grad.
-	SoftmaxCrossEntropy(loss, grad, logits, labels Buffer, rows, classes int, smoothing float64)
+	// of that mean with respect to the logits into grad. A label outside
+	// [0, classes) is reported as an *IndexError (nothing is computed).
+	SoftmaxCrossEntropy(loss, grad, logits, labels Buffer, rows, classes int, smoothing float64) error
 
 	// SGDStep updates param in place with torch.optim.SGD's rule, using
 	// and updating the momentum buffer buf (ignored when Momentum is 0;
@@ -43,6 +46,18 @@ type FusedKernels interface {
 	// when Decoupled), using and updating the moment buffers m and v, and
 	// maxV for AMSGrad (nil otherwise).
 	AdamStep(h AdamHyper, param, grad, m, v, maxV Buffer, n int)
+}
+
+// IndexError reports an index (such as a class label) outside [0, N): the
+// one at position Pos has value Value.
+type IndexError struct {
+	Pos   int
+	Value int64
+	N     int
+}
+
+func (e *IndexError) Error() string {
+	return fmt.Sprintf("index %d at position %d is outside [0, %d)", e.Value, e.Pos, e.N)
 }
 
 // SGDHyper holds the settings of one SGD step.

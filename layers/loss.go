@@ -1,6 +1,7 @@
 package layers
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -68,16 +69,22 @@ type CrossEntropyOptions struct {
 // the bad value, its position and C, as it does for a target shape that
 // does not match logits.
 func CrossEntropy(logits *autograd.Var, target *tensor.Tensor, opts CrossEntropyOptions) *autograd.Var {
-	checkClassTarget("CrossEntropy", logits, target)
 	if e := opts.LabelSmoothing; !(e >= 0 && e <= 1) {
 		panic(fmt.Sprintf("layers: CrossEntropy: label smoothing %g outside [0, 1]", e))
 	}
 	if logits.Value.Rank() == 2 && opts.Reduction == ReduceMean {
-		// One fused pass computes the loss and its gradient.
-		if l := autograd.SoftmaxCrossEntropy(logits, target, opts.LabelSmoothing); l != nil {
+		// One fused pass computes the loss and its gradient (and checks
+		// the target values on the device).
+		checkClassShape("CrossEntropy", logits, target)
+		l, err := autograd.SoftmaxCrossEntropy(logits, target, opts.LabelSmoothing)
+		if ie := (*device.IndexError)(nil); errors.As(err, &ie) {
+			panic(badTargetMsg("CrossEntropy", logits, ie.Pos, ie.Value))
+		}
+		if err == nil {
 			return l
 		}
 	}
+	checkClassTarget("CrossEntropy", logits, target)
 	return nll("CrossEntropy", autograd.LogSoftmax(logits, 1), target, opts)
 }
 
@@ -91,6 +98,28 @@ func NLL(logp *autograd.Var, target *tensor.Tensor, r Reduction) *autograd.Var {
 }
 
 func checkClassTarget(name string, x *autograd.Var, target *tensor.Tensor) {
+	checkClassShape(name, x, target)
+	c := int64(x.Value.Dim(1))
+	for i, v := range target.Int64s() {
+		if v < 0 || v >= c {
+			panic(badTargetMsg(name, x, i, v))
+		}
+	}
+}
+
+// badTargetMsg describes the class index v at position i of a target that
+// is out of range for x's classes.
+func badTargetMsg(name string, x *autograd.Var, i int, v int64) string {
+	c := x.Value.Dim(1)
+	return fmt.Sprintf("layers: %s: target value %d at index %d is out of range: input %v has C = %d classes, expected 0 ≤ target < %d", name, v, i, x.Shape(), c, c)
+}
+
+// checkClassShape panics unless target has x's shape without its class
+// axis 1, and type Int64.
+func checkClassShape(name string, x *autograd.Var, target *tensor.Tensor) {
+	if x.Value.Rank() == 2 && target.Rank() == 1 && target.DType() == device.Int64 && target.Dim(0) == x.Value.Dim(0) {
+		return // the common case, without allocating
+	}
 	s := x.Shape()
 	if len(s) < 2 {
 		panic(fmt.Sprintf("layers: %s: input shape %v, expected N×C or N×C×d1×…", name, s))
@@ -98,12 +127,6 @@ func checkClassTarget(name string, x *autograd.Var, target *tensor.Tensor) {
 	want := slices.Delete(slices.Clone(s), 1, 2)
 	if target.DType() != device.Int64 || !slices.Equal(target.Shape(), want) {
 		panic(fmt.Sprintf("layers: %s: target %v %v does not match input %v: expected int64 %v", name, target.DType(), target.Shape(), s, want))
-	}
-	c := int64(s[1])
-	for i, v := range target.Int64s() {
-		if v < 0 || v >= c {
-			panic(fmt.Sprintf("layers: %s: target value %d at index %d is out of range: input %v has C = %d classes, expected 0 ≤ target < %d", name, v, i, s, c, c))
-		}
 	}
 }
 

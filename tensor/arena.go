@@ -24,7 +24,13 @@ type Arena struct {
 	free map[arenaKey][]device.Buffer
 	used []device.Buffer // handed out since the last Reset
 	gen  uint64
+	// Tensor values handed out since the last Reset come from slabs, so
+	// that a steady-state step allocates no Tensor either.
+	slabs [][]Tensor
+	next  int // index of the next free Tensor, over all slabs
 }
+
+const slabSize = 64
 
 type arenaKey struct {
 	dev device.Device
@@ -38,7 +44,9 @@ func NewArena() *Arena {
 }
 
 // Reset makes every buffer handed out since the last Reset available again
-// and invalidates the tensors that use them.
+// and invalidates the tensors that use them. Using such a tensor panics
+// until its memory is handed out again in the next step; from then on the
+// mistake can no longer be detected, so do not keep tensors across Reset.
 func (a *Arena) Reset() {
 	for _, b := range a.used {
 		k := arenaKey{b.Device(), b.DType(), b.Len()}
@@ -46,7 +54,24 @@ func (a *Arena) Reset() {
 	}
 	clear(a.used)
 	a.used = a.used[:0]
+	for i := range a.slabs {
+		clear(a.slabs[i]) // drop the buffers the old tensors point to
+	}
+	a.next = 0
 	a.gen++
+}
+
+// newTensor returns a zero Tensor owned by the arena (valid until Reset)
+// that carries the arena.
+func (a *Arena) newTensor() *Tensor {
+	i, j := a.next/slabSize, a.next%slabSize
+	if i == len(a.slabs) {
+		a.slabs = append(a.slabs, make([]Tensor, slabSize))
+	}
+	a.next++
+	t := &a.slabs[i][j]
+	t.arena, t.gen = a, a.gen
+	return t
 }
 
 // Bytes returns the memory the arena holds, in use or free.
@@ -138,7 +163,8 @@ func newOut(zero bool, dt device.DType, shape []int, from ...*Tensor) *Tensor {
 	if zero && n > 0 {
 		dev.Kernels().Fill(b, n, 0)
 	}
-	t := &Tensor{buf: b, arena: a, gen: a.gen}
+	t := a.newTensor()
+	t.buf = b
 	t.setContiguous(shape)
 	return t
 }
@@ -166,7 +192,8 @@ func (a *Arena) FromSlice(dev device.Device, data any, shape ...int) (*Tensor, e
 			return nil, fmt.Errorf("tensor: negative dimension in shape %v", shape)
 		}
 	}
-	t := &Tensor{buf: a.alloc(dev, dt, n), arena: a, gen: a.gen}
+	t := a.newTensor()
+	t.buf = a.alloc(dev, dt, n)
 	t.setContiguous(shape)
 	if err := dev.Write(t.buf, data); err != nil {
 		return nil, err

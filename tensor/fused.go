@@ -111,21 +111,24 @@ func BiasGrad(dy *Tensor) *Tensor {
 // between softmax(logits) (rows×classes) and the Int64 labels (rows),
 // smoothed as PyTorch's label_smoothing, as a 0-dimensional tensor, and the
 // gradient of that mean with respect to logits, computed in the same pass.
-// It returns ok false (and nils) when the device has no fused kernel for
-// it; callers then compose log-softmax and NLL.
-func SoftmaxCrossEntropy(logits, labels *Tensor, smoothing float64) (loss, grad *Tensor, ok bool) {
+// The error wraps device.ErrNotImplemented when the device has no fused
+// kernel for it (callers then compose log-softmax and NLL), and is a
+// *device.IndexError for a label outside [0, classes).
+func SoftmaxCrossEntropy(logits, labels *Tensor, smoothing float64) (loss, grad *Tensor, err error) {
 	if logits.Rank() != 2 || labels.Rank() != 1 || labels.shape[0] != logits.shape[0] {
 		panic(fmt.Sprintf("tensor: SoftmaxCrossEntropy: logits %v and labels %v: want N×C and N", logits.shape, labels.shape))
 	}
 	checkIndexTensor("SoftmaxCrossEntropy", labels)
 	fk := fused(logits)
 	if fk == nil || !labels.IsContiguous() || labels.Device() != logits.Device() || logits.shape[0] == 0 {
-		return nil, nil, false
+		return nil, nil, fmt.Errorf("tensor: SoftmaxCrossEntropy of %v on %s: %w", logits.shape, logits.Device().Name(), device.ErrNotImplemented)
 	}
 	loss = newOut(false, logits.DType(), nil, logits)
 	grad = newOut(false, logits.DType(), logits.shape, logits)
-	fk.SoftmaxCrossEntropy(loss.buf, grad.buf, logits.buf, labels.buf, logits.shape[0], logits.shape[1], smoothing)
-	return loss, grad, true
+	if err := fk.SoftmaxCrossEntropy(loss.buf, grad.buf, logits.buf, labels.buf, logits.shape[0], logits.shape[1], smoothing); err != nil {
+		return nil, nil, err
+	}
+	return loss, grad, nil
 }
 
 // SGDStep updates param in place with one torch.optim.SGD step using the

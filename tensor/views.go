@@ -2,51 +2,71 @@ package tensor
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hora-dl/hora/device"
 )
 
 // view returns a tensor sharing t's buffer with the given layout.
 func (t *Tensor) view(shape, strides []int, offset int) *Tensor {
+	v := t.newView()
+	v.shape, v.strides, v.offset = shape, strides, offset
+	return v
+}
+
+// newView returns an empty Tensor sharing t's buffer and arena: from the
+// arena's slabs when t has one.
+func (t *Tensor) newView() *Tensor {
 	t.checkLive()
-	return &Tensor{buf: t.buf, shape: shape, strides: strides, offset: offset, arena: t.arena, gen: t.gen}
+	if t.arena != nil {
+		v := t.arena.newTensor()
+		v.buf = t.buf
+		return v
+	}
+	return &Tensor{buf: t.buf}
 }
 
 // Reshape returns a tensor with the same elements in row-major order and a
 // new shape; one dimension may be -1 and is then inferred. It is a view when
 // t is contiguous, a copy otherwise.
 func (t *Tensor) Reshape(shape ...int) *Tensor {
-	shape = append([]int(nil), shape...)
 	infer, known := -1, 1
 	for i, d := range shape {
 		switch {
 		case d == -1 && infer < 0:
 			infer = i
 		case d < 0:
-			panic(fmt.Sprintf("tensor: Reshape %v to %v: bad dimension %d", t.shape, shape, d))
+			panic(fmt.Sprintf("tensor: Reshape %v to %v: bad dimension %d", t.shape, slices.Clone(shape), d))
 		default:
 			known *= d
 		}
 	}
+	n := t.Len()
+	if infer >= 0 && (known == 0 || n%known != 0) {
+		panic(fmt.Sprintf("tensor: Reshape %v to %v: %d elements do not fit", t.shape, slices.Clone(shape), n))
+	}
+	if infer < 0 && known != n {
+		panic(fmt.Sprintf("tensor: Reshape %v (%d elements) to %v (%d elements)", t.shape, n, slices.Clone(shape), known))
+	}
+	v := t.Contiguous().newView()
+	v.setContiguous(shape)
 	if infer >= 0 {
-		if known == 0 || t.Len()%known != 0 {
-			panic(fmt.Sprintf("tensor: Reshape %v to %v: %d elements do not fit", t.shape, shape, t.Len()))
-		}
-		shape[infer] = t.Len() / known
+		v.shape[infer] = n / known
+		v.setContiguous(v.shape) // recompute the strides
 	}
-	if device.NumElements(shape) != t.Len() {
-		panic(fmt.Sprintf("tensor: Reshape %v (%d elements) to %v (%d elements)", t.shape, t.Len(), shape, device.NumElements(shape)))
-	}
-	c := t.Contiguous()
-	return c.view(shape, device.Contiguous(shape).Strides, 0)
+	return v
 }
+
+// ReshapeLike is Reshape to the shape of like.
+func (t *Tensor) ReshapeLike(like *Tensor) *Tensor { return t.Reshape(like.shape...) }
 
 // Flatten merges axes from..Rank-1 into one: Flatten(1) turns N×C×H×W
 // into N×(C·H·W).
 func (t *Tensor) Flatten(from int) *Tensor {
 	from = t.axis(from)
-	shape := append(t.Shape()[:from], device.NumElements(t.shape[from:]))
-	return t.Reshape(shape...)
+	var dims [8]int
+	shape := append(dims[:0], t.shape[:from]...)
+	return t.Reshape(append(shape, device.NumElements(t.shape[from:]))...)
 }
 
 // Permute reorders the axes: output axis i is input axis axes[i]. View.
@@ -83,8 +103,8 @@ func (t *Tensor) T() *Tensor {
 	if len(t.shape) != 2 {
 		return t.Transpose(-2, -1)
 	}
-	t.checkLive()
-	v := &Tensor{buf: t.buf, offset: t.offset, arena: t.arena, gen: t.gen}
+	v := t.newView()
+	v.offset = t.offset
 	v.dims = [8]int{t.shape[1], t.shape[0], t.strides[1], t.strides[0]}
 	v.shape, v.strides = v.dims[0:2:2], v.dims[2:4:4]
 	return v

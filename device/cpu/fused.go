@@ -1,10 +1,10 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/vec"
 )
 
 // The CPU device implements the optional fused kernels.
@@ -26,15 +26,62 @@ func (k kernels) BiasAct(act device.Activation, y, x, bias device.Buffer, outer,
 }
 
 func biasAct[T float](dev *Device, act device.Activation, y, x, bias []T, outer, channels, inner int) {
-	if dev.serial(outer*channels, inner) {
-		biasActRows(act, y, x, bias, channels, inner, 0, outer*channels)
+	if y32, ok := any(y).([]float32); ok && inner == 1 && bias != nil {
+		// A Linear layer's output: whole rows at a time.
+		x32, b32 := any(x).([]float32), any(bias).([]float32)
+		launch(dev, outer, channels, biasActMatrixArgs{biasActArgs[float32]{act: act, y: y32, x: x32, bias: b32}})
 		return
 	}
-	dev.parallelFor(outer*channels, inner, func(lo, hi int) { biasActRows(act, y, x, bias, channels, inner, lo, hi) })
+	launch(dev, outer*channels, inner, biasActArgs[T]{act: act, y: y, x: x, bias: bias, channels: channels, inner: inner})
+}
+
+// biasActArgs are the arguments of one BiasAct call.
+type biasActArgs[T float] struct {
+	act             device.Activation
+	y, x, bias      []T
+	channels, inner int
+}
+
+// biasActMatrixArgs is BiasAct on the rows of a matrix (inner 1).
+type biasActMatrixArgs struct{ biasActArgs[float32] }
+
+func (a *biasActMatrixArgs) run(lo, hi int) {
+	biasActMatrix(a.act, a.y, a.x, a.bias, lo, hi)
+}
+
+func (a *biasActArgs[T]) run(lo, hi int) {
+	biasActRows(a.act, a.y, a.x, a.bias, a.channels, a.inner, lo, hi)
+}
+
+// biasActMatrix is biasAct for rows [lo, hi) of a matrix with one bias
+// per column.
+func biasActMatrix(act device.Activation, y, x, bias []float32, lo, hi int) {
+	n := len(bias)
+	if act == device.ActReLU {
+		vec.AddRowsReLU(y[lo*n:hi*n], x[lo*n:hi*n], bias)
+	} else {
+		vec.AddRows(y[lo*n:hi*n], x[lo*n:hi*n], bias)
+	}
 }
 
 // biasActRows is biasAct for rows (n, c) in [lo, hi) of the N*C rows.
 func biasActRows[T float](act device.Activation, y, x, bias []T, channels, inner, lo, hi int) {
+	if y32, ok := any(y).([]float32); ok {
+		x32, b32 := any(x).([]float32), any(bias).([]float32)
+		for r := lo; r < hi; r++ {
+			var b float32
+			if b32 != nil {
+				b = b32[r%channels]
+			}
+			src, dst := x32[r*inner:(r+1)*inner], y32[r*inner:(r+1)*inner]
+			if act == device.ActReLU {
+				vec.AddScalarReLU(dst, src, b)
+			} else {
+				vec.AddScalar(dst, src, b)
+			}
+		}
+		return
+	}
 	for r := lo; r < hi; r++ {
 		var b T
 		if bias != nil {
@@ -68,16 +115,25 @@ func (k kernels) ActGrad(act device.Activation, dx, dy, y device.Buffer, n int) 
 }
 
 func actGrad[T float](dev *Device, act device.Activation, dx, dy, y []T) {
-	if dev.serial(len(dx), 1) {
-		actGradRange(act, dx, dy, y, 0, len(dx))
-		return
-	}
-	dev.parallelFor(len(dx), 1, func(lo, hi int) { actGradRange(act, dx, dy, y, lo, hi) })
+	launch(dev, len(dx), 1, actGradArgs[T]{act, dx, dy, y})
+}
+
+type actGradArgs[T float] struct {
+	act       device.Activation
+	dx, dy, y []T
+}
+
+func (a *actGradArgs[T]) run(lo, hi int) {
+	actGradRange(a.act, a.dx, a.dy, a.y, lo, hi)
 }
 
 func actGradRange[T float](act device.Activation, dx, dy, y []T, lo, hi int) {
 	if act != device.ActReLU {
 		copy(dx[lo:hi], dy[lo:hi])
+		return
+	}
+	if dx32, ok := any(dx).([]float32); ok {
+		vec.ReLUGrad(dx32[lo:hi], any(dy).([]float32)[lo:hi], any(y).([]float32)[lo:hi])
 		return
 	}
 	for i := lo; i < hi; i++ {
@@ -100,15 +156,40 @@ func (k kernels) BiasGrad(db, dy device.Buffer, outer, channels, inner int) {
 }
 
 func biasGrad[T float](dev *Device, db, dy []T, outer, channels, inner int) {
-	if dev.serial(channels, outer*inner) {
-		biasGradChannels(db, dy, outer, channels, inner, 0, channels)
-		return
-	}
-	dev.parallelFor(channels, outer*inner, func(lo, hi int) { biasGradChannels(db, dy, outer, channels, inner, lo, hi) })
+	launch(dev, channels, outer*inner, biasGradArgs[T]{db, dy, outer, channels, inner})
+}
+
+type biasGradArgs[T float] struct {
+	db, dy                 []T
+	outer, channels, inner int
+}
+
+func (a *biasGradArgs[T]) run(lo, hi int) {
+	biasGradChannels(a.db, a.dy, a.outer, a.channels, a.inner, lo, hi)
 }
 
 // biasGradChannels is biasGrad for channels [lo, hi).
 func biasGradChannels[T float](db, dy []T, outer, channels, inner, lo, hi int) {
+	if db32, ok := any(db).([]float32); ok {
+		dy32 := any(dy).([]float32)
+		if inner == 1 {
+			// Columns [lo, hi) of the rows: sum whole rows when they are ours.
+			if lo == 0 && hi == channels {
+				clear(db32)
+				vec.SumRows(db32, dy32[:outer*channels])
+				return
+			}
+		} else {
+			for c := lo; c < hi; c++ {
+				var s float64
+				for o := 0; o < outer; o++ {
+					s += float64(vec.Sum(dy32[(o*channels+c)*inner : (o*channels+c+1)*inner]))
+				}
+				db32[c] = float32(s)
+			}
+			return
+		}
+	}
 	if inner == 1 {
 		// A Linear layer's rows: sum columns in row order.
 		sum := db[lo:hi]
@@ -136,11 +217,11 @@ func biasGradChannels[T float](db, dy []T, outer, channels, inner, lo, hi int) {
 
 // SoftmaxCrossEntropy computes the mean smoothed cross-entropy of the rows
 // of logits and its gradient.
-func (k kernels) SoftmaxCrossEntropy(loss, grad, logits, labels device.Buffer, rows, classes int, smoothing float64) {
+func (k kernels) SoftmaxCrossEntropy(loss, grad, logits, labels device.Buffer, rows, classes int, smoothing float64) error {
 	lab := buf(labels).i64[:rows]
 	for r, l := range lab {
 		if l < 0 || l >= int64(classes) {
-			panic(fmt.Sprintf("cpu: cross-entropy: label %d of row %d is outside [0, %d)", l, r, classes))
+			return &device.IndexError{Pos: r, Value: l, N: classes}
 		}
 	}
 	switch buf(grad).dt {
@@ -149,6 +230,7 @@ func (k kernels) SoftmaxCrossEntropy(loss, grad, logits, labels device.Buffer, r
 	case device.Float64:
 		buf(loss).f64[0] = softmaxXent(k.d, buf(grad).f64, buf(logits).f64, lab, rows, classes, smoothing)
 	}
+	return nil
 }
 
 // softmaxXentParts bounds the partial loss sums, fixing the summation order
@@ -156,54 +238,66 @@ func (k kernels) SoftmaxCrossEntropy(loss, grad, logits, labels device.Buffer, r
 const softmaxXentParts = 16
 
 func softmaxXent[T float](dev *Device, grad, logits []T, labels []int64, rows, classes int, smoothing float64) float64 {
-	var parts [softmaxXentParts]float64
 	chunk := (rows + softmaxXentParts - 1) / softmaxXentParts
-	scale := 1 / float64(rows)
-	off := smoothing / float64(classes) // smoothed target of every class
-	on := 1 - smoothing + off           // and of the label
-	dev.parallelFor(softmaxXentParts, chunk*classes*8, func(lo, hi int) {
-		for p := lo; p < hi; p++ {
-			var sum float64
-			for r := p * chunk; r < min((p+1)*chunk, rows); r++ {
-				x := logits[r*classes : (r+1)*classes]
-				g := grad[r*classes : (r+1)*classes]
-				m := x[0]
-				for _, v := range x {
-					if v > m || v != v {
-						m = v
-					}
-				}
-				var z float64
-				for i, v := range x {
-					e := math.Exp(float64(v - m))
-					g[i] = T(e)
-					z += e
-				}
-				logZ := math.Log(z) + float64(m)
-				label := int(labels[r])
-				// loss = -Σ_i target_i · log p_i, log p_i = x_i - logZ
-				var l float64
-				for i, v := range x {
-					t := off
-					if i == label {
-						t = on
-					}
-					if t != 0 {
-						l -= t * (float64(v) - logZ)
-					}
-					gi := float64(g[i])/z - t
-					g[i] = T(gi * scale)
-				}
-				sum += l
-			}
-			parts[p] = sum
-		}
+	a := launch(dev, softmaxXentParts, chunk*classes*8, softmaxXentArgs[T]{
+		grad: grad, logits: logits, labels: labels, rows: rows, classes: classes, chunk: chunk,
+		scale: 1 / float64(rows),
+		off:   smoothing / float64(classes),               // smoothed target of every class
+		on:    1 - smoothing + smoothing/float64(classes), // and of the label
 	})
 	var total float64
-	for _, s := range parts {
+	for _, s := range a.parts {
 		total += s
 	}
-	return total * scale
+	return total * a.scale
+}
+
+type softmaxXentArgs[T float] struct {
+	grad, logits         []T
+	labels               []int64
+	rows, classes, chunk int
+	scale, off, on       float64
+	parts                [softmaxXentParts]float64 // per chunk of rows: the summed losses
+}
+
+func (a *softmaxXentArgs[T]) run(lo, hi int) {
+	classes := a.classes
+	for p := lo; p < hi; p++ {
+		var sum float64
+		for r := p * a.chunk; r < min((p+1)*a.chunk, a.rows); r++ {
+			x := a.logits[r*classes : (r+1)*classes]
+			g := a.grad[r*classes : (r+1)*classes]
+			m := x[0]
+			for _, v := range x {
+				if v > m || v != v {
+					m = v
+				}
+			}
+			var z float64
+			for i, v := range x {
+				e := math.Exp(float64(v - m))
+				g[i] = T(e)
+				z += e
+			}
+			logZ := math.Log(z) + float64(m)
+			label := int(a.labels[r])
+			// loss = -Σ_i target_i · log p_i, log p_i = x_i - logZ
+			var l float64
+			for i, v := range x {
+				t := a.off
+				if i == label {
+					t = a.on
+				}
+				if t != 0 {
+					l -= t * (float64(v) - logZ)
+				}
+				gi := float64(g[i])/z - t
+				g[i] = T(gi * a.scale)
+			}
+			sum += l
+		}
+		a.parts[p] = sum
+	}
 }
 
 // SGDStep is torch.optim.SGD's update for one parameter.
@@ -225,14 +319,26 @@ func (k kernels) SGDStep(h device.SGDHyper, param, grad, mbuf device.Buffer, n i
 }
 
 func sgdStep[T float](dev *Device, h device.SGDHyper, p, g, b []T) {
-	if dev.serial(len(p), 4) {
-		sgdRange(h, p, g, b, 0, len(p))
-		return
-	}
-	dev.parallelFor(len(p), 4, func(lo, hi int) { sgdRange(h, p, g, b, lo, hi) })
+	launch(dev, len(p), 4, sgdArgs[T]{h, p, g, b})
 }
 
+type sgdArgs[T float] struct {
+	h       device.SGDHyper
+	p, g, b []T
+}
+
+func (a *sgdArgs[T]) run(lo, hi int) { sgdRange(a.h, a.p, a.g, a.b, lo, hi) }
+
 func sgdRange[T float](h device.SGDHyper, p, g, b []T, lo, hi int) {
+	if p32, ok := any(p).([]float32); ok {
+		var b32 []float32
+		if b != nil {
+			b32 = any(b).([]float32)[lo:hi]
+		}
+		vec.SGDMomentum(p32[lo:hi], any(g).([]float32)[lo:hi], b32, float32(h.LR), float32(h.Momentum),
+			float32(h.Dampening), float32(h.WeightDecay), h.Nesterov, h.First)
+		return
+	}
 	lr, mom, damp, wd := T(h.LR), T(h.Momentum), T(1-h.Dampening), T(h.WeightDecay)
 	for i := lo; i < hi; i++ {
 		d := g[i]
@@ -274,14 +380,24 @@ func (k kernels) AdamStep(h device.AdamHyper, param, grad, m, v, maxV device.Buf
 }
 
 func adamStep[T float](dev *Device, h device.AdamHyper, p, g, m, v, maxV []T) {
-	if dev.serial(len(p), 8) {
-		adamRange(h, p, g, m, v, maxV, 0, len(p))
-		return
-	}
-	dev.parallelFor(len(p), 8, func(lo, hi int) { adamRange(h, p, g, m, v, maxV, lo, hi) })
+	launch(dev, len(p), 8, adamArgs[T]{h, p, g, m, v, maxV})
+}
+
+type adamArgs[T float] struct {
+	h                device.AdamHyper
+	p, g, m, v, maxV []T
+}
+
+func (a *adamArgs[T]) run(lo, hi int) {
+	adamRange(a.h, a.p, a.g, a.m, a.v, a.maxV, lo, hi)
 }
 
 func adamRange[T float](h device.AdamHyper, p, g, m, v, maxV []T, lo, hi int) {
+	if p32, ok := any(p).([]float32); ok && maxV == nil {
+		vec.Adam(p32[lo:hi], any(g).([]float32)[lo:hi], any(m).([]float32)[lo:hi], any(v).([]float32)[lo:hi],
+			float32(h.LR), float32(h.Beta1), float32(h.Beta2), float32(h.Eps), float32(h.WeightDecay), h.Step, h.Decoupled)
+		return
+	}
 	t := float64(h.Step)
 	bc1 := 1 - math.Pow(h.Beta1, t)
 	bc2 := 1 - math.Pow(h.Beta2, t)

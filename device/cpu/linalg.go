@@ -3,6 +3,8 @@ package cpu
 import (
 	"fmt"
 
+	"github.com/hora-dl/hora/device/cpu/internal/vec"
+
 	"github.com/hora-dl/hora/device"
 )
 
@@ -41,7 +43,6 @@ func matmul[T float](dev *Device, p device.MatMulParams, c, a, b []T) {
 	})
 }
 
-
 // convShape holds the derived sizes of one convolution.
 type convShape struct {
 	device.ConvParams
@@ -66,14 +67,35 @@ func newConvShape(p device.ConvParams) convShape {
 	return s
 }
 
-// im2col unfolds group g of one image x (C×H×W) into col (ckk × l).
-func im2col[T float](s convShape, col, x []T, g int) {
+// validCols returns the output columns [lo, hi) whose input column
+// ow*StrideW - PadW + kw*DilW lies inside the image.
+func validCols(s convShape, kw int) (lo, hi int) {
+	shift := kw*s.DilW - s.PadW
+	// iw = ow*StrideW + shift must be in [0, W).
+	lo = 0
+	if shift < 0 {
+		lo = (-shift + s.StrideW - 1) / s.StrideW
+	}
+	hi = 0
+	if s.W-shift > 0 {
+		hi = (s.W - shift + s.StrideW - 1) / s.StrideW
+	}
+	return min(lo, s.ow), max(min(hi, s.ow), min(lo, s.ow))
+}
+
+// im2col unfolds group g of one image x (C×H×W) into col (ckk × l, rows
+// ld elements apart).
+func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
+	if s.StrideW == 1 {
+		im2colUnitStride(s, col, ld, x, g)
+		return
+	}
 	row := 0
 	for c := 0; c < s.cg; c++ {
 		plane := x[(g*s.cg+c)*s.inPlane:]
 		for kh := 0; kh < s.KH; kh++ {
 			for kw := 0; kw < s.KW; kw++ {
-				dst := col[row*s.l : (row+1)*s.l]
+				dst := col[row*ld : row*ld+s.l]
 				row++
 				for oh := 0; oh < s.oh; oh++ {
 					ih := oh*s.StrideH - s.PadH + kh*s.DilH
@@ -97,14 +119,47 @@ func im2col[T float](s convShape, col, x []T, g int) {
 	}
 }
 
-// col2im adds col (ckk × l) back into group g of the image dx.
-func col2im[T float](s convShape, dx, col []T, g int) {
+// im2colUnitStride is im2col for StrideW 1: each output row of a column
+// row is a zero border, a copied run of the input row and a zero border.
+func im2colUnitStride[T float](s convShape, col []T, ld int, x []T, g int) {
+	row := 0
+	for c := 0; c < s.cg; c++ {
+		plane := x[(g*s.cg+c)*s.inPlane:]
+		for kh := 0; kh < s.KH; kh++ {
+			for kw := 0; kw < s.KW; kw++ {
+				dst := col[row*ld : row*ld+s.l]
+				row++
+				lo, hi := validCols(s, kw)
+				shift := kw*s.DilW - s.PadW
+				for oh := 0; oh < s.oh; oh++ {
+					ih := oh*s.StrideH - s.PadH + kh*s.DilH
+					out := dst[oh*s.ow : (oh+1)*s.ow]
+					if ih < 0 || ih >= s.H {
+						clear(out)
+						continue
+					}
+					clear(out[:lo])
+					copy(out[lo:hi], plane[ih*s.W+lo+shift:ih*s.W+hi+shift])
+					clear(out[hi:])
+				}
+			}
+		}
+	}
+}
+
+// col2im adds col (ckk × l, rows ld elements apart) back into group g of
+// the image dx.
+func col2im[T float](s convShape, dx, col []T, ld int, g int) {
+	if s.StrideW == 1 {
+		col2imUnitStride(s, dx, col, ld, g)
+		return
+	}
 	row := 0
 	for c := 0; c < s.cg; c++ {
 		plane := dx[(g*s.cg+c)*s.inPlane:]
 		for kh := 0; kh < s.KH; kh++ {
 			for kw := 0; kw < s.KW; kw++ {
-				src := col[row*s.l : (row+1)*s.l]
+				src := col[row*ld : row*ld+s.l]
 				row++
 				for oh := 0; oh < s.oh; oh++ {
 					ih := oh*s.StrideH - s.PadH + kh*s.DilH
@@ -124,6 +179,41 @@ func col2im[T float](s convShape, dx, col []T, g int) {
 	}
 }
 
+// col2imUnitStride is col2im for StrideW 1: runs of each column row are
+// added to input rows.
+func col2imUnitStride[T float](s convShape, dx, col []T, ld int, g int) {
+	row := 0
+	for c := 0; c < s.cg; c++ {
+		plane := dx[(g*s.cg+c)*s.inPlane:]
+		for kh := 0; kh < s.KH; kh++ {
+			for kw := 0; kw < s.KW; kw++ {
+				src := col[row*ld : row*ld+s.l]
+				row++
+				lo, hi := validCols(s, kw)
+				shift := kw*s.DilW - s.PadW
+				for oh := 0; oh < s.oh; oh++ {
+					ih := oh*s.StrideH - s.PadH + kh*s.DilH
+					if ih < 0 || ih >= s.H || lo >= hi {
+						continue
+					}
+					addTo(plane[ih*s.W+lo+shift:ih*s.W+hi+shift], src[oh*s.ow+lo:oh*s.ow+hi])
+				}
+			}
+		}
+	}
+}
+
+// addTo adds src to dst elementwise.
+func addTo[T float](dst, src []T) {
+	if d32, ok := any(dst).([]float32); ok {
+		vec.Add(d32, d32, any(src).([]float32))
+		return
+	}
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
 // Conv2D: per image and group, y_g = W_g × im2col(x_g).
 func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 	switch buf(y).dt {
@@ -135,18 +225,58 @@ func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 }
 
 func conv2d[T float](dev *Device, s convShape, y, x, w []T) {
-	dev.parallelFor(s.N, s.imgOut*s.ckk, func(lo, hi int) {
-		sc := getScratch[T](s.ckk * s.l)
-		defer putScratch(sc)
-		col := sc.s
-		for n := lo; n < hi; n++ {
-			for g := 0; g < s.Groups; g++ {
-				im2col(s, col, x[n*s.imgIn:], g)
-				gemmOn(dev, false, false, s.ocg, s.l, s.ckk, 1, w[g*s.wGroup:], s.ckk,
-					col, s.l, 0, y[n*s.imgOut+g*s.ocg*s.l:], s.l)
+	gi := s.imagesPerGEMM()
+	launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, convArgs[T]{dev, s, y, x, w, gi})
+}
+
+// convArgs are the arguments of one convolution kernel call: a, b and c
+// are its three tensors in the order of the kernel's signature.
+type convArgs[T float] struct {
+	dev     *Device
+	s       convShape
+	a, b, c []T
+	gi      int // images per GEMM
+}
+
+func (args *convArgs[T]) run(lo, hi int) {
+	dev, s, y, x, w, gi := args.dev, args.s, args.a, args.b, args.c, args.gi
+	sc := getScratch[T](s.ckk*s.l*gi + s.ocg*s.l*gi)
+	defer putScratch(sc)
+	col, out := sc.s[:s.ckk*s.l*gi], sc.s[s.ckk*s.l*gi:]
+	for grp := lo; grp < hi; grp++ {
+		n0, n1 := grp*gi, min((grp+1)*gi, s.N)
+		ld := (n1 - n0) * s.l
+		for g := 0; g < s.Groups; g++ {
+			for n := n0; n < n1; n++ {
+				im2col(s, col[(n-n0)*s.l:], ld, x[n*s.imgIn:], g)
+			}
+			gemmOn(dev, false, false, s.ocg, ld, s.ckk, 1, w[g*s.wGroup:], s.ckk, col, ld, 0, out, ld)
+			for n := n0; n < n1; n++ {
+				for oc := 0; oc < s.ocg; oc++ {
+					copy(y[n*s.imgOut+(g*s.ocg+oc)*s.l:][:s.l], out[oc*ld+(n-n0)*s.l:][:s.l])
+				}
 			}
 		}
-	})
+	}
+}
+
+// imagesPerGEMM is how many images' column matrices one GEMM call takes:
+// side by side, they make the matrices wide enough for the GEMM to run
+// near its peak (per-image products of small images are not), while the
+// columns stay within about a megabyte of cache.
+func (s convShape) imagesPerGEMM() int {
+	return max(1, min(16, (256<<10)/max(1, s.ckk*s.l)))
+}
+
+// gatherOutGrad copies the output gradients of images [n0, n1), group g,
+// side by side into dst (ocg × (n1-n0)·l).
+func gatherOutGrad[T float](s convShape, dst, dy []T, n0, n1, g int) {
+	ld := (n1 - n0) * s.l
+	for n := n0; n < n1; n++ {
+		for oc := 0; oc < s.ocg; oc++ {
+			copy(dst[oc*ld+(n-n0)*s.l:][:s.l], dy[n*s.imgOut+(g*s.ocg+oc)*s.l:][:s.l])
+		}
+	}
 }
 
 // Conv2DGradInput: per image and group, dx_g = col2im(W_gᵀ × dy_g).
@@ -160,20 +290,31 @@ func (k kernels) Conv2DGradInput(p device.ConvParams, dx, dy, w device.Buffer) {
 }
 
 func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
-	dev.parallelFor(s.N, s.imgOut*s.ckk, func(lo, hi int) {
-		sc := getScratch[T](s.ckk * s.l)
-		defer putScratch(sc)
-		col := sc.s
-		for n := lo; n < hi; n++ {
-			img := dx[n*s.imgIn : (n+1)*s.imgIn]
-			clear(img)
-			for g := 0; g < s.Groups; g++ {
-				gemmOn(dev, true, false, s.ckk, s.l, s.ocg, 1, w[g*s.wGroup:], s.ckk,
-					dy[n*s.imgOut+g*s.ocg*s.l:], s.l, 0, col, s.l)
-				col2im(s, img, col, g)
+	gi := s.imagesPerGEMM()
+	launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, convGradInputArgs[T]{convArgs[T]{dev, s, dx, dy, w, gi}})
+}
+
+// convGradInputArgs are the arguments of Conv2DGradInput (a: dx, b: dy,
+// c: w).
+type convGradInputArgs[T float] struct{ convArgs[T] }
+
+func (args *convGradInputArgs[T]) run(lo, hi int) {
+	dev, s, dx, dy, w, gi := args.dev, args.s, args.a, args.b, args.c, args.gi
+	sc := getScratch[T](s.ckk*s.l*gi + s.ocg*s.l*gi)
+	defer putScratch(sc)
+	col, g2 := sc.s[:s.ckk*s.l*gi], sc.s[s.ckk*s.l*gi:]
+	for grp := lo; grp < hi; grp++ {
+		n0, n1 := grp*gi, min((grp+1)*gi, s.N)
+		ld := (n1 - n0) * s.l
+		clear(dx[n0*s.imgIn : n1*s.imgIn])
+		for g := 0; g < s.Groups; g++ {
+			gatherOutGrad(s, g2, dy, n0, n1, g)
+			gemmOn(dev, true, false, s.ckk, ld, s.ocg, 1, w[g*s.wGroup:], s.ckk, g2, ld, 0, col, ld)
+			for n := n0; n < n1; n++ {
+				col2im(s, dx[n*s.imgIn:(n+1)*s.imgIn], col[(n-n0)*s.l:], ld, g)
 			}
 		}
-	})
+	}
 }
 
 // Conv2DGradWeight: dW_g = Σ_n dy_g × im2col(x_g)ᵀ. The images are cut
@@ -203,32 +344,47 @@ func conv2dGradWeight[T float](dev *Device, s convShape, dw, dy, x []T) {
 	}
 	chunk := (s.N + gradWeightParts - 1) / gradWeightParts
 	nparts := (s.N + chunk - 1) / chunk
+	gi := min(s.imagesPerGEMM(), chunk)
 	// Partial sums of chunks 1.. live in one scratch buffer; chunk 0
 	// accumulates in place.
 	psc := getScratch[T]((nparts - 1) * size)
 	defer putScratch(psc)
 	clear(psc.s)
-	dev.parallelFor(nparts, chunk*s.imgOut*s.ckk, func(lo, hi int) {
-		sc := getScratch[T](s.ckk * s.l)
-		defer putScratch(sc)
-		col := sc.s
-		for p := lo; p < hi; p++ {
-			part := out
-			if p > 0 {
-				part = psc.s[(p-1)*size : p*size]
-			}
-			for n := p * chunk; n < min((p+1)*chunk, s.N); n++ {
-				for g := 0; g < s.Groups; g++ {
-					im2col(s, col, x[n*s.imgIn:], g)
-					gemmOn(dev, false, true, s.ocg, s.ckk, s.l, 1, dy[n*s.imgOut+g*s.ocg*s.l:], s.l,
-						col, s.l, 1, part[g*s.wGroup:], s.ckk)
-				}
-			}
-		}
-	})
+	launch(dev, nparts, chunk*s.imgOut*s.ckk, gradWeightArgs[T]{convArgs[T]{dev, s, out, dy, x, gi}, psc.s, chunk})
 	for p := 1; p < nparts; p++ {
 		for i, v := range psc.s[(p-1)*size : p*size] {
 			out[i] += v
+		}
+	}
+}
+
+type gradWeightArgs[T float] struct {
+	convArgs[T]
+	partials []T // partial sums of chunks 1, 2, …
+	chunk    int // images per chunk
+}
+
+func (args *gradWeightArgs[T]) run(lo, hi int) {
+	dev, s, out, dy, x, gi := args.dev, args.s, args.a, args.b, args.c, args.gi
+	size, chunk := s.Groups*s.wGroup, args.chunk
+	sc := getScratch[T](s.ckk*s.l*gi + s.ocg*s.l*gi)
+	defer putScratch(sc)
+	col, g2 := sc.s[:s.ckk*s.l*gi], sc.s[s.ckk*s.l*gi:]
+	for p := lo; p < hi; p++ {
+		part := out
+		if p > 0 {
+			part = args.partials[(p-1)*size : p*size]
+		}
+		for n0 := p * chunk; n0 < min((p+1)*chunk, s.N); n0 += gi {
+			n1 := min(n0+gi, (p+1)*chunk, s.N)
+			ld := (n1 - n0) * s.l
+			for g := 0; g < s.Groups; g++ {
+				for n := n0; n < n1; n++ {
+					im2col(s, col[(n-n0)*s.l:], ld, x[n*s.imgIn:], g)
+				}
+				gatherOutGrad(s, g2, dy, n0, n1, g)
+				gemmOn(dev, false, true, s.ocg, s.ckk, ld, 1, g2, ld, col, ld, 1, part[g*s.wGroup:], s.ckk)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -115,4 +116,32 @@ func (d *Device) parallel(n, cost int, t task) {
 		}
 	}
 	calls.Put(c)
+}
+
+// taskPools holds one *sync.Pool of *A per task argument type A.
+var taskPools sync.Map
+
+// launch runs a task, the arguments of a kernel whose run method (on *A)
+// is its loop, over [0, n) like parallelFor, and returns the arguments as
+// run left them (a loop may store results there). The task is copied into
+// a recycled *A, so a kernel started this way allocates nothing in steady
+// state (a closure handed to parallelFor costs an allocation per call).
+func launch[A any, P interface {
+	*A
+	task
+}](d *Device, n, cost int, args A) A {
+	key := reflect.TypeFor[A]()
+	p, ok := taskPools.Load(key)
+	if !ok {
+		p, _ = taskPools.LoadOrStore(key, &sync.Pool{New: func() any { return new(A) }})
+	}
+	pool := p.(*sync.Pool)
+	t := pool.Get().(*A)
+	*t = args
+	d.parallel(n, cost, P(t))
+	args = *t
+	var zero A
+	*t = zero // drop the slices
+	pool.Put(t)
+	return args
 }

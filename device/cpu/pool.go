@@ -19,11 +19,7 @@ func (k kernels) MaxPool2D(p device.PoolParams, y, argmax, x device.Buffer) {
 func maxPool[T float](dev *Device, p device.PoolParams, y []T, arg []int64, x []T) {
 	oh, ow := p.OutH(), p.OutW()
 	if p.KH == 2 && p.KW == 2 && p.StrideH == 2 && p.StrideW == 2 && p.PadH == 0 && p.PadW == 0 {
-		dev.parallelFor(p.N*p.C, oh*ow*4, func(lo, hi int) {
-			for plane := lo; plane < hi; plane++ {
-				maxPool2x2(p.H, p.W, oh, ow, y[plane*oh*ow:(plane+1)*oh*ow], arg[plane*oh*ow:(plane+1)*oh*ow], x[plane*p.H*p.W:(plane+1)*p.H*p.W])
-			}
-		})
+		launch(dev, p.N*p.C, oh*ow*4, poolArgs[T]{p: p, y: y, x: x, arg: arg})
 		return
 	}
 	dev.parallelFor(p.N*p.C, oh*ow*p.KH*p.KW, func(lo, hi int) {
@@ -93,20 +89,42 @@ func (k kernels) MaxPool2DGrad(p device.PoolParams, dx, dy, argmax device.Buffer
 }
 
 func maxPoolGrad[T float](dev *Device, p device.PoolParams, dx, dy []T, arg []int64) {
+	launch(dev, p.N*p.C, p.OutH()*p.OutW(), maxPoolGradArgs[T]{poolArgs[T]{p: p, y: dy, x: dx, arg: arg}})
+}
+
+// poolArgs are the arguments of a pooling kernel: the output (gradient) y,
+// the input (gradient) x and the positions of the maxima.
+type poolArgs[T float] struct {
+	p    device.PoolParams
+	y, x []T
+	arg  []int64
+}
+
+func (a *poolArgs[T]) run(lo, hi int) {
+	p := a.p
 	oh, ow := p.OutH(), p.OutW()
-	dev.parallelFor(p.N*p.C, oh*ow, func(lo, hi int) {
-		for plane := lo; plane < hi; plane++ {
-			in := dx[plane*p.H*p.W : (plane+1)*p.H*p.W]
-			clear(in)
-			g := dy[plane*oh*ow : (plane+1)*oh*ow]
-			at := arg[plane*oh*ow:]
-			for i, v := range g {
-				if at[i] >= 0 {
-					in[at[i]] += v
-				}
+	for plane := lo; plane < hi; plane++ {
+		maxPool2x2(p.H, p.W, oh, ow, a.y[plane*oh*ow:(plane+1)*oh*ow], a.arg[plane*oh*ow:(plane+1)*oh*ow], a.x[plane*p.H*p.W:(plane+1)*p.H*p.W])
+	}
+}
+
+// maxPoolGradArgs are the arguments of MaxPool2DGrad.
+type maxPoolGradArgs[T float] struct{ poolArgs[T] }
+
+func (a *maxPoolGradArgs[T]) run(lo, hi int) {
+	p, dx, dy, arg := a.p, a.x, a.y, a.arg
+	oh, ow := p.OutH(), p.OutW()
+	for plane := lo; plane < hi; plane++ {
+		in := dx[plane*p.H*p.W : (plane+1)*p.H*p.W]
+		clear(in)
+		g := dy[plane*oh*ow : (plane+1)*oh*ow]
+		at := arg[plane*oh*ow:]
+		for i, v := range g {
+			if at[i] >= 0 {
+				in[at[i]] += v
 			}
 		}
-	})
+	}
 }
 
 // poolDivisor returns the number of elements average pooling divides by

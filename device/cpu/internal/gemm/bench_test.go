@@ -86,16 +86,20 @@ func benchSgemm(b *testing.B, s benchShape, workers int) {
 	run := func(w int) {
 		i0, i1 := bounds[w], bounds[w+1]
 		if byRows {
-			aw := a[i0*lda:]
+			var aw []float32 // rows i0.. of op(A)
 			if s.transA {
 				aw = a[i0:]
+			} else {
+				aw = a[i0*lda:]
 			}
 			Sgemm(&wss[w], s.transA, s.transB, i1-i0, s.n, s.k, 1, aw, lda, bm, ldb, 0, c[i0*s.n:], s.n)
 			return
 		}
-		bw := bm[i0:]
+		var bw []float32 // columns i0.. of op(B)
 		if s.transB {
 			bw = bm[i0*ldb:]
+		} else {
+			bw = bm[i0:]
 		}
 		Sgemm(&wss[w], s.transA, s.transB, s.m, i1-i0, s.k, 1, a, lda, bw, ldb, 0, c[i0:], s.n)
 	}

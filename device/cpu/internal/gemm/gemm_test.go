@@ -361,9 +361,11 @@ func TestSgemmSplitDeterministic(t *testing.T) {
 				rows := slices.Clone(d.cbuf)
 				var wg sync.WaitGroup
 				wg.Go(func() {
-					a := d.a[split*d.lda:]
+					var a []float32 // rows split.. of op(A)
 					if tr[0] {
 						a = d.a[split:]
+					} else {
+						a = d.a[split*d.lda:]
 					}
 					Sgemm(&ws[1], tr[0], tr[1], m-split, n, k, -0.5, a, d.lda, d.b, d.ldb, 0.3, rows[d.coff+split*d.ldc:], d.ldc)
 				})
@@ -375,9 +377,11 @@ func TestSgemmSplitDeterministic(t *testing.T) {
 				cols := slices.Clone(d.cbuf)
 				var wg sync.WaitGroup
 				wg.Go(func() {
-					b := d.b[split:]
+					var b []float32 // columns split.. of op(B)
 					if tr[1] {
 						b = d.b[split*d.ldb:]
+					} else {
+						b = d.b[split:]
 					}
 					Sgemm(&ws[1], tr[0], tr[1], m, n-split, k, -0.5, d.a, d.lda, b, d.ldb, 0.3, cols[d.coff+split:], d.ldc)
 				})

@@ -11,7 +11,7 @@ package gemm
 func transpose16AVX512(d, src *float32, ld, chunks, wbytes, rows int)
 
 // packTransAVX512 is packTrans with 16×16 in-register transposes for the
-// full panels of the AVX-512 kernel (w = 14 or 32, v == w); the rest, and
+// full panels of the AVX-512 kernel (w = 14, 16 or 32, v == w); the rest, and
 // the last kb%16 k steps, go to packTrans. d may be written up to
 // packSlack floats past d[kb*w-1], and must have that room.
 func packTransAVX512(d, src []float32, ld, w, kb, v int) {

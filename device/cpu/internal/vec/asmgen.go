@@ -153,7 +153,7 @@ type param struct {
 type fn struct {
 	name   string  // dispatcher is name+"K", Go fallback name+"Go"
 	params []param // of the assembly kernels
-	ret    string  // "", "float32" or "float64"
+	ret    string  // "", "float32", "float64" or "int"
 	disp   string  // dispatcher parameters
 	call   string  // assembly kernel arguments, in terms of disp's
 	gocall string  // Go fallback arguments
@@ -188,7 +188,7 @@ func newFrame(f *fn) *frame {
 	case "float32":
 		fr.ret = fmt.Sprintf("ret+%d(FP)", o)
 		fr.size += 4
-	case "float64":
+	case "float64", "int":
 		fr.ret = fmt.Sprintf("ret+%d(FP)", o)
 		fr.size += 8
 	}
@@ -527,6 +527,58 @@ func maxK(g *gen, f *frame) {
 	g.label("done")
 }
 
+// index returns the first i with a[i] == v (nan == 0) or a[i] NaN (nan != 0),
+// or -1.
+func index(g *gen, f *frame) {
+	g.in("MOVQ %s, SI", f.at("a"))
+	g.in("MOVQ %s, R12", f.at("n"))
+	g.in("VBROADCASTSS %s, %s", f.at("v"), g.r(14))
+	g.in("MOVQ %s, R11", f.at("nan"))
+	g.in("XORQ BX, BX")
+	var found []string
+	for _, mode := range []string{"eq", "nan"} {
+		g.label(mode)
+		if mode == "eq" {
+			g.in("TESTQ R11, R11")
+			g.in("JNZ nan")
+		}
+		g.in("XORQ BX, BX")
+		g.loop(mode+"_", "R12", 4, func(k int, m bool) {
+			t := g.r(k)
+			g.ld(t, "SI", k, m)
+			pred, b := "$0", g.r(14) // EQ_OQ against v
+			if mode == "nan" {
+				pred, b = "$3", t // UNORD_Q with itself
+			}
+			if g.is512() {
+				g.in("VCMPPS %s, %s, %s, K2", pred, b, t)
+				if m {
+					g.in("KANDW K1, K2, K2")
+				}
+				g.in("KMOVW K2, AX")
+			} else {
+				g.in("VCMPPS %s, %s, %s, %s", pred, b, t, t)
+				if m {
+					g.in("VANDPS Y15, %s, %s", t, t)
+				}
+				g.in("VMOVMSKPS %s, AX", t)
+			}
+			g.in("TESTL AX, AX")
+			lbl := fmt.Sprintf("found%d", len(found))
+			g.in("JNZ %s", lbl)
+			found = append(found, fmt.Sprintf("%s:\n\tBSFL AX, AX\n\tADDQ BX, AX\n\tADDQ $%d, AX\n\tMOVQ AX, %s\n\tVZEROUPPER\n\tRET\n", lbl, k*g.w, f.ret))
+		})
+		g.in("JMP none")
+	}
+	g.label("none")
+	g.in("MOVQ $-1, %s", f.ret)
+	g.in("VZEROUPPER")
+	g.in("RET")
+	for _, l := range found {
+		g.b.WriteString(l)
+	}
+}
+
 // Exp constants, in order (float32 bit patterns; bias is an int32).
 var expConsts = []struct {
 	name string
@@ -552,8 +604,9 @@ var expConsts = []struct {
 // x is clamped to [-104, 88.8] (NaN passes: it is the second source of
 // VMAXPS/VMINPS), k = round(x·log2e), r = x - k·ln2 (two FMAs, ln2 split in
 // hi+lo), exp(r) by a degree-7 polynomial (Cephes' expf coefficients) and the
-// scaling by 2^k as two multiplications by 2^(k>>1) and 2^(k-(k>>1)), so that
-// both factors are normal and subnormal results are rounded once.
+// scaling by 2^k: VSCALEFPS for AVX-512, and for AVX2 two multiplications by
+// 2^(k>>1) and 2^(k-(k>>1)), so that both factors are normal and subnormal
+// results are rounded once.
 func expK(shift, withSum bool) func(g *gen, f *frame) {
 	return func(g *gen, f *frame) {
 		g.in("MOVQ %s, DI", f.at("dst"))
@@ -607,6 +660,12 @@ func expK(shift, withSum bool) func(g *gen, f *frame) {
 			for _, c := range []string{"p4", "p3", "p2", "p1", "p0", "one", "one"} {
 				g.in("VFMADD213PS %s, %s, %s", cst[c], x, p)
 			}
+			if g.is512() {
+				// p·2^n, rounded once (subnormals included), Inf on
+				// overflow, 0 on underflow.
+				g.in("VSCALEFPS %s, %s, %s", n, p, p)
+				goto store
+			}
 			g.in("VCVTPS2DQ %s, %s", n, n)
 			g.in("VPSRAD $1, %s, %s", n, s)
 			g.in("VPSUBD %s, %s, %s", s, n, n)
@@ -616,6 +675,7 @@ func expK(shift, withSum bool) func(g *gen, f *frame) {
 			g.in("VPSLLD $23, %s, %s", n, n)
 			g.in("VMULPS %s, %s, %s", s, p, p)
 			g.in("VMULPS %s, %s, %s", n, p, p)
+		store:
 			g.st(p, "DI", k, m)
 			if withSum {
 				switch {
@@ -777,6 +837,7 @@ var fns = []*fn{
 	{name: "sum", params: ps("a *float32; n int"), ret: "float64", disp: "a []float32", call: "&a[0], len(a)", gocall: "a", emit: sum},
 	{name: "dot", params: ps("a, b *float32; n int"), ret: "float64", disp: "a, b []float32", call: "&a[0], &b[0], len(a)", gocall: "a, b", emit: dot},
 	{name: "max", params: ps("a *float32; n int"), ret: "float32", disp: "a []float32", call: "&a[0], len(a)", gocall: "a", emit: maxK},
+	{name: "index", params: ps("a *float32; v float32; n, nan int"), ret: "int", disp: "a []float32, v float32, nan int", call: "&a[0], v, len(a), nan", gocall: "a, v, nan", emit: index},
 	{name: "sumRows", params: ps("dst, a *float32; rows, n int"), disp: "dst, a []float32", call: "&dst[0], &a[0], len(a)/len(dst), len(dst)", gocall: "dst, a", emit: sumRows},
 	{name: "exp", params: ps("dst, a *float32; n int"), disp: "dst, a []float32", call: "&dst[0], &a[0], len(dst)", gocall: "dst, a", emit: expK(false, false)},
 	{name: "expShiftSum", params: ps("dst, a *float32; shift float32; n int"), ret: "float32", disp: "dst, a []float32, shift float32", call: "&dst[0], &a[0], shift, len(dst)", gocall: "dst, a, shift", emit: expK(true, true)},

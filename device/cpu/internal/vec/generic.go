@@ -176,6 +176,16 @@ func argMaxGo(a []float32) int {
 	return best
 }
 
+// indexGo returns the first i with a[i] == v (nan == 0) or a[i] NaN, or -1.
+func indexGo(a []float32, v float32, nan int) int {
+	for i, x := range a {
+		if x == v || (nan != 0 && x != x) {
+			return i
+		}
+	}
+	return -1
+}
+
 func sumRowsGo(dst, a []float32) {
 	n := len(dst)
 	for len(a) >= n {
@@ -315,10 +325,11 @@ func adamGo(param, grad, m, v []float32, c *adamConsts, variant int) {
 		}
 		mi := fma32(g, c.omb1, m[i]*c.b1)
 		m[i] = mi
-		vi := v[i] * c.b2
-		vi += c.omb2 * g * g
+		// The conversions round each product, preventing FMA fusion (as
+		// PyTorch's addcmul and addcdiv kernels, which do not fuse).
+		vi := float32(v[i]*c.b2) + float32(float32(c.omb2*g)*g)
 		v[i] = vi
 		d := float32(math.Sqrt(float64(vi)))/c.bc2sqrt + c.eps
-		param[i] = p + c.negStep*mi/d
+		param[i] = p + float32(c.negStep*mi)/d
 	}
 }

@@ -4,8 +4,6 @@ package vec
 
 import "golang.org/x/sys/cpu"
 
-//go:generate go run asmgen.go
-
 func init() {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
 		return

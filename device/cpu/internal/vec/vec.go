@@ -20,9 +20,12 @@
 // so they agree bit for bit.
 package vec
 
+//go:generate go run asmgen.go
+
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 )
 
@@ -207,20 +210,12 @@ func ArgMax(a []float32) int {
 	if level == levelGo {
 		return argMaxGo(a)
 	}
-	m := maxK(a)
+	m := maxK(a) // then the first element equal to it (or NaN)
+	nan := 0
 	if m != m {
-		for i, v := range a {
-			if v != v {
-				return i
-			}
-		}
+		nan = 1
 	}
-	for i, v := range a {
-		if v == m {
-			return i
-		}
-	}
-	return 0 // unreachable
+	return indexK(a, m, nan)
 }
 
 // SumRows adds the rows of the r×n row-major matrix a to dst (n = len(dst),
@@ -244,8 +239,9 @@ func SumRows(dst, a []float32) {
 // dst may be a.
 //
 // The assembly kernels reduce x = k·ln2 + r (|r| <= ln2/2, ln2 split in two
-// for the FMAs), evaluate a degree-7 polynomial for e^r and scale by 2^k in
-// two steps, 2^(k>>1)·2^(k-(k>>1)), so that subnormal results are right.
+// for the FMAs), evaluate a degree-7 polynomial for e^r and scale by 2^k
+// (VSCALEFPS for AVX-512; for AVX2 in two steps, 2^(k>>1)·2^(k-(k>>1))), so
+// that subnormal results are rounded once.
 func Exp(dst, a []float32) {
 	check2("Exp", dst, a)
 	if len(dst) > 0 {
@@ -287,17 +283,27 @@ func SoftmaxCrossEntropy(logits []float32, classes int, labels []int64, grad []f
 			panic(fmt.Sprintf("vec.SoftmaxCrossEntropy: label %d of row %d out of range [0, %d)", l, r, classes))
 		}
 	}
+	// loss = Σ_r log(s_r) - (x_l - m), with s_r in [1, classes] (the max
+	// term is e^0): the logs are taken of products of up to lim rows, which
+	// stay below 2^1000, so that there is one math.Log per lim rows.
+	lim := max(1, 1000/bits.Len(uint(classes)))
+	prod, cnt := 1.0, 0
 	for r, l := range labels {
 		x := logits[r*classes : (r+1)*classes]
 		g := grad[r*classes : (r+1)*classes]
 		m := maxK(x)
 		xl := x[l]
 		s := expShiftSumK(g, x, -m) // g = e^(x-m), s = Σ g
-		loss += math.Log(float64(s)) - (float64(xl) - float64(m))
+		loss -= float64(xl) - float64(m)
+		prod *= float64(s)
+		if cnt++; cnt == lim {
+			loss += math.Log(prod)
+			prod, cnt = 1, 0
+		}
 		mulScalarK(g, g, scale/s)
 		g[l] -= scale
 	}
-	return loss
+	return loss + math.Log(prod)
 }
 
 // decimal widens a float32 hyperparameter to the float64 that Python would

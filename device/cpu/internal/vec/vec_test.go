@@ -650,7 +650,7 @@ func relClose(t *testing.T, want, got []float32, msg string, args ...any) {
 func TestSGDMomentum(t *testing.T) {
 	type cfg struct {
 		lr, mom, damp, wd float32
-		nesterov         bool
+		nesterov          bool
 	}
 	cfgs := []cfg{
 		{0.1, 0, 0, 0, false},
@@ -725,10 +725,10 @@ func adamRef(param, grad, m, v []float32, lr, beta1, beta2, eps, wd float32, ste
 		} else if wd != 0 {
 			g = fmaRef(p, wd, g) // grad.add(param, alpha=wd)
 		}
-		m[i] = fmaRef(g, float32(1-b1), m[i]*beta1)          // exp_avg.mul_(b1).add_(g, alpha=1-b1)
-		v[i] = v[i]*beta2 + float32(1-b2)*g*g               // exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2)
-		d := float32(math.Sqrt(float64(v[i])))/bc2sqrt + eps // (sqrt(v)/bc2sqrt).add_(eps)
-		param[i] = p + float32(-stepSize)*m[i]/d             // param.addcdiv_(m, d, value=-step_size)
+		m[i] = fmaRef(g, float32(1-b1), m[i]*beta1)             // exp_avg.mul_(b1).add_(g, alpha=1-b1)
+		v[i] = float32(v[i]*beta2) + float32(float32(1-b2)*g*g) // exp_avg_sq.mul_(b2).addcmul_(g, g, value=1-b2)
+		d := float32(math.Sqrt(float64(v[i])))/bc2sqrt + eps    // (sqrt(v)/bc2sqrt).add_(eps)
+		param[i] = p + float32(-stepSize)*m[i]/d                // param.addcdiv_(m, d, value=-step_size)
 	}
 }
 
@@ -776,7 +776,9 @@ func TestAdam(t *testing.T) {
 		assert.InDeltaSlice(t, []float32{0.99, 1.01, 0.99}, p, 1e-5)
 		assert.Equal(t, float32(0.001)*0.25, v[0])
 	})
-	require.Panics(t, func() { Adam(make([]float32, 2), make([]float32, 2), make([]float32, 2), make([]float32, 1), 1, 0.9, 0.99, 1e-8, 0, 1, false) })
+	require.Panics(t, func() {
+		Adam(make([]float32, 2), make([]float32, 2), make([]float32, 2), make([]float32, 1), 1, 0.9, 0.99, 1e-8, 0, 1, false)
+	})
 	require.Panics(t, func() { Adam(nil, nil, nil, nil, 1, 0.9, 0.99, 1e-8, 0, 0, false) })
 }
 
@@ -861,5 +863,41 @@ func TestNoAllocs(t *testing.T) {
 		})
 		assert.Zero(t, allocs)
 		_ = sink
+	})
+}
+
+// TestIndex checks ArgMax's search kernel directly, including v = 0 (the
+// masked-off lanes of the tail are 0 and must not match) and absent values.
+func TestIndex(t *testing.T) {
+	forKernels(t, func(t *testing.T) {
+		r := rng(13)
+		for _, n := range testLengths {
+			if n == 0 {
+				continue
+			}
+			a := randSlice(r, n, n%2, 10, false)
+			for i := range a.s {
+				a.s[i] = float32(1 + r.IntN(5))
+			}
+			require.Equal(t, -1, indexK(a.s, 0, 0), "n=%d v=0", n)
+			require.Equal(t, -1, indexK(a.s, 0, 1), "n=%d no NaN", n)
+			for _, v := range []float32{1, 2, 3, 4, 5, 6} {
+				want := -1
+				for i, x := range a.s {
+					if x == v {
+						want = i
+						break
+					}
+				}
+				require.Equal(t, want, indexK(a.s, v, 0), "n=%d v=%v", n, v)
+			}
+			for _, pos := range []int{0, n / 3, n - 1} {
+				b := append([]float32(nil), a.s...)
+				b[pos] = 0
+				require.Equal(t, pos, indexK(b, 0, 0), "n=%d zero at %d", n, pos)
+				b[pos] = float32(math.NaN())
+				require.Equal(t, pos, indexK(b, float32(math.NaN()), 1), "n=%d NaN at %d", n, pos)
+			}
+		}
 	})
 }

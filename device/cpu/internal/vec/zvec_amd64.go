@@ -95,6 +95,12 @@ func maxAVX2(a *float32, n int) float32
 func maxAVX512(a *float32, n int) float32
 
 //go:noescape
+func indexAVX2(a *float32, v float32, n int, nan int) int
+
+//go:noescape
+func indexAVX512(a *float32, v float32, n int, nan int) int
+
+//go:noescape
 func sumRowsAVX2(dst *float32, a *float32, rows int, n int)
 
 //go:noescape
@@ -286,6 +292,17 @@ func maxK(a []float32) float32 {
 		return maxAVX2(&a[0], len(a))
 	default:
 		return maxGo(a)
+	}
+}
+
+func indexK(a []float32, v float32, nan int) int {
+	switch level {
+	case levelAVX512:
+		return indexAVX512(&a[0], v, len(a), nan)
+	case levelAVX2:
+		return indexAVX2(&a[0], v, len(a), nan)
+	default:
+		return indexGo(a, v, nan)
 	}
 }
 

@@ -34,6 +34,8 @@ func dotK(a, b []float32) float64 { return dotGo(a, b) }
 
 func maxK(a []float32) float32 { return maxGo(a) }
 
+func indexK(a []float32, v float32, nan int) int { return indexGo(a, v, nan) }
+
 func sumRowsK(dst, a []float32) { sumRowsGo(dst, a) }
 
 func expK(dst, a []float32) { expGo(dst, a) }
