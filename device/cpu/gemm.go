@@ -153,7 +153,7 @@ func parallelGemm[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, 
 	*t = gemmTask[T]{d: d, tA: tA, tB: tB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
 	const rowUnit, colUnit = 8, 32
-	if m >= n || m >= 4*w*rowUnit {
+	if m >= n { // split the larger side: each part packs only its share of it
 		t.byRows, t.unit = true, rowUnit
 		d.parallel((m+rowUnit-1)/rowUnit, 1<<20, t)
 		return

@@ -86,6 +86,10 @@ func validCols(s convShape, kw int) (lo, hi int) {
 // im2col unfolds group g of one image x (C×H×W) into col (ckk × l, rows
 // ld elements apart).
 func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
+	if s.sameSize() {
+		im2colShift(s, col, ld, x, g)
+		return
+	}
 	if s.StrideW == 1 {
 		im2colUnitStride(s, col, ld, x, g)
 		return
@@ -113,6 +117,91 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 							out[ow] = src[iw]
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// sameSize reports whether the output plane has the input's size with
+// unit strides and dilations ("same" padding: 3×3 with padding 1, …). Then
+// row (c, kh, kw) of the column matrix is the input plane read at a constant
+// offset d = (kh-PadH)·W + kw-PadW, except where the window leaves the image:
+// whole rows at the top or bottom, and |kw-PadW| columns at one side.
+func (s convShape) sameSize() bool {
+	return s.StrideH == 1 && s.StrideW == 1 && s.DilH == 1 && s.DilW == 1 && s.oh == s.H && s.ow == s.W
+}
+
+// shiftRange returns, for kernel offset (kh, kw) of a same-size
+// convolution, the offset d and the range [lo, hi) of output positions
+// whose input row is inside the image.
+func (s convShape) shiftRange(kh, kw int) (d, lo, hi int) {
+	dh, dw := kh-s.PadH, kw-s.PadW
+	lo, hi = max(0, -dh)*s.W, min(s.H, s.H-dh)*s.W
+	return dh*s.W + dw, lo, max(lo, hi)
+}
+
+// edgeCols returns the output columns [c0, c1) of each row whose input
+// column falls outside the image for horizontal shift dw.
+func (s convShape) edgeCols(dw int) (c0, c1 int) {
+	if dw > 0 {
+		return s.W - dw, s.W
+	}
+	return 0, -dw
+}
+
+// im2colShift is im2col for same-size convolutions: one copy per row of
+// the column matrix, then the image's edges are zeroed.
+func im2colShift[T float](s convShape, col []T, ld int, x []T, g int) {
+	row := 0
+	for c := 0; c < s.cg; c++ {
+		plane := x[(g*s.cg+c)*s.inPlane : (g*s.cg+c+1)*s.inPlane]
+		for kh := 0; kh < s.KH; kh++ {
+			for kw := 0; kw < s.KW; kw++ {
+				dst := col[row*ld : row*ld+s.l]
+				row++
+				d, lo, hi := s.shiftRange(kh, kw)
+				clear(dst[:lo])
+				// The first and last rows may read one element beyond the
+				// plane's ends; those are edge columns, zeroed below.
+				a, b := lo+d, hi+d
+				ca, cb := max(a, 0), min(b, s.inPlane)
+				clear(dst[lo : lo+ca-a])
+				copy(dst[lo+ca-a:hi-(b-cb)], plane[ca:cb])
+				clear(dst[hi-(b-cb) : hi])
+				clear(dst[hi:])
+				if dw := kw - s.PadW; dw != 0 {
+					c0, c1 := s.edgeCols(dw)
+					for r := lo; r < hi; r += s.W {
+						clear(dst[r+c0 : r+c1])
+					}
+				}
+			}
+		}
+	}
+}
+
+// col2imShift is col2im for same-size convolutions: the edge columns of
+// each column-matrix row are dropped (zeroed in col), then the row is
+// added to the input plane at its offset in one pass.
+func col2imShift[T float](s convShape, dx, col []T, ld int, g int) {
+	row := 0
+	for c := 0; c < s.cg; c++ {
+		plane := dx[(g*s.cg+c)*s.inPlane : (g*s.cg+c+1)*s.inPlane]
+		for kh := 0; kh < s.KH; kh++ {
+			for kw := 0; kw < s.KW; kw++ {
+				src := col[row*ld : row*ld+s.l]
+				row++
+				d, lo, hi := s.shiftRange(kh, kw)
+				if dw := kw - s.PadW; dw != 0 {
+					c0, c1 := s.edgeCols(dw)
+					for r := lo; r < hi; r += s.W {
+						clear(src[r+c0 : r+c1])
+					}
+				}
+				a, b := max(lo+d, 0), min(hi+d, s.inPlane)
+				if a < b {
+					addTo(plane[a:b], src[a-d:b-d])
 				}
 			}
 		}
@@ -150,6 +239,10 @@ func im2colUnitStride[T float](s convShape, col []T, ld int, x []T, g int) {
 // col2im adds col (ckk × l, rows ld elements apart) back into group g of
 // the image dx.
 func col2im[T float](s convShape, dx, col []T, ld int, g int) {
+	if s.sameSize() {
+		col2imShift(s, dx, col, ld, g)
+		return
+	}
 	if s.StrideW == 1 {
 		col2imUnitStride(s, dx, col, ld, g)
 		return

@@ -269,29 +269,38 @@ func fma32(x, y, z float32) float32 { return float32(float64(x)*float64(y) + flo
 
 func sgdGo(param, grad, buf []float32, c *sgdConsts, variant int) {
 	grad = grad[:len(param)]
-	if variant&sgdMomentum != 0 {
-		buf = buf[:len(param)]
+	wd, mom, omd, negLR := c.wd, c.mom, c.omd, c.negLR
+	if variant&sgdWD == 0 {
+		wd = 0 // fma32(p, 0, g) = g for finite p; the loop below skips it
 	}
-	for i := range param {
-		p, g := param[i], grad[i]
-		if variant&sgdWD != 0 {
-			g = fma32(p, c.wd, g)
-		}
-		if variant&sgdMomentum != 0 {
-			var b float32
-			if variant&sgdFirst != 0 {
-				b = g
-			} else {
-				b = fma32(g, c.omd, buf[i]*c.mom)
+	if variant&sgdMomentum == 0 {
+		for i, p := range param {
+			g := grad[i]
+			if wd != 0 {
+				g = fma32(p, wd, g)
 			}
-			buf[i] = b
-			if variant&sgdNesterov != 0 {
-				g = fma32(b, c.mom, g)
-			} else {
-				g = b
-			}
+			param[i] = fma32(g, negLR, p)
 		}
-		param[i] = fma32(g, c.negLR, p)
+		return
+	}
+	buf = buf[:len(param)]
+	first, nesterov := variant&sgdFirst != 0, variant&sgdNesterov != 0
+	for i, p := range param {
+		g := grad[i]
+		if wd != 0 {
+			g = fma32(p, wd, g)
+		}
+		b := g
+		if !first {
+			b = fma32(g, omd, buf[i]*mom)
+		}
+		buf[i] = b
+		if nesterov {
+			g = fma32(b, mom, g)
+		} else {
+			g = b
+		}
+		param[i] = fma32(g, negLR, p)
 	}
 }
 

@@ -36,7 +36,7 @@ type golden struct {
 
 // goldenGen is pytorch_gen.py's gen: values in [-1, 1), multiples of 2^-23.
 func goldenGen(k int) float32 {
-	u := uint32(k*2654435761 + 12345)
+	u := uint32(k)*2654435761 + 12345
 	return float32(int32(u)>>8) / (1 << 23)
 }
 
