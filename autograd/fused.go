@@ -1,6 +1,8 @@
 package autograd
 
 import (
+	"fmt"
+
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -113,4 +115,36 @@ func operands(in [3]*Var) []*Var {
 		return in[:2]
 	}
 	return in[:]
+}
+
+// Conv2DActMaxPool returns MaxPool2D(act(Conv2D(x, w, b)), po) as one
+// operation, for act ReLU or none: a CNN block whose convolution output is
+// never stored whole on devices with a fused kernel. Its gradients are
+// those of the three operations it replaces.
+func Conv2DActMaxPool(x, w, b *Var, co tensor.ConvOptions, act device.Activation, po tensor.PoolOptions) *Var {
+	if act != device.ActNone && act != device.ActReLU {
+		panic(fmt.Sprintf("autograd: Conv2DActMaxPool supports ReLU or no activation, not %v", act))
+	}
+	var bv *tensor.Tensor
+	if b != nil {
+		bv = b.Value
+	}
+	y, argmax := tensor.Conv2DBiasActMaxPool(x.Value, w.Value, bv, co, act, po)
+	n, oc := x.Value.Dim(0), w.Value.Dim(0)
+	convShape := []int{n, oc, 0, 0} // the convolution's output, for the pooling gradient
+	convShape[2], convShape[3] = tensor.ConvOutSize(x.Value, w.Value, co)
+	return recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+		// ReLU passes a gradient where its output, the pooled maximum, is
+		// positive; max pooling routes it to the maximum.
+		g = tensor.MaxPool2DGrad(tensor.ActGrad(g, y, act), argmax, convShape, po)
+		if needs[0] {
+			grads[0] = tensor.Conv2DGradInputLike(g, w.Value, x.Value, co)
+		}
+		if needs[1] {
+			grads[1] = tensor.Conv2DGradWeightLike(g, x.Value, w.Value, co)
+		}
+		if b != nil && needs[2] {
+			grads[2] = tensor.BiasGrad(g)
+		}
+	}, operands([3]*Var{x, w, b})...)
 }

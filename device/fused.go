@@ -22,6 +22,13 @@ type FusedKernels interface {
 	// convolution's inner = OH*OW). bias may be nil (no bias); y may be x.
 	BiasAct(act Activation, y, x, bias Buffer, outer, channels, inner int)
 
+	// Conv2DBiasActMaxPool computes y = maxpool(act(conv(x, w) + bias)):
+	// the convolution p, the bias (OutC, or nil) and activation, then the
+	// max pooling q of its N×OutC×OH×OW output (q's N, C, H, W are those),
+	// writing only the pooled y and the positions of the maxima argmax (as
+	// MaxPool2D does). The convolution's output is never stored whole.
+	Conv2DBiasActMaxPool(p ConvParams, q PoolParams, act Activation, y, argmax, x, w, bias Buffer)
+
 	// ActGrad computes dx = dy * act'(·) from the activation's output y
 	// (for ReLU: dy where y > 0, else 0). dx may be dy.
 	ActGrad(act Activation, dx, dy, y Buffer, n int)

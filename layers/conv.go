@@ -95,6 +95,18 @@ func (c *Conv2d) forwardAct(x *autograd.Var, act device.Activation) *autograd.Va
 	return autograd.Conv2DAct(x, c.weight.Var, b, c.opts, act)
 }
 
+// forwardActPool is Forward, act and pool's Forward as one operation.
+func (c *Conv2d) forwardActPool(x *autograd.Var, act device.Activation, pool *MaxPool2d) *autograd.Var {
+	if x.Value.Rank() != 4 || x.Value.Dim(1) != c.in {
+		return pool.Forward(autograd.Relu(c.Forward(x))) // Forward panics with the message
+	}
+	var b *autograd.Var
+	if c.bias != nil {
+		b = c.bias.Var
+	}
+	return autograd.Conv2DActMaxPool(x, c.weight.Var, b, c.opts, act, pool.opts)
+}
+
 // Pool2dConfig holds the options of 2-D pooling besides the kernel size.
 // The zero value is PyTorch's default: stride = kernel size, no padding,
 // and (average pooling) padding counted in the divisor.

@@ -74,6 +74,35 @@ func BiasAct(x, bias *Tensor, act device.Activation, inPlace bool) *Tensor {
 	return y
 }
 
+// Conv2DBiasActMaxPool returns maxpool(act(Conv2D(x, w) + bias)) with the
+// pooling po, and the positions of the maxima (as MaxPool2D returns them):
+// a CNN block in one operation that never stores the convolution's output
+// whole when the device has a fused kernel for it (else it is composed).
+// bias (OutC) may be nil.
+func Conv2DBiasActMaxPool(x, w, bias *Tensor, co ConvOptions, act device.Activation, po PoolOptions) (y, argmax *Tensor) {
+	sameFloat("Conv2DBiasActMaxPool", x, w)
+	p := convParams("Conv2DBiasActMaxPool", x, w, co)
+	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
+		panic(fmt.Sprintf("tensor: Conv2DBiasActMaxPool: bias %v does not match weight %v", bias.shape, w.shape))
+	}
+	q := poolParamsDims("Conv2DBiasActMaxPool", [4]int{p.N, p.OutC, p.OutH(), p.OutW()}, po)
+	fk := fused(x, w, bias)
+	if fk == nil {
+		return MaxPool2D(BiasAct(Conv2D(x, w, co), bias, act, true), po)
+	}
+	x, w = x.Contiguous(), w.Contiguous()
+	y = newOut(false, x.DType(), []int{q.N, q.C, q.OutH(), q.OutW()}, x, w)
+	argmax = newOut(false, device.Int64, []int{q.N, q.C, q.OutH(), q.OutW()}, x, w)
+	var bb device.Buffer
+	if bias != nil {
+		bb = bias.buf
+	}
+	if p.N > 0 {
+		fk.Conv2DBiasActMaxPool(p, q, act, y.buf, argmax.buf, x.buf, w.buf, bb)
+	}
+	return y, argmax
+}
+
 // ActGrad returns dy · act'(·), the gradient through an activation, from
 // the activation's output y (for ReLU: dy where y > 0, else 0).
 func ActGrad(dy, y *Tensor, act device.Activation) *Tensor {

@@ -144,6 +144,12 @@ func convParams(op string, x, w *Tensor, o ConvOptions) device.ConvParams {
 	return p
 }
 
+// ConvOutSize returns the height and width of Conv2D(x, w, o).
+func ConvOutSize(x, w *Tensor, o ConvOptions) (h, wd int) {
+	p := convParams("ConvOutSize", x, w, o)
+	return p.OutH(), p.OutW()
+}
+
 // Conv2D returns the cross-correlation of x (N×C×H×W) with w
 // (OutC×C/groups×KH×KW), without bias.
 func Conv2D(x, w *Tensor, o ConvOptions) *Tensor {
@@ -215,8 +221,13 @@ func poolParams(op string, x *Tensor, o PoolOptions) device.PoolParams {
 	if x.Rank() != 4 {
 		panic(fmt.Sprintf("tensor: %s: input %v must be 4-D", op, x.shape))
 	}
+	return poolParamsDims(op, [4]int(x.shape), o)
+}
+
+// poolParamsDims is poolParams for an input of shape (N, C, H, W).
+func poolParamsDims(op string, x [4]int, o PoolOptions) device.PoolParams {
 	p := device.PoolParams{
-		N: x.shape[0], C: x.shape[1], H: x.shape[2], W: x.shape[3],
+		N: x[0], C: x[1], H: x[2], W: x[3],
 		KH: o.KH, KW: o.KW, StrideH: o.StrideH, StrideW: o.StrideW,
 		PadH: o.PadH, PadW: o.PadW, CountPad: o.CountPad,
 	}
@@ -230,7 +241,7 @@ func poolParams(op string, x *Tensor, o PoolOptions) device.PoolParams {
 	// integer division truncates toward zero).
 	if p.KH <= 0 || p.KW <= 0 || p.StrideH <= 0 || p.StrideW <= 0 || p.PadH < 0 || p.PadW < 0 ||
 		2*p.PadH > p.KH || 2*p.PadW > p.KW || p.KH > p.H+2*p.PadH || p.KW > p.W+2*p.PadW {
-		panic(fmt.Sprintf("tensor: %s: kernel %d×%d with padding %d×%d does not fit input %v", op, p.KH, p.KW, p.PadH, p.PadW, x.shape))
+		panic(fmt.Sprintf("tensor: %s: kernel %d×%d with padding %d×%d does not fit input %v", op, p.KH, p.KW, p.PadH, p.PadW, x))
 	}
 	return p
 }

@@ -64,6 +64,26 @@ func biasActMatrix(act device.Activation, y, x, bias []float32, lo, hi int) {
 	}
 }
 
+// biasActSlice sets dst = act(src + b).
+func biasActSlice[T float](act device.Activation, dst, src []T, b T) {
+	if d32, ok := any(dst).([]float32); ok {
+		s32 := any(src).([]float32)
+		if act == device.ActReLU {
+			vec.AddScalarReLU(d32, s32, float32(b))
+		} else {
+			vec.AddScalar(d32, s32, float32(b))
+		}
+		return
+	}
+	for i, v := range src {
+		v += b
+		if act == device.ActReLU && v < 0 { // NaN stays NaN, as in PyTorch
+			v = 0
+		}
+		dst[i] = v
+	}
+}
+
 // biasActRows is biasAct for rows (n, c) in [lo, hi) of the N*C rows.
 func biasActRows[T float](act device.Activation, y, x, bias []T, channels, inner, lo, hi int) {
 	if y32, ok := any(y).([]float32); ok {

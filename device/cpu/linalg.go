@@ -353,6 +353,70 @@ func (args *convArgs[T]) run(lo, hi int) {
 	}
 }
 
+// Conv2DBiasActMaxPool is the convolution, bias, activation and max
+// pooling of a CNN block in one pass per group of images: each GEMM's
+// output stays in a worker's scratch buffer while it is pooled.
+func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, act device.Activation, y, argmax, x, w, bias device.Buffer) {
+	s := newConvShape(p)
+	gi := s.imagesPerGEMM()
+	n := (s.N + gi - 1) / gi
+	switch buf(y).dt {
+	case device.Float32:
+		var b []float32
+		if bias != nil {
+			b = buf(bias).f32
+		}
+		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float32]{convArgs[float32]{k.d, s, buf(y).f32, buf(x).f32, buf(w).f32, gi}, q, act, b, buf(argmax).i64})
+	case device.Float64:
+		var b []float64
+		if bias != nil {
+			b = buf(bias).f64
+		}
+		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float64]{convArgs[float64]{k.d, s, buf(y).f64, buf(x).f64, buf(w).f64, gi}, q, act, b, buf(argmax).i64})
+	}
+}
+
+// convPoolArgs are the arguments of Conv2DBiasActMaxPool; a is the pooled
+// output.
+type convPoolArgs[T float] struct {
+	convArgs[T]
+	q      device.PoolParams
+	act    device.Activation
+	bias   []T
+	argmax []int64
+}
+
+func (args *convPoolArgs[T]) run(lo, hi int) {
+	dev, s, y, x, w, gi, q := args.dev, args.s, args.a, args.b, args.c, args.gi, args.q
+	sc := getScratch[T](s.ckk*s.l*gi + s.ocg*s.l*gi)
+	defer putScratch(sc)
+	col, out := sc.s[:s.ckk*s.l*gi], sc.s[s.ckk*s.l*gi:]
+	pl := q.OutH() * q.OutW() // pooled plane
+	for grp := lo; grp < hi; grp++ {
+		n0, n1 := grp*gi, min((grp+1)*gi, s.N)
+		ld := (n1 - n0) * s.l
+		for g := 0; g < s.Groups; g++ {
+			for n := n0; n < n1; n++ {
+				im2col(s, col[(n-n0)*s.l:], ld, x[n*s.imgIn:], g)
+			}
+			gemmOn(dev, false, false, s.ocg, ld, s.ckk, 1, w[g*s.wGroup:], s.ckk, col, ld, 0, out, ld)
+			for oc := 0; oc < s.ocg; oc++ {
+				c := g*s.ocg + oc
+				var b T
+				if args.bias != nil {
+					b = args.bias[c]
+				}
+				row := out[oc*ld : (oc+1)*ld] // this channel of every image of the group
+				biasActSlice(args.act, row, row, b)
+				for n := n0; n < n1; n++ {
+					at := (n*s.OutC + c) * pl
+					maxPoolPlane(q, y[at:at+pl], args.argmax[at:at+pl], row[(n-n0)*s.l:(n-n0+1)*s.l])
+				}
+			}
+		}
+	}
+}
+
 // imagesPerGEMM is how many images' column matrices one GEMM call takes:
 // side by side, they make the matrices wide enough for the GEMM to run
 // near its peak (per-image products of small images are not), while the

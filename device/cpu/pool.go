@@ -17,46 +17,52 @@ func (k kernels) MaxPool2D(p device.PoolParams, y, argmax, x device.Buffer) {
 }
 
 func maxPool[T float](dev *Device, p device.PoolParams, y []T, arg []int64, x []T) {
-	oh, ow := p.OutH(), p.OutW()
-	if p.KH == 2 && p.KW == 2 && p.StrideH == 2 && p.StrideW == 2 && p.PadH == 0 && p.PadW == 0 {
-		launch(dev, p.N*p.C, oh*ow*4, poolArgs[T]{p: p, y: y, x: x, arg: arg})
-		return
-	}
-	dev.parallelFor(p.N*p.C, oh*ow*p.KH*p.KW, func(lo, hi int) {
-		for plane := lo; plane < hi; plane++ {
-			in := x[plane*p.H*p.W : (plane+1)*p.H*p.W]
-			out := y[plane*oh*ow:]
-			at := arg[plane*oh*ow:]
-			for i := 0; i < oh; i++ {
-				for j := 0; j < ow; j++ {
-					best, where := T(0), int64(-1)
-					for kh := 0; kh < p.KH; kh++ {
-						h := i*p.StrideH - p.PadH + kh
-						if h < 0 || h >= p.H {
-							continue
-						}
-						for kw := 0; kw < p.KW; kw++ {
-							w := j*p.StrideW - p.PadW + kw
-							if w < 0 || w >= p.W {
-								continue
-							}
-							v := in[h*p.W+w]
-							if where < 0 || v > best || v != v {
-								best, where = v, int64(h*p.W+w)
-							}
-						}
-					}
-					out[i*ow+j], at[i*ow+j] = best, where
-				}
-			}
-		}
-	})
+	launch(dev, p.N*p.C, p.OutH()*p.OutW()*p.KH*p.KW, poolArgs[T]{p: p, y: y, x: x, arg: arg})
 }
 
-// maxPool2x2 is maxPool's loop for one plane of the common 2×2 window with
-// stride 2 and no padding; it picks the same winner (the first maximum in
-// row-major window order; a NaN wins) as the general loop.
+// maxPoolPlane pools one H×W plane x into y (OH×OW), recording in arg the
+// position in the plane of each maximum: the first in row-major window
+// order; a NaN wins.
+func maxPoolPlane[T float](p device.PoolParams, y []T, arg []int64, x []T) {
+	oh, ow := p.OutH(), p.OutW()
+	if p.KH == 2 && p.KW == 2 && p.StrideH == 2 && p.StrideW == 2 && p.PadH == 0 && p.PadW == 0 {
+		maxPool2x2(p.H, p.W, oh, ow, y, arg, x)
+		return
+	}
+	for i := 0; i < oh; i++ {
+		for j := 0; j < ow; j++ {
+			best, where := T(0), int64(-1)
+			for kh := 0; kh < p.KH; kh++ {
+				h := i*p.StrideH - p.PadH + kh
+				if h < 0 || h >= p.H {
+					continue
+				}
+				for kw := 0; kw < p.KW; kw++ {
+					w := j*p.StrideW - p.PadW + kw
+					if w < 0 || w >= p.W {
+						continue
+					}
+					v := x[h*p.W+w]
+					if where < 0 || v > best || v != v {
+						best, where = v, int64(h*p.W+w)
+					}
+				}
+			}
+			y[i*ow+j], arg[i*ow+j] = best, where
+		}
+	}
+}
+
+// maxPool2x2 is maxPoolPlane for the common 2×2 window with stride 2 and
+// no padding. It picks the same winner as the general loop (the first
+// maximum in row-major window order; a NaN wins), but the float32 version
+// has no branches that depend on the data: on real activations those are
+// mispredicted about half the time, which made this loop 4× slower.
 func maxPool2x2[T float](h, w, oh, ow int, y []T, arg []int64, x []T) {
+	if y32, ok := any(y).([]float32); ok {
+		maxPool2x2f32(w, oh, ow, y32, arg, any(x).([]float32))
+		return
+	}
 	for i := 0; i < oh; i++ {
 		r0 := x[2*i*w : 2*i*w+w]
 		r1 := x[(2*i+1)*w : (2*i+1)*w+w]
@@ -76,6 +82,51 @@ func maxPool2x2[T float](h, w, oh, ow int, y []T, arg []int64, x []T) {
 			yr[j], ar[j] = best, where
 		}
 	}
+}
+
+func maxPool2x2f32(w, oh, ow int, y []float32, arg []int64, x []float32) {
+	for i := 0; i < oh; i++ {
+		pool2x2Row(y[i*ow:(i+1)*ow], arg[i*ow:(i+1)*ow], x[2*i*w:2*i*w+w], x[(2*i+1)*w:(2*i+1)*w+w], int64(2*i*w), int64(w))
+	}
+}
+
+// pool2x2Row pools two input rows r0, r1 (starting at position base of
+// their plane, w apart) into y. The first position holding each maximum is
+// chosen with conditional moves (of a -0 and a +0, the value is +0 even
+// when the -0 comes first: the only difference from maxPoolPlane).
+func pool2x2Row(y []float32, arg []int64, r0, r1 []float32, base, w int64) {
+	for j := range y {
+		a, b, c, d := r0[2*j], r0[2*j+1], r1[2*j], r1[2*j+1]
+		m := max(max(a, b), max(c, d))
+		k := w + 1
+		if c == m {
+			k = w
+		}
+		if b == m {
+			k = 1
+		}
+		if a == m {
+			k = 0
+		}
+		if m != m { // a NaN (rare, so predictable): the first NaN wins
+			k = firstNaN(a, b, c, w)
+		}
+		y[j], arg[j] = m, base+int64(2*j)+k
+	}
+}
+
+// firstNaN returns the offset in its 2×2 window (0, 1, w or w+1) of the
+// first NaN among a, b, c and the last value.
+func firstNaN(a, b, c float32, w int64) int64 {
+	switch {
+	case a != a:
+		return 0
+	case b != b:
+		return 1
+	case c != c:
+		return w
+	}
+	return w + 1
 }
 
 // MaxPool2DGrad routes each output gradient to the input that won.
@@ -102,9 +153,9 @@ type poolArgs[T float] struct {
 
 func (a *poolArgs[T]) run(lo, hi int) {
 	p := a.p
-	oh, ow := p.OutH(), p.OutW()
+	ol, il := p.OutH()*p.OutW(), p.H*p.W
 	for plane := lo; plane < hi; plane++ {
-		maxPool2x2(p.H, p.W, oh, ow, a.y[plane*oh*ow:(plane+1)*oh*ow], a.arg[plane*oh*ow:(plane+1)*oh*ow], a.x[plane*p.H*p.W:(plane+1)*p.H*p.W])
+		maxPoolPlane(p, a.y[plane*ol:(plane+1)*ol], a.arg[plane*ol:(plane+1)*ol], a.x[plane*il:(plane+1)*il])
 	}
 }
 
