@@ -35,8 +35,10 @@ func BenchmarkMLPGEMM(b *testing.B) {
 
 func benchGEMM(b *testing.B, g gemm) {
 	x, y := g.operands()
+	arena := tensor.NewArena()
 	for b.Loop() {
-		g.run(x, y)
+		g.run(x.WithArena(arena), y)
+		arena.Reset()
 	}
 	b.ReportMetric(g.flops()*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/hora-dl/hora/device/cpu"
+	"github.com/hora-dl/hora/tensor"
 	"github.com/hora-dl/hora/layers"
 )
 
@@ -134,7 +135,13 @@ func (b *bench) emit(workload, unit string, value float64) error {
 
 func (b *bench) gemm(prefix string, g gemm) error {
 	x, y := g.operands()
-	perSec := measure(b.minTime, func() { g.run(x, y) })
+	// The output's memory is recycled, as in a training step (and as
+	// PyTorch's caching allocator does).
+	arena := tensor.NewArena()
+	perSec := measure(b.minTime, func() {
+		g.run(x.WithArena(arena), y)
+		arena.Reset()
+	})
 	return b.emit(prefix+g.name, "GFLOP/s", perSec*g.flops()/1e9)
 }
 

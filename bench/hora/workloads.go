@@ -211,8 +211,9 @@ func benchTrainStep(j *trainJob) func(b *testing.B) {
 
 // infer runs j's model forward on b in evaluation mode without recording
 // gradients, as cmd/train's evaluate does.
-func (j *trainJob) infer(x *tensor.Tensor) *tensor.Tensor {
-	return j.model.Forward(autograd.NoGrad(autograd.Constant(x))).Value
+func (j *trainJob) infer(x *tensor.Tensor) {
+	j.model.Forward(autograd.NoGrad(autograd.Constant(x.WithArena(j.arena))))
+	j.arena.Reset() // a real loop would read the predictions first
 }
 
 // inferenceInput returns j's batch as a device tensor.

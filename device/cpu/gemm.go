@@ -3,6 +3,7 @@ package cpu
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
@@ -12,35 +13,52 @@ import (
 	"github.com/hora-dl/hora/device/cpu/internal/gemm"
 )
 
-// gemmBackend is how a device multiplies matrices: a BLAS library loaded at
-// run time (OpenBLAS, MKL or BLIS, set to one thread and called from the
-// device's workers), or else Hora's own Go-assembly kernel for float32 and
-// gonum for float64. It is chosen once, at the device's first GEMM.
+// gemmBackend is how a device multiplies matrices, chosen once, at its
+// first GEMM. A BLAS library loaded at run time (OpenBLAS, MKL or BLIS, set
+// to one thread and called from the device's workers) does float64, and
+// float32 unless Hora's own Go-assembly kernel is faster: that is the case
+// where it runs its AVX-512 micro-kernel (on 2 Zen 5 cores it beats
+// OpenBLAS 0.3.21 on every size measured, see BENCHMARKS.md). Without a
+// BLAS, float64 goes to gonum. HORA_GEMM=blas or HORA_GEMM=go forces the
+// float32 choice; HORA_BLAS picks or disables the library (see blas.Load).
 type gemmBackend struct {
-	once sync.Once
-	lib  *hblas.Library // nil: pure Go
-	name string
-	err  error // why no BLAS is used (nil when one is)
+	once  sync.Once
+	lib   *hblas.Library // nil: no BLAS library
+	own32 bool           // float32 by Hora's own kernel
+	name  string
+	err   error // why no BLAS is used (nil when one is)
 }
 
 func (d *Device) gemmBackend() *gemmBackend {
 	g := &d.gemm
 	g.once.Do(func() {
 		lib, err := hblas.Load()
-		if err == nil {
-			g.lib, g.name = lib, lib.Name()
-			return
+		g.lib, g.err = lib, err
+		switch os.Getenv("HORA_GEMM") {
+		case "go":
+			g.own32 = true
+		case "blas":
+			g.own32 = lib == nil
+		default:
+			g.own32 = lib == nil || gemm.Kernel() == "avx512"
 		}
-		g.err = err
-		g.name = fmt.Sprintf("Go assembly (%s kernel) for float32, gonum for float64", gemm.Kernel())
+		own := fmt.Sprintf("Go assembly (%s kernel)", gemm.Kernel())
+		switch {
+		case lib == nil:
+			g.name = own + " for float32, gonum for float64"
+		case g.own32:
+			g.name = own + " for float32, " + lib.Name() + " for float64"
+		default:
+			g.name = lib.Name()
+		}
 	})
 	return g
 }
 
-// Backend describes how the device multiplies matrices, e.g. "OpenBLAS
-// 0.3.21 SkylakeX (1 thread)" or, when no BLAS library was found (or
-// HORA_BLAS=none), "Go assembly (avx512 kernel) …". Setting HORA_BLAS to a
-// library's path picks that library.
+// Backend describes how the device multiplies matrices, e.g. "Go assembly
+// (avx512 kernel) for float32, OpenBLAS 0.3.21 SkylakeX (1 thread) for
+// float64" or "OpenBLAS 0.3.21 Haswell (1 thread)" (see gemmBackend for the
+// rules and the HORA_GEMM and HORA_BLAS variables).
 func (d *Device) Backend() string { return d.gemmBackend().name }
 
 // BackendError returns why no BLAS library is used: nil when one is, an
@@ -71,7 +89,7 @@ func gemmOn[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda in
 	switch a := any(a).(type) {
 	case []float32:
 		b, c := any(b).([]float32), any(c).([]float32)
-		if be.lib != nil {
+		if !be.own32 {
 			be.lib.Sgemm(tA, tB, m, n, k, float32(alpha), a, lda, b, ldb, float32(beta), c, ldc)
 			return
 		}
