@@ -34,8 +34,8 @@ import (
 	"time"
 
 	"github.com/hora-dl/hora/device/cpu"
-	"github.com/hora-dl/hora/tensor"
 	"github.com/hora-dl/hora/layers"
+	"github.com/hora-dl/hora/tensor"
 )
 
 // groups lists the workload groups in the order they run.
