@@ -143,6 +143,41 @@ func gradCases() []gradCase {
 			return inputs(randn(rng, 2, 4, 5, 6), randn(rng, 4, 4/max(o.Groups, 1), 3, 2), randn(rng, 4))
 		}})
 	}
+	// The fused operations (ReLU is not differentiable at 0, where random
+	// inputs land with probability 0).
+	cases = append(cases, gradCase{"linear_relu", func(x []*autograd.Var) *autograd.Var {
+		return autograd.LinearAct(x[0], x[1], x[2], device.ActReLU)
+	}, func(rng *rand.Rand) []*tensor.Tensor {
+		return inputs(randn(rng, 6, 4), randn(rng, 5, 4), randn(rng, 5))
+	}})
+	cases = append(cases, gradCase{"linear_relu_3d_nobias", func(x []*autograd.Var) *autograd.Var {
+		return autograd.LinearAct(x[0], x[1], nil, device.ActReLU)
+	}, func(rng *rand.Rand) []*tensor.Tensor {
+		return inputs(randn(rng, 2, 3, 4), randn(rng, 5, 4))
+	}})
+	cases = append(cases, gradCase{"conv2d_relu", func(x []*autograd.Var) *autograd.Var {
+		return autograd.Conv2DAct(x[0], x[1], x[2], tensor.ConvOptions{PadH: 1, PadW: 1}, device.ActReLU)
+	}, func(rng *rand.Rand) []*tensor.Tensor {
+		return inputs(randn(rng, 2, 3, 5, 6), randn(rng, 4, 3, 3, 3), randn(rng, 4))
+	}})
+	for _, po := range []tensor.PoolOptions{{KH: 2, KW: 2}, {KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}} {
+		po := po
+		cases = append(cases, gradCase{"conv2d_relu_maxpool", func(x []*autograd.Var) *autograd.Var {
+			return autograd.Conv2DActMaxPool(x[0], x[1], x[2], tensor.ConvOptions{PadH: 1, PadW: 1}, device.ActReLU, po)
+		}, func(rng *rand.Rand) []*tensor.Tensor {
+			return inputs(randn(rng, 2, 3, 6, 6), randn(rng, 4, 3, 3, 3), randn(rng, 4))
+		}})
+	}
+	for _, smoothing := range []float64{0, 0.2} {
+		smoothing := smoothing
+		add(one("softmax_cross_entropy", func(x *autograd.Var) *autograd.Var {
+			l, err := autograd.SoftmaxCrossEntropy(x, tensor.FromInt64([]int64{2, 0, 3}, 3), smoothing)
+			if err != nil {
+				panic(err)
+			}
+			return l
+		}, randn, 3, 4))
+	}
 	for _, o := range []tensor.PoolOptions{{KH: 2, KW: 2}, {KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}} {
 		o := o
 		add(one("max_pool", func(x *autograd.Var) *autograd.Var { return autograd.MaxPool2D(x, o) }, randn, 2, 2, 5, 6))

@@ -19,8 +19,9 @@ import sys
 # Targets of the speed issue: ("ratio", x) needs Hora/PyTorch >= x;
 # ("min", x) needs Hora's value >= x; ("max", x) needs Hora's value <= x.
 TARGETS = {
-    "sgemm 1024": ("ratio", 0.9),
-    "sgemm 2048": ("ratio", 0.9),
+    # OpenBLAS with AVX-512 kernels on both cores, as the issue asks.
+    "sgemm 1024 (PyTorch: OPENBLAS_NUM_THREADS=2)": ("ratio", 0.9),
+    "sgemm 2048 (PyTorch: OPENBLAS_NUM_THREADS=2)": ("ratio", 0.9),
     "mlp train epoch": ("ratio", 1.1),
     "cnn train epoch": ("ratio", 1.0),
     "mlp test accuracy (1 epoch)": ("min", 0.84),

@@ -22,10 +22,17 @@ type LoaderConfig struct {
 	// Prefetch is the number of batches a background goroutine prepares
 	// ahead of the consumer; 0 builds each batch synchronously when asked.
 	Prefetch int
+	// ReuseMemory lets batches reuse the memory of the batches before
+	// them: a batch is then valid only until the loop body that received
+	// it returns (copy what must outlive it). It saves allocating, and the
+	// operating system zeroing, the memory of every batch.
+	ReuseMemory bool
 }
 
 // Batch is a batch of samples. Each batch owns its slices: batches never
-// share memory with each other or with the dataset.
+// share memory with each other or with the dataset (except with
+// LoaderConfig.ReuseMemory, where a batch's memory is handed to a later one
+// once the consumer has moved on).
 type Batch struct {
 	// X holds the samples, flattened, in row-major order of Shape.
 	X []float32
@@ -124,9 +131,14 @@ func (l *Loader) Batches(ctx context.Context, rng *rand.Rand) iter.Seq[Batch] {
 		}
 		nb := l.numBatches(len(order))
 		if l.cfg.Prefetch == 0 {
+			var prev Batch
 			for b := range nb {
-				if ctx.Err() != nil || !yield(l.batch(order, b)) {
+				batch := l.batch(order, b, prev)
+				if ctx.Err() != nil || !yield(batch) {
 					return
+				}
+				if l.cfg.ReuseMemory {
+					prev = batch
 				}
 			}
 			return
@@ -139,6 +151,9 @@ func (l *Loader) Batches(ctx context.Context, rng *rand.Rand) iter.Seq[Batch] {
 // cfg.Prefetch batches ready in a channel.
 func (l *Loader) prefetch(ctx context.Context, order []int, nb int, yield func(Batch) bool) {
 	ready := make(chan Batch, l.cfg.Prefetch)
+	// With ReuseMemory, batches the consumer is done with come back here
+	// (the consumer holds one, the channel Prefetch, the worker one).
+	free := make(chan Batch, l.cfg.Prefetch+2)
 	stop := make(chan struct{}) // closed by the consumer when it is done
 	done := make(chan struct{}) // closed by the worker when it has exited
 	var panicked error          // set by the worker before it closes done
@@ -158,7 +173,12 @@ func (l *Loader) prefetch(ctx context.Context, order []int, nb int, yield func(B
 				return
 			default:
 			}
-			batch := l.batch(order, b)
+			var reuse Batch
+			select {
+			case reuse = <-free:
+			default:
+			}
+			batch := l.batch(order, b, reuse)
 			select {
 			case ready <- batch:
 			case <-stop:
@@ -185,22 +205,39 @@ func (l *Loader) prefetch(ctx context.Context, order []int, nb int, yield func(B
 			if ctx.Err() != nil || !yield(batch) {
 				return
 			}
+			if l.cfg.ReuseMemory {
+				select {
+				case free <- batch:
+				default:
+				}
+			}
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// batch builds batch b of the epoch visiting samples in order.
-func (l *Loader) batch(order []int, b int) Batch {
+// batch builds batch b of the epoch visiting samples in order, in the
+// memory of reuse when it is large enough (the zero Batch: new memory).
+func (l *Loader) batch(order []int, b int, reuse Batch) Batch {
 	lo := b * l.cfg.BatchSize
 	hi := min(lo+l.cfg.BatchSize, len(order))
 	n := hi - lo
-	out := Batch{
-		X:       make([]float32, n*l.size),
-		Shape:   append([]int{n}, l.shape...),
-		Y:       make([]int64, n),
-		Indices: slices.Clone(order[lo:hi]),
+	var out Batch
+	if cap(reuse.X) >= n*l.size && cap(reuse.Y) >= n && cap(reuse.Indices) >= n && cap(reuse.Shape) >= 1+len(l.shape) {
+		out = Batch{
+			X:       reuse.X[:n*l.size],
+			Shape:   append(append(reuse.Shape[:0], n), l.shape...),
+			Y:       reuse.Y[:n],
+			Indices: append(reuse.Indices[:0], order[lo:hi]...),
+		}
+	} else {
+		out = Batch{
+			X:       make([]float32, n*l.size),
+			Shape:   append([]int{n}, l.shape...),
+			Y:       make([]int64, n),
+			Indices: slices.Clone(order[lo:hi]),
+		}
 	}
 	for j, idx := range out.Indices {
 		out.Y[j] = l.ds.Sample(idx, out.X[j*l.size:(j+1)*l.size])

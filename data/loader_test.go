@@ -310,3 +310,28 @@ func TestLoaderPanics(t *testing.T) {
 		}()
 	}
 }
+
+// TestLoaderReuseMemory checks that ReuseMemory gives the same batches,
+// each valid while the loop body runs, in recycled memory.
+func TestLoaderReuseMemory(t *testing.T) {
+	t.Parallel()
+	ds := makeDataset(t, 41, []int{2, 3}, 4)
+	for _, prefetch := range []int{0, 1, 3} {
+		plain, err := NewLoader(ds, LoaderConfig{BatchSize: 5, Shuffle: true, Prefetch: prefetch})
+		require.NoError(t, err)
+		want := collect(context.Background(), plain, rand.New(rand.NewPCG(8, 8)))
+
+		l, err := NewLoader(ds, LoaderConfig{BatchSize: 5, Shuffle: true, Prefetch: prefetch, ReuseMemory: true})
+		require.NoError(t, err)
+		seen := map[*float32]bool{}
+		i := 0
+		for b := range l.Batches(context.Background(), rand.New(rand.NewPCG(8, 8))) {
+			assert.Equal(t, want[i], b, "prefetch %d, batch %d", prefetch, i)
+			seen[&b.X[0]] = true
+			clear(b.X) // the consumer may scribble on it: the next batches are whole
+			i++
+		}
+		assert.Equal(t, len(want), i)
+		assert.LessOrEqual(t, len(seen), prefetch+3, "prefetch %d: batches live in a few recycled buffers", prefetch)
+	}
+}

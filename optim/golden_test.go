@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/internal/golden"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -208,17 +209,35 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// runGoldenOptimizer checks a fixture with the device's fused update
+// kernels and with the update composed of tensor operations (the path of
+// devices without them), in float32 and in float64.
 func runGoldenOptimizer(t *testing.T, g goldenFile) {
+	for _, fused := range []bool{true, false} {
+		for _, dt := range []device.DType{device.Float32, device.Float64} {
+			t.Run(fmt.Sprintf("fused=%v/%v", fused, dt), func(t *testing.T) { runGoldenOptimizerWith(t, g, fused, dt) })
+		}
+	}
+}
+
+func runGoldenOptimizerWith(t *testing.T, g goldenFile, fused bool, dt device.DType) {
 	require.Len(t, g.Grads, 5)
 	require.Len(t, g.After, 5)
 	ps := goldenParams(t, g)
 	values := make([]*tensor.Tensor, len(ps))
 	for i, p := range ps {
+		p.Value = p.Value.Cast(dt)
 		values[i] = p.Value
 	}
 	opt := newGoldenOptimizer(t, g, ps)
+	if !fused {
+		opt.(interface{ base() *core }).base().fused = nil
+	}
 	for s := range g.Grads {
 		setGrads(t, g, ps, s)
+		for _, p := range ps {
+			p.Grad = p.Grad.Cast(dt)
+		}
 		require.NoError(t, opt.Step())
 		for i, p := range ps {
 			assert.Same(t, values[i], p.Value, "Step must update the value in place")

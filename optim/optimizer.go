@@ -150,6 +150,9 @@ func newCore(kind string, params []*autograd.Param, lr float64, slots []string, 
 	return c, nil
 }
 
+// base returns the shared core (tests turn the fused path off through it).
+func (c *core) base() *core { return c }
+
 // Step implements Optimizer.
 func (c *core) Step() error {
 	for i, p := range c.params {

@@ -54,8 +54,10 @@ func (a *Arena) Reset() {
 	}
 	clear(a.used)
 	a.used = a.used[:0]
-	for i := range a.slabs {
-		clear(a.slabs[i]) // drop the buffers the old tensors point to
+	for i := 0; i < a.next; i++ {
+		// Let go of the buffer; keep arena and gen so that using the
+		// stale tensor panics (until the Tensor is handed out again).
+		a.slabs[i/slabSize][i%slabSize].buf = nil
 	}
 	a.next = 0
 	a.gen++
@@ -70,7 +72,7 @@ func (a *Arena) newTensor() *Tensor {
 	}
 	a.next++
 	t := &a.slabs[i][j]
-	t.arena, t.gen = a, a.gen
+	*t = Tensor{arena: a, gen: a.gen}
 	return t
 }
 

@@ -153,13 +153,23 @@ func fromSlice(dev device.Device, dt device.DType, data any, n int, shape []int)
 func Scalar(v float32) *Tensor { return FromFloat32([]float32{v}) }
 
 // Device returns the device holding the data.
-func (t *Tensor) Device() device.Device { return t.buf.Device() }
+func (t *Tensor) Device() device.Device { return t.live().Device() }
 
 // DType returns the element type.
-func (t *Tensor) DType() device.DType { return t.buf.DType() }
+func (t *Tensor) DType() device.DType { return t.live().DType() }
 
 // Buffer returns the underlying buffer (shared with every view of it).
-func (t *Tensor) Buffer() device.Buffer { return t.buf }
+func (t *Tensor) Buffer() device.Buffer { return t.live() }
+
+// live returns t's buffer, panicking with a clear message when t's arena
+// has been Reset since t was made (the buffer is then gone).
+func (t *Tensor) live() device.Buffer {
+	if t.buf == nil {
+		t.checkLive()
+		panic("tensor: use of a tensor with no buffer")
+	}
+	return t.buf
+}
 
 // Layout returns the view's shape, strides and offset into Buffer.
 func (t *Tensor) Layout() device.Layout {

@@ -80,11 +80,11 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 	t := &trainer{cfg: cfg, dev: dev, model: model, opt: opt, sched: sched,
 		rng: rand.New(rand.NewPCG(cfg.Seed, 2)), stderr: stderr, arena: tensor.NewArena()}
 	if t.train, err = data.NewLoader(trainSet, data.LoaderConfig{
-		BatchSize: cfg.Train.BatchSize, Shuffle: true, Prefetch: cfg.Train.Prefetch}); err != nil {
+		BatchSize: cfg.Train.BatchSize, Shuffle: true, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
 		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
 	if t.test, err = data.NewLoader(testSet, data.LoaderConfig{
-		BatchSize: cfg.Train.EvalBatchSize, Prefetch: cfg.Train.Prefetch}); err != nil {
+		BatchSize: cfg.Train.EvalBatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
 		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
 

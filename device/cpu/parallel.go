@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // task is a piece of parallel work over an index range. Hot kernels
@@ -53,13 +54,53 @@ func (p *workerPool) start(n int) {
 	p.once.Do(func() {
 		p.jobs = make(chan job, 4*(n+1))
 		for range n {
-			go func() {
-				for j := range p.jobs {
-					j.run()
-				}
-			}()
+			go p.work()
 		}
 	})
+}
+
+// spinTime is how long an idle worker keeps polling for the next job
+// before it sleeps. Training runs kernels back to back, a few tens of
+// microseconds apart; a sleeping goroutine takes about as long to wake,
+// so without spinning the calling goroutine would find the second half of
+// a kernel still queued and run it itself. (OpenMP runtimes spin for the
+// same reason.)
+const spinTime = 200 * time.Microsecond
+
+// work runs jobs until the process ends.
+func (p *workerPool) work() {
+	for {
+		select {
+		case j := <-p.jobs:
+			j.run()
+			continue
+		default:
+		}
+		if j, ok := p.spin(); ok {
+			j.run()
+			continue
+		}
+		j := <-p.jobs
+		j.run()
+	}
+}
+
+// spin polls for a job for up to spinTime, letting other goroutines run.
+func (p *workerPool) spin() (job, bool) {
+	deadline := time.Now().Add(spinTime)
+	for i := 0; ; i++ {
+		select {
+		case j := <-p.jobs:
+			return j, true
+		default:
+		}
+		if i%64 == 63 {
+			if time.Now().After(deadline) {
+				return job{}, false
+			}
+			runtime.Gosched()
+		}
+	}
 }
 
 // numWorkers is the number of chunks work is split into.

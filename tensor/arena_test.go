@@ -1,0 +1,89 @@
+package tensor_test
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hora-dl/hora/tensor"
+)
+
+// step computes a few operations from x, as a training step would.
+func arenaStep(x, w *tensor.Tensor) *tensor.Tensor {
+	y := tensor.MatMul(x, w.T()).Relu()
+	return y.Mul(y).Sum(1, false).Reshape(-1, 1)
+}
+
+func TestArenaRecyclesBuffers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, w := tensor.RandNormal(rng, 0, 1, 8, 5), tensor.RandNormal(rng, 0, 1, 3, 5)
+	want := arenaStep(x, w).Float32s()
+
+	a := tensor.NewArena()
+	first := arenaStep(x.WithArena(a), w)
+	assert.Same(t, a, first.Arena(), "results carry the arena")
+	assert.Equal(t, want, first.Float32s(), "an arena changes no value")
+	held := a.Bytes()
+	require.Positive(t, held)
+	firstBuf := first.Buffer()
+	a.Reset()
+
+	second := arenaStep(x.WithArena(a), w)
+	assert.Equal(t, want, second.Float32s())
+	assert.Same(t, firstBuf, second.Buffer(), "the same step reuses the same buffers")
+	assert.Equal(t, held, a.Bytes(), "and needs no more memory")
+
+	assert.Nil(t, arenaStep(x, w).Arena(), "tensors without an arena never take one")
+	assert.Nil(t, w.T().Arena())
+}
+
+func TestArenaStaleTensorPanics(t *testing.T) {
+	a := tensor.NewArena()
+	x := arange(2, 3).WithArena(a)
+	y := x.AddScalar(1)
+	a.Reset()
+	for name, f := range map[string]func(){
+		"operation": func() { y.AddScalar(1) },
+		"view":      func() { y.T() },
+		"input":     func() { arange(2, 3).Add(y) },
+	} {
+		assert.Contains(t, panicMessage(f), "used after its Arena was Reset", name)
+	}
+}
+
+func TestArenaSteadyStateAllocations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	x, w := tensor.RandNormal(rng, 0, 1, 64, 32), tensor.RandNormal(rng, 0, 1, 16, 32)
+	a := tensor.NewArena()
+	run := func() {
+		arenaStep(x.WithArena(a), w)
+		a.Reset()
+	}
+	run()
+	// Each step allocates only small bookkeeping (the WithArena view, a
+	// few shape slices), never tensor memory (4 KiB for the product alone).
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 20
+	for range runs {
+		run()
+	}
+	runtime.ReadMemStats(&after)
+	assert.Less(t, (after.TotalAlloc-before.TotalAlloc)/runs, uint64(1024), "bytes per step")
+	assert.LessOrEqual(t, testing.AllocsPerRun(runs, run), 12.0)
+}
+
+func TestArenaFromSlice(t *testing.T) {
+	a := tensor.NewArena()
+	x, err := a.FromSlice(tensor.CPU(), []float32{1, 2, 3, 4}, 2, 2)
+	require.NoError(t, err)
+	assert.Same(t, a, x.Arena())
+	assert.Equal(t, []float32{2, 3, 4, 5}, x.AddScalar(1).Float32s())
+	_, err = a.FromSlice(tensor.CPU(), []float32{1, 2, 3}, 2, 2)
+	assert.ErrorContains(t, err, "3 values do not fill shape [2 2]")
+	_, err = a.FromSlice(tensor.CPU(), []int{1}, 1)
+	assert.ErrorContains(t, err, "unsupported data type []int")
+}
