@@ -31,7 +31,7 @@ func BackwardWith(out *Var, g *tensor.Tensor) error {
 		return fmt.Errorf("autograd: output gradient shape %v differs from output shape %v", g.Shape(), out.Value.Shape())
 	}
 	if out.node == nil { // the output is itself a leaf
-		accumulate(out, g)
+		accumulate(out, g, true)
 		out.fireHooks()
 		return nil
 	}
@@ -71,7 +71,13 @@ func BackwardWith(out *Var, g *tensor.Tensor) error {
 				continue
 			}
 			if gi := gin[j]; gi != nil {
+				// A leaf may take over the memory of its gradient (see
+				// accumulate) only if nothing else still reads it.
+				in.gaccShared = in.gacc != nil || sharesMemory(gi, gv, gin, j)
 				in.gacc = addGrad(in.gacc, gi)
+				if in.gacc != gi {
+					in.gaccShared = false // a new sum
+				}
 			}
 			if in.node == nil {
 				leafDone(in)
@@ -116,7 +122,7 @@ func leafDone(leaf *Var) {
 		return
 	}
 	if lg := leaf.gacc; lg != nil {
-		accumulate(leaf, lg)
+		accumulate(leaf, lg, leaf.gaccShared)
 	}
 	leaf.gacc = nil
 	leaf.fireHooks()
@@ -135,17 +141,45 @@ func addGrad(acc, g *tensor.Tensor) *tensor.Tensor {
 	return acc.Add(g)
 }
 
+// sharesMemory reports whether gradient gin[j] uses the memory of the
+// node's output gradient gv or of another of its input gradients.
+func sharesMemory(gi, gv *tensor.Tensor, gin []*tensor.Tensor, j int) bool {
+	b := gi.Buffer()
+	if b == gv.Buffer() {
+		return true
+	}
+	for k, o := range gin {
+		if k != j && o != nil && o.Buffer() == b {
+			return true
+		}
+	}
+	return false
+}
+
 // accumulate adds g to the leaf's Grad, keeping Grad a dense tensor that
 // no other Var shares and that lives outside any arena (it outlives the
 // step). The buffer ZeroGrad let go of is reused when the shape matches.
-func accumulate(leaf *Var, g *tensor.Tensor) {
+// Unless shared (g's memory may still be read elsewhere in the pass), a
+// gradient computed in an arena becomes Grad without a copy.
+func accumulate(leaf *Var, g *tensor.Tensor, shared bool) {
 	if leaf.Grad != nil {
 		leaf.Grad.AddInPlace(g)
 		return
 	}
 	spare := leaf.spareGrad
 	leaf.spareGrad = nil
-	if spare == nil || !spare.SameLayout(g) {
+	if spare != nil && !spare.SameLayout(g) {
+		spare = nil
+	}
+	// A gradient computed in the step's arena becomes Grad without a copy,
+	// the arena taking the old Grad's memory in exchange.
+	if !shared {
+		if kept, ok := g.Keep(spare); ok {
+			leaf.Grad = kept
+			return
+		}
+	}
+	if spare == nil {
 		spare = tensor.New(g.Device(), g.DType(), g.Shape()...)
 	}
 	spare.CopyFrom(g)

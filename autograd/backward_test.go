@@ -135,3 +135,30 @@ func Example() {
 	fmt.Println(w.Grad.Float32s()) // dy/dw = 2·w·x
 	// Output: [12]
 }
+
+// TestArenaGradients checks gradients computed in an arena: they become
+// Grad (which outlives Reset), and a hook that changes one parameter's
+// Grad in place (as a distributed optimizer's averaging does) changes no
+// other parameter's gradient, even where the rules share memory.
+func TestArenaGradients(t *testing.T) {
+	a := tensor.NewArena()
+	p := autograd.NewParam("p", tensor.FromFloat32([]float32{1, 2, 3, 4, 5, 6}, 2, 3))
+	q := autograd.NewParam("q", tensor.FromFloat32([]float32{4, 5, 6, 7, 8, 9}, 2, 3))
+	w := autograd.NewParam("w", tensor.FromFloat32([]float32{1, 1, 1, 2, 2, 2}, 2, 3))
+	w.OnGradReady(func(w *autograd.Param) { w.Grad.CopyFrom(w.Grad.MulScalar(100)) })
+	for step := range 3 {
+		x := autograd.Constant(tensor.FromFloat32([]float32{1, 0, 2, 1, 1, 1}, 2, 3).WithArena(a))
+		// Mul's rule makes a dense gradient in the arena, which each Add's
+		// rule hands on to both of its inputs.
+		y := autograd.Mul(x, autograd.Add(w.Var, autograd.Add(p.Var, q.Var)))
+		require.NoError(t, autograd.Backward(autograd.SumAll(y)))
+		a.Reset()
+		assert.Equal(t, []float32{1, 0, 2, 1, 1, 1}, p.Grad.Float32s(), "step %d: p", step)
+		assert.Equal(t, []float32{1, 0, 2, 1, 1, 1}, q.Grad.Float32s(), "step %d: q", step)
+		assert.Equal(t, []float32{100, 0, 200, 100, 100, 100}, w.Grad.Float32s(), "step %d: w (scaled by its hook)", step)
+		assert.Nil(t, w.Grad.Arena(), "Grad lives outside the arena")
+		for _, v := range []*autograd.Param{p, q, w} {
+			v.ZeroGrad()
+		}
+	}
+}

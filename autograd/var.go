@@ -25,6 +25,8 @@ type Var struct {
 	pass    *pass          // the pass that last visited v
 	pending int            // uses of v whose gradients have not arrived
 	gacc    *tensor.Tensor // v's gradient accumulated so far in this pass
+	// gaccShared tells that gacc's memory may be read by another gradient.
+	gaccShared bool
 }
 
 // node records how a Var was computed: its inputs and the rule that turns

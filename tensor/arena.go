@@ -202,3 +202,39 @@ func (a *Arena) FromSlice(dev device.Device, data any, shape ...int) (*Tensor, e
 	}
 	return t, nil
 }
+
+// Keep moves t's memory out of its arena, so that it survives Reset: it
+// returns a tensor with t's values that has no arena, without copying.
+// When spare is given, the two swap memory: the arena receives spare's
+// buffer (so that the next step finds one again) and spare, which is
+// returned, now holds t's values; spare may be nil. ok is false, and nothing changes, when t has no arena or is not
+// a dense tensor covering its whole buffer (a view), or when spare does
+// not match t's device, type and size.
+//
+// Backward uses it to make a parameter's gradient, computed in the step's
+// arena, the parameter's Grad without a copy.
+func (t *Tensor) Keep(spare *Tensor) (kept *Tensor, ok bool) {
+	a := t.arena
+	if a == nil || t.buf == nil || !t.IsContiguous() {
+		return nil, false
+	}
+	t.checkLive()
+	if spare != nil && (spare.arena != nil || spare.buf.Device() != t.buf.Device() ||
+		spare.buf.DType() != t.buf.DType() || spare.buf.Len() != t.buf.Len()) {
+		return nil, false
+	}
+	i := slices.Index(a.used, t.buf)
+	if i < 0 {
+		return nil, false // already kept
+	}
+	if spare != nil {
+		a.used[i], spare.buf = spare.buf, t.buf
+		spare.setContiguous(t.shape)
+		spare.offset = 0
+		return spare, true
+	}
+	a.used = slices.Delete(a.used, i, i+1)
+	kept = &Tensor{buf: t.buf}
+	kept.setContiguous(t.shape)
+	return kept, true
+}
