@@ -5,8 +5,10 @@ CONFIG    ?= configs/fashion-mnist-mlp.yaml
 ARGS      ?=
 BIN       := bin
 # Debian packages the project needs: the dataset for training and the
-# end-to-end tests. `make bench` adds PyTorch for the reference numbers.
-APT_DEPS  := dataset-fashion-mnist
+# end-to-end tests, and OpenBLAS (loaded at run time, for float64 GEMM and
+# where it beats Hora's own float32 kernel). `make bench` adds PyTorch for
+# the reference numbers.
+APT_DEPS  := dataset-fashion-mnist libopenblas0
 BENCH_APT := python3-torch python3-numpy
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -52,6 +54,11 @@ fmt-check:
 test: deps fmt-check vet
 	CGO_ENABLED=0 $(GO) build ./...
 	$(GO) test -count=1 ./...
+	@# The CPU device's other GEMM paths: BLAS for float32; no BLAS at all;
+	@# and the pure-Go code that machines without AVX2 (or not amd64) run.
+	HORA_GEMM=blas $(GO) test -count=1 ./device/cpu/ ./tensor/
+	HORA_BLAS=none $(GO) test -count=1 ./device/cpu/ ./tensor/ ./autograd/
+	HORA_BLAS=none $(GO) test -count=1 -tags noasm ./device/cpu/... ./tensor/
 
 # bench measures Hora and PyTorch on the same workloads (sgemm, the MLP's
 # GEMMs, training steps, CNN inference, one training epoch of each shipped

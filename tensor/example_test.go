@@ -46,3 +46,24 @@ func ExampleKaimingUniform() {
 	fmt.Println(w.Shape(), tensor.AllClose(w, v, 0, 0))
 	// Output: [4 3] true
 }
+
+// ExampleArena shows a loop whose every step computes from a fresh input:
+// with the input in an arena, each step reuses the memory of the one
+// before (a steady state allocates no tensor memory).
+func ExampleArena() {
+	w := tensor.FromFloat32([]float32{1, 2, 3, 4}, 2, 2) // lives outside the arena
+	arena := tensor.NewArena()
+	for step := range 3 {
+		x, err := arena.FromSlice(tensor.CPU(), []float32{float32(step), 1}, 1, 2)
+		if err != nil {
+			panic(err)
+		}
+		y := tensor.MatMul(x, w.T()).Relu() // y uses the arena too
+		fmt.Println(y.Float32s())           // read what you need…
+		arena.Reset()                       // …before the memory is recycled
+	}
+	// Output:
+	// [2 4]
+	// [3 7]
+	// [4 10]
+}

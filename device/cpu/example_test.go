@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hora-dl/hora/device"
-	_ "github.com/hora-dl/hora/device/cpu" // registers "cpu"
+	"github.com/hora-dl/hora/device/cpu" // importing it registers "cpu"
 )
 
 // Example opens the CPU device by name, as programs that take the device
@@ -26,4 +26,12 @@ func Example() {
 	}
 	fmt.Println(dev.Name(), out)
 	// Output: cpu [0 0 1 2]
+}
+
+// ExampleDevice_Backend prints how the CPU device multiplies matrices; it
+// depends on the machine (a BLAS library found at run time, the CPU's
+// vector instructions) and on HORA_GEMM and HORA_BLAS.
+func ExampleDevice_Backend() {
+	fmt.Println(cpu.Default().Backend() != "")
+	// Output: true
 }
