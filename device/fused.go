@@ -63,6 +63,7 @@ type IndexError struct {
 	N     int
 }
 
+// Error describes the index, its position and the range.
 func (e *IndexError) Error() string {
 	return fmt.Sprintf("index %d at position %d is outside [0, %d)", e.Value, e.Pos, e.N)
 }

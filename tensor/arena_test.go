@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -65,14 +66,20 @@ func TestArenaSteadyStateAllocations(t *testing.T) {
 	run()
 	// Each step allocates only small bookkeeping (the WithArena view, a
 	// few shape slices), never tensor memory (4 KiB for the product alone).
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
+	// The least of a few rounds: a garbage collection in between empties
+	// sync.Pools (the GEMM's packing buffers), which then fill again.
 	const runs = 20
-	for range runs {
-		run()
+	least := uint64(math.MaxUint64)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			run()
+		}
+		runtime.ReadMemStats(&after)
+		least = min(least, (after.TotalAlloc-before.TotalAlloc)/runs)
 	}
-	runtime.ReadMemStats(&after)
-	assert.Less(t, (after.TotalAlloc-before.TotalAlloc)/runs, uint64(1024), "bytes per step")
+	assert.Less(t, least, uint64(1024), "bytes per step")
 	assert.LessOrEqual(t, testing.AllocsPerRun(runs, run), 12.0)
 }
 

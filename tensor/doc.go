@@ -46,6 +46,22 @@
 // first makes a dense copy of it (MatMul accepts a transposed matrix
 // without copying).
 //
+// # Fused operations
+//
+// BiasAct, ActGrad, BiasGrad, SoftmaxCrossEntropy, Conv2DBiasActMaxPool,
+// SGDStep and AdamStep run a device's fused kernels (device.FusedKernels)
+// when it has them, and compose the same result from primitive operations
+// otherwise (or, for the optimizer steps, report that they could not).
+//
+// # Arenas
+//
+// An Arena recycles the memory of a loop's steps: the result of an
+// operation takes its buffer (and its Tensor value) from the arena of its
+// inputs, if any, and Reset hands everything back for the next step.
+// Tensors without an arena (parameters, optimizer state) never take one, so
+// what must outlive the step is safe; a tensor used after its arena's
+// Reset panics. See Arena and Tensor.Keep.
+//
 // # Errors
 //
 // Mistakes in tensor code written in Go — shapes that do not broadcast or

@@ -107,6 +107,7 @@ func TestTrainEndToEndOnSyntheticData(t *testing.T) {
 				"-set", "train.epochs=2", "-set", "train.batch_size=32", "-out", out)
 			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			assert.Contains(t, stdout, "epoch 2/2")
+			assert.Regexp(t, `samples on cpu \(.*float32.*\)`, stdout, "train names the CPU's GEMM backend")
 
 			metrics := readMetrics(t, filepath.Join(out, "metrics.jsonl"))
 			require.Len(t, metrics, 2)

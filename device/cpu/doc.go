@@ -1,6 +1,6 @@
 // Package cpu is the CPU backend of device: buffers are Go slices and the
-// kernels are pure Go, parallel over runtime.GOMAXPROCS goroutines, with
-// matrix products by gonum's GEMM and convolutions by im2col + GEMM.
+// kernels run on one pool of worker goroutines, one per core
+// (runtime.GOMAXPROCS), the calling goroutine included.
 //
 // Importing the package registers it as "cpu" (only ordinal 0 exists):
 //
@@ -8,7 +8,38 @@
 //
 //	dev := cpu.New() // or device.Open("cpu")
 //
+// # Matrix products
+//
+// Float32 GEMM runs Hora's own Go-assembly kernel (internal/gemm: AVX-512,
+// or AVX2) where the CPU has AVX-512, else a BLAS library loaded at run
+// time without cgo (internal/blas: OpenBLAS, MKL or BLIS), else the AVX2
+// kernel, else gonum. Float64 GEMM runs the BLAS library when there is one,
+// else gonum. The library is set to one thread and called from the pool's
+// goroutines, each on its share of the product, so BLAS threads and
+// goroutines never compete for cores. Device.Backend describes the choice;
+// HORA_GEMM and HORA_BLAS change it (see gemmBackend). Convolutions are
+// im2col plus GEMM over groups of images, with a shifted-copy im2col for
+// "same" convolutions.
+//
+// # Fused kernels
+//
+// Kernels implements device.FusedKernels: bias plus activation, the
+// activation's gradient, the bias gradient, softmax cross-entropy with its
+// gradient, a convolution followed by bias, ReLU and max pooling whose
+// output never leaves a worker's cache, and the SGD and Adam updates. Their
+// inner loops are the vectorised ones of internal/vec.
+//
+// # Allocation
+//
+// Kernels launched with launch (the hot ones) and the scratch buffers of
+// convolutions and GEMM packing are recycled, so a steady-state training
+// step allocates almost nothing here.
+//
+// # Determinism
+//
 // Results do not depend on GOMAXPROCS: work is split so that every output
 // element is accumulated in the same order whatever the number of workers.
-// The package passes device/devicetest.RunAll.
+// The exception is a large float32 product by a BLAS library, whose blocks
+// follow the number of workers: it is then the same from run to run for a
+// given GOMAXPROCS. The package passes device/devicetest.RunAll.
 package cpu
