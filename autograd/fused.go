@@ -75,17 +75,22 @@ func Conv2DAct(x, w, b *Var, o tensor.ConvOptions, act device.Activation) *Var {
 		y = tensor.BiasAct(y, bv, act, true)
 	}
 	return recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
-		g = tensor.ActGrad(g, y, act)
-		if needs[0] {
-			grads[0] = tensor.Conv2DGradInputLike(g, w.Value, x.Value, o)
-		}
-		if needs[1] {
-			grads[1] = tensor.Conv2DGradWeightLike(g, x.Value, w.Value, o)
-		}
-		if b != nil && needs[2] {
-			grads[2] = tensor.BiasGrad(g)
-		}
+		convGrads(tensor.ActGrad(g, y, act), x, w, b, o, needs, grads)
 	}, operands(inputs)...)
+}
+
+// convGrads writes the gradients of a convolution's input, weight and bias
+// (b may be nil) for the gradient g of its output.
+func convGrads(g *tensor.Tensor, x, w, b *Var, o tensor.ConvOptions, needs []bool, grads []*tensor.Tensor) {
+	if needs[0] {
+		grads[0] = tensor.Conv2DGradInputLike(g, w.Value, x.Value, o)
+	}
+	if needs[1] {
+		grads[1] = tensor.Conv2DGradWeightLike(g, x.Value, w.Value, o)
+	}
+	if b != nil && needs[2] {
+		grads[2] = tensor.BiasGrad(g)
+	}
 }
 
 // SoftmaxCrossEntropy returns the mean over rows of the cross-entropy of
@@ -136,15 +141,6 @@ func Conv2DActMaxPool(x, w, b *Var, co tensor.ConvOptions, act device.Activation
 	return recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		// ReLU passes a gradient where its output, the pooled maximum, is
 		// positive; max pooling routes it to the maximum.
-		g = tensor.MaxPool2DGrad(tensor.ActGrad(g, y, act), argmax, convShape, po)
-		if needs[0] {
-			grads[0] = tensor.Conv2DGradInputLike(g, w.Value, x.Value, co)
-		}
-		if needs[1] {
-			grads[1] = tensor.Conv2DGradWeightLike(g, x.Value, w.Value, co)
-		}
-		if b != nil && needs[2] {
-			grads[2] = tensor.BiasGrad(g)
-		}
+		convGrads(tensor.MaxPool2DGrad(tensor.ActGrad(g, y, act), argmax, convShape, po), x, w, b, co, needs, grads)
 	}, operands([3]*Var{x, w, b})...)
 }

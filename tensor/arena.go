@@ -174,26 +174,11 @@ func newOut(zero bool, dt device.DType, shape []int, from ...*Tensor) *Tensor {
 // FromSlice is tensor.FromSlice with the buffer taken from the arena: the
 // tensor, and what is computed from it, are valid until the next Reset.
 func (a *Arena) FromSlice(dev device.Device, data any, shape ...int) (*Tensor, error) {
-	var dt device.DType
-	var n int
-	switch d := data.(type) {
-	case []float32:
-		dt, n = device.Float32, len(d)
-	case []float64:
-		dt, n = device.Float64, len(d)
-	case []int64:
-		dt, n = device.Int64, len(d)
-	default:
-		return nil, fmt.Errorf("tensor: unsupported data type %T", data)
+	dt, err := checkSlice(data, shape)
+	if err != nil {
+		return nil, err
 	}
-	if device.NumElements(shape) != n {
-		return nil, fmt.Errorf("tensor: %d values do not fill shape %v (%d elements)", n, shape, device.NumElements(shape))
-	}
-	for _, d := range shape {
-		if d < 0 {
-			return nil, fmt.Errorf("tensor: negative dimension in shape %v", shape)
-		}
-	}
+	n := device.NumElements(shape)
 	t := a.newTensor()
 	t.buf = a.alloc(dev, dt, n)
 	t.setContiguous(shape)

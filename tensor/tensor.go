@@ -116,6 +116,20 @@ func FromInt64(data []int64, shape ...int) *Tensor {
 // []float64 or []int64). It returns an error (not a panic) when the data
 // does not fit the shape, since data often comes from files.
 func FromSlice(dev device.Device, data any, shape ...int) (*Tensor, error) {
+	dt, err := checkSlice(data, shape)
+	if err != nil {
+		return nil, err
+	}
+	t := New(dev, dt, shape...)
+	if err := dev.Write(t.buf, data); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkSlice returns the element type of data ([]float32, []float64 or
+// []int64) after checking that it fills shape exactly.
+func checkSlice(data any, shape []int) (device.DType, error) {
 	var dt device.DType
 	var n int
 	switch d := data.(type) {
@@ -126,16 +140,17 @@ func FromSlice(dev device.Device, data any, shape ...int) (*Tensor, error) {
 	case []int64:
 		dt, n = device.Int64, len(d)
 	default:
-		return nil, fmt.Errorf("tensor: unsupported data type %T", data)
+		return 0, fmt.Errorf("tensor: unsupported data type %T", data)
+	}
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("tensor: negative dimension in shape %v", shape)
+		}
 	}
 	if device.NumElements(shape) != n {
-		return nil, fmt.Errorf("tensor: %d values do not fill shape %v (%d elements)", n, shape, device.NumElements(shape))
+		return 0, fmt.Errorf("tensor: %d values do not fill shape %v (%d elements)", n, shape, device.NumElements(shape))
 	}
-	t := New(dev, dt, shape...)
-	if err := dev.Write(t.buf, data); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return dt, nil
 }
 
 func fromSlice(dev device.Device, dt device.DType, data any, n int, shape []int) *Tensor {
