@@ -20,8 +20,8 @@ import sys
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
-from pytorch_train import cnn, load, mlp  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+from pytorch_bench import cnn, load, mlp  # noqa: E402
 
 DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64}
 
