@@ -17,7 +17,7 @@ import (
 	"github.com/hora-dl/hora/checkpoint"
 	"github.com/hora-dl/hora/data"
 	"github.com/hora-dl/hora/device"
-	_ "github.com/hora-dl/hora/device/cpu" // registers "cpu"
+	"github.com/hora-dl/hora/device/cpu" // importing it registers "cpu"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
@@ -58,6 +58,9 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 	dev, err := device.Open(cfg.Device)
 	if err != nil {
 		return inputError{fmt.Errorf("%s: device: %w", cfg.File(), err)}
+	}
+	if err := backendError(dev); err != nil {
+		return inputError{fmt.Errorf("device %s: %w", dev.Name(), err)}
 	}
 	trainSet, testSet, err := loadData(cfg)
 	if err != nil {
@@ -172,6 +175,18 @@ func backend(dev device.Device) string {
 		return " (" + b.Backend() + ")"
 	}
 	return ""
+}
+
+// backendError reports a device setting from the environment that cannot
+// be honoured, such as HORA_BLAS naming a library that does not open; a
+// machine without any BLAS library is fine.
+func backendError(dev device.Device) error {
+	if b, ok := dev.(interface{ BackendError() error }); ok {
+		if err := b.BackendError(); err != nil && !cpu.IsNoBLAS(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // batchTensors turns a data batch into device tensors in the step's arena:

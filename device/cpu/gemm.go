@@ -34,13 +34,16 @@ func (d *Device) gemmBackend() *gemmBackend {
 	g.once.Do(func() {
 		lib, err := hblas.Load()
 		g.lib, g.err = lib, err
-		switch os.Getenv("HORA_GEMM") {
+		switch v := os.Getenv("HORA_GEMM"); v {
 		case "go":
 			g.own32 = true
 		case "blas":
 			g.own32 = lib == nil
+		case "", "auto":
+			g.own32 = lib == nil || gemm.Kernel() == "avx512"
 		default:
 			g.own32 = lib == nil || gemm.Kernel() == "avx512"
+			g.err = errors.Join(g.err, fmt.Errorf("HORA_GEMM=%s: expected auto, blas or go", v))
 		}
 		own := fmt.Sprintf("Go assembly (%s kernel)", gemm.Kernel())
 		if gemm.Kernel() == "go" {
@@ -64,14 +67,32 @@ func (d *Device) gemmBackend() *gemmBackend {
 // rules and the HORA_GEMM and HORA_BLAS variables).
 func (d *Device) Backend() string { return d.gemmBackend().name }
 
-// BackendError returns why no BLAS library is used: nil when one is, an
-// error wrapping blas's not-found error when none was found or HORA_BLAS
-// is "none", or the error opening the library HORA_BLAS names.
+// BackendError returns why no BLAS library is used, or what is wrong with
+// the GEMM settings: nil when a library is used and HORA_GEMM is valid; an
+// error wrapping blas's not-found error (see IsNoBLAS) when no library was
+// found or HORA_BLAS is "none"; the error opening the library HORA_BLAS
+// names; an error naming a HORA_GEMM value other than auto, blas or go.
 func (d *Device) BackendError() error { return d.gemmBackend().err }
+
+// ErrNoBLAS is the error BackendError wraps when no BLAS library was found
+// or HORA_BLAS is "none".
+var ErrNoBLAS = hblas.ErrNotFound
 
 // IsNoBLAS reports whether err (from BackendError) only says that no BLAS
 // library was found or wanted.
-func IsNoBLAS(err error) bool { return errors.Is(err, hblas.ErrNotFound) }
+func IsNoBLAS(err error) bool {
+	if err == nil || !errors.Is(err, ErrNoBLAS) {
+		return false
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !errors.Is(e, ErrNoBLAS) {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // workspaces recycles the packing buffers of the Go GEMM kernel, one per
 // concurrent call.

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/vec"
 )
 
 // float is the set of floating-point element types the kernels compute in.
@@ -140,6 +141,9 @@ func unary[T float](dev *Device, op device.UnaryOp, dst, src []T, s float64) {
 	ts := T(s)
 	dev.parallelFor(len(dst), 8, func(lo, hi int) {
 		d, x := dst[lo:hi], src[lo:hi]
+		if unary32(op, d, x, float32(s)) {
+			return
+		}
 		switch op {
 		case device.Neg:
 			for i, v := range x {
@@ -179,6 +183,28 @@ func unary[T float](dev *Device, op device.UnaryOp, dst, src []T, s float64) {
 }
 
 // unaryFunc returns the float64 reference function of op.
+// unary32 runs the vectorised float32 loop of op, if there is one.
+func unary32[T float](op device.UnaryOp, dst, src []T, s float32) bool {
+	d, ok := any(dst).([]float32)
+	if !ok {
+		return false
+	}
+	x := any(src).([]float32)
+	switch op {
+	case device.Relu:
+		vec.ReLU(d, x)
+	case device.AddScalar:
+		vec.AddScalar(d, x, s)
+	case device.MulScalar:
+		vec.MulScalar(d, x, s)
+	case device.Exp:
+		vec.Exp(d, x)
+	default:
+		return false
+	}
+	return true
+}
+
 func unaryFunc(op device.UnaryOp, s float64) func(float64) float64 {
 	switch op {
 	case device.Exp:
@@ -257,6 +283,9 @@ func binary[T float](dev *Device, op device.BinaryOp, dst []T, dl device.Layout,
 		f := binaryFunc[T](op)
 		dev.parallelFor(n, 1, func(lo, hi int) {
 			d, x, y := d[lo:hi], x[lo:hi], y[lo:hi]
+			if binary32(op, d, x, y) {
+				return
+			}
 			switch op {
 			case device.Add:
 				for i := range d {
@@ -322,6 +351,28 @@ func binary[T float](dev *Device, op device.BinaryOp, dst []T, dl device.Layout,
 			}
 		}
 	})
+}
+
+// binary32 runs the vectorised float32 loop of op, if there is one.
+func binary32[T float](op device.BinaryOp, dst, a, b []T) bool {
+	d, ok := any(dst).([]float32)
+	if !ok {
+		return false
+	}
+	x, y := any(a).([]float32), any(b).([]float32)
+	switch op {
+	case device.Add:
+		vec.Add(d, x, y)
+	case device.Sub:
+		vec.Sub(d, x, y)
+	case device.Mul:
+		vec.Mul(d, x, y)
+	case device.Div:
+		vec.Div(d, x, y)
+	default:
+		return false
+	}
+	return true
 }
 
 func boolTo[T float](c bool) T {
