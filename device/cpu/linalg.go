@@ -340,10 +340,7 @@ func (args *convArgs[T]) run(lo, hi int) {
 		n0, n1 := grp*gi, min((grp+1)*gi, s.N)
 		ld := (n1 - n0) * s.l
 		for g := 0; g < s.Groups; g++ {
-			for n := n0; n < n1; n++ {
-				im2col(s, col[(n-n0)*s.l:], ld, x[n*s.imgIn:], g)
-			}
-			gemmOn(dev, false, false, s.ocg, ld, s.ckk, 1, w[g*s.wGroup:], s.ckk, col, ld, 0, out, ld)
+			convGroup(dev, s, col, out, x, w, n0, n1, g)
 			for n := n0; n < n1; n++ {
 				for oc := 0; oc < s.ocg; oc++ {
 					copy(y[n*s.imgOut+(g*s.ocg+oc)*s.l:][:s.l], out[oc*ld+(n-n0)*s.l:][:s.l])
@@ -351,6 +348,17 @@ func (args *convArgs[T]) run(lo, hi int) {
 			}
 		}
 	}
+}
+
+// convGroup computes group g of the convolution of images [n0, n1) into
+// out (ocg × (n1-n0)·l, the images side by side), through their column
+// matrices in col.
+func convGroup[T float](dev *Device, s convShape, col, out, x, w []T, n0, n1, g int) {
+	ld := (n1 - n0) * s.l
+	for n := n0; n < n1; n++ {
+		im2col(s, col[(n-n0)*s.l:], ld, x[n*s.imgIn:], g)
+	}
+	gemmOn(dev, false, false, s.ocg, ld, s.ckk, 1, w[g*s.wGroup:], s.ckk, col, ld, 0, out, ld)
 }
 
 // Conv2DBiasActMaxPool is the convolution, bias, activation and max
@@ -396,10 +404,7 @@ func (args *convPoolArgs[T]) run(lo, hi int) {
 		n0, n1 := grp*gi, min((grp+1)*gi, s.N)
 		ld := (n1 - n0) * s.l
 		for g := 0; g < s.Groups; g++ {
-			for n := n0; n < n1; n++ {
-				im2col(s, col[(n-n0)*s.l:], ld, x[n*s.imgIn:], g)
-			}
-			gemmOn(dev, false, false, s.ocg, ld, s.ckk, 1, w[g*s.wGroup:], s.ckk, col, ld, 0, out, ld)
+			convGroup(dev, s, col, out, x, w, n0, n1, g)
 			for oc := 0; oc < s.ocg; oc++ {
 				c := g*s.ocg + oc
 				var b T
