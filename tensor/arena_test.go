@@ -56,6 +56,9 @@ func TestArenaStaleTensorPanics(t *testing.T) {
 }
 
 func TestArenaSteadyStateAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	x, w := tensor.RandNormal(rng, 0, 1, 64, 32), tensor.RandNormal(rng, 0, 1, 16, 32)
 	a := tensor.NewArena()
