@@ -144,3 +144,35 @@ func Conv2DActMaxPool(x, w, b *Var, co tensor.ConvOptions, act device.Activation
 		convGrads(tensor.MaxPool2DGrad(tensor.ActGrad(g, y, act), argmax, convShape, po), x, w, b, co, needs, grads)
 	}, operands([3]*Var{x, w, b})...)
 }
+
+// BatchNorm normalises x (N×C×…) per channel with the statistics of the
+// batch and applies the optional affine weight and bias (C), as one
+// operation on devices with a fused kernel. It also returns the batch's
+// per-channel mean and biased variance (for running statistics). It
+// returns a nil Var when the device has no fused kernel for it; callers
+// then compose the normalisation from MeanAxes, Sub, Mul and friends.
+func BatchNorm(x, weight, bias *Var, eps float64) (y *Var, mean, variance *tensor.Tensor) {
+	var wv, bv *tensor.Tensor
+	if weight != nil {
+		wv, bv = weight.Value, bias.Value
+	}
+	out, mean, variance, ok := tensor.BatchNorm(x.Value, wv, bv, eps)
+	if !ok {
+		return nil, nil, nil
+	}
+	in, n := [3]*Var{x, weight, bias}, 1
+	if weight != nil {
+		n = 3
+	}
+	return recordInto(out, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+		wantParams := weight != nil && (needs[1] || needs[2])
+		dx, dw, db, ok := tensor.BatchNormGrad(g, x.Value, mean, variance, wv, eps, wantParams)
+		if !ok {
+			panic("autograd: BatchNorm: the device lost its fused kernel between forward and backward")
+		}
+		grads[0] = dx
+		if wantParams {
+			grads[1], grads[2] = dw, db
+		}
+	}, in[:n]...), mean, variance
+}

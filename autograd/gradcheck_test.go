@@ -168,6 +168,12 @@ func gradCases() []gradCase {
 			return inputs(randn(rng, 2, 3, 6, 6), randn(rng, 4, 3, 3, 3), randn(rng, 4))
 		}})
 	}
+	cases = append(cases, gradCase{"batch_norm", func(x []*autograd.Var) *autograd.Var {
+		y, _, _ := autograd.BatchNorm(x[0], x[1], x[2], 1e-5)
+		return autograd.Mul(y, autograd.Constant(tensor.FromFloat64([]float64{1, -2, 3, 0.5, 1.5, -1, 2, 1, 0.3, 0.7, -0.4, 2, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}, 2, 3, 2, 2)))
+	}, func(rng *rand.Rand) []*tensor.Tensor {
+		return inputs(randn(rng, 2, 3, 2, 2), randn(rng, 3), randn(rng, 3))
+	}})
 	for _, smoothing := range []float64{0, 0.2} {
 		smoothing := smoothing
 		add(one("softmax_cross_entropy", func(x *autograd.Var) *autograd.Var {

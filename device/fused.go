@@ -29,6 +29,17 @@ type FusedKernels interface {
 	// MaxPool2D does). The convolution's output is never stored whole.
 	Conv2DBiasActMaxPool(p ConvParams, q PoolParams, act Activation, y, argmax, x, w, bias Buffer)
 
+	// BatchNorm normalises x (outer×channels×inner) per channel with the
+	// batch's statistics: y = (x-mean)/sqrt(variance+eps)·weight + bias
+	// (weight and bias may be nil), writing the per-channel mean and the
+	// biased variance.
+	BatchNorm(y, mean, variance, x, weight, bias Buffer, outer, channels, inner int, eps float64)
+
+	// BatchNormGrad computes the gradients of BatchNorm from the output
+	// gradient dy: dx, and dweight and dbias unless nil. weight may be nil
+	// (no affine transform).
+	BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
+
 	// ActGrad computes dx = dy * act'(·) from the activation's output y
 	// (for ReLU: dy where y > 0, else 0). dx may be dy.
 	ActGrad(act Activation, dx, dy, y Buffer, n int)

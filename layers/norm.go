@@ -125,6 +125,11 @@ func (bn *BatchNorm) Forward(x *autograd.Var) *autograd.Var {
 		axes = append(axes, i)
 		bshape = append(bshape, 1)
 	}
+	if bn.training || bn.runningMean == nil {
+		if y := bn.forwardFused(x); y != nil {
+			return y
+		}
+	}
 	var xhat *autograd.Var
 	if bn.training || bn.runningMean == nil {
 		n := x.Value.Len() / bn.c
@@ -152,6 +157,28 @@ func (bn *BatchNorm) Forward(x *autograd.Var) *autograd.Var {
 }
 
 // update folds the batch statistics into the running ones, in place.
+// forwardFused normalises x with the batch's statistics in one fused
+// operation and updates the running statistics, or returns nil when the
+// device has no fused kernel for it.
+func (bn *BatchNorm) forwardFused(x *autograd.Var) *autograd.Var {
+	var w, b *autograd.Var
+	if bn.weight != nil {
+		w, b = bn.weight.Var, bn.bias.Var
+	}
+	n := x.Value.Len() / bn.c
+	if n <= 1 && bn.training {
+		return nil // the composed path reports it
+	}
+	y, mean, variance := autograd.BatchNorm(x, w, b, bn.eps)
+	if y == nil {
+		return nil
+	}
+	if bn.training && bn.runningMean != nil {
+		bn.update(mean, variance.MulScalar(float64(n)/float64(n-1)))
+	}
+	return y
+}
+
 func (bn *BatchNorm) update(mean, unbiasedVar *tensor.Tensor) {
 	m := bn.mom
 	rm, rv := bn.runningMean.Value, bn.runningVar.Value

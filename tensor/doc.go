@@ -49,9 +49,10 @@
 // # Fused operations
 //
 // BiasAct, ActGrad, BiasGrad, SoftmaxCrossEntropy, Conv2DBiasActMaxPool,
-// SGDStep and AdamStep run a device's fused kernels (device.FusedKernels)
+// BatchNorm, BatchNormGrad, SGDStep and AdamStep run a device's fused kernels (device.FusedKernels)
 // when it has them, and compose the same result from primitive operations
-// otherwise (or, for the optimizer steps, report that they could not).
+// otherwise (or, for BatchNorm and the optimizer steps, report that they
+// could not, and their callers compose it).
 //
 // # Arenas
 //

@@ -117,3 +117,44 @@ func TestFusedOptimizerStepsRejectMismatches(t *testing.T) {
 	assert.True(t, tensor.SGDStep(device.SGDHyper{LR: 0.1}, p, tensor.Full(tensor.CPU(), device.Float32, 1, 3), nil))
 	assert.Equal(t, []float32{-0.1, -0.1, -0.1}, p.Float32s())
 }
+
+func TestBatchNormMatchesComposition(t *testing.T) {
+	const eps = 1e-5
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		for _, shape := range [][]int{{6, 3}, {4, 3, 5, 2}, {2, 4, 7}} {
+			in := fusedInputs(dt, 6, shape, []int{shape[1]}, []int{shape[1]}, shape)
+			x, w, b, dy := in[0].MulScalar(2).AddScalar(1), in[1], in[2], in[3]
+			axes, bshape := []int{0}, []int{1, shape[1]}
+			for i := 2; i < len(shape); i++ {
+				axes, bshape = append(axes, i), append(bshape, 1)
+			}
+			mean := x.MeanAxes(axes, true)
+			d := x.Sub(mean)
+			variance := d.Mul(d).MeanAxes(axes, true)
+			invstd := variance.AddScalar(eps).Sqrt().Recip()
+			xhat := d.Mul(invstd)
+			want := xhat.Mul(w.Reshape(bshape...)).Add(b.Reshape(bshape...))
+
+			y, gotMean, gotVar, ok := tensor.BatchNorm(x, w, b, eps)
+			require.True(t, ok)
+			assertNear(t, want, y, "output")
+			assertNear(t, mean.Reshape(shape[1]), gotMean, "mean")
+			assertNear(t, variance.Reshape(shape[1]), gotVar, "variance")
+
+			// dx = w·invstd·(dy - mean(dy) - x̂·mean(dy·x̂)), per channel.
+			wantDB := dy.SumAxes(axes, false)
+			wantDW := dy.Mul(xhat).SumAxes(axes, false)
+			wantDX := dy.Sub(dy.MeanAxes(axes, true)).Sub(xhat.Mul(dy.Mul(xhat).MeanAxes(axes, true))).
+				Mul(invstd).Mul(w.Reshape(bshape...))
+			dx, dw, db, ok := tensor.BatchNormGrad(dy, x, gotMean, gotVar, w, eps, true)
+			require.True(t, ok)
+			assertNear(t, wantDX, dx, "input gradient")
+			assertNear(t, wantDW, dw, "weight gradient")
+			assertNear(t, wantDB, db, "bias gradient")
+
+			noAffine, _, _, ok := tensor.BatchNorm(x, nil, nil, eps)
+			require.True(t, ok)
+			assertNear(t, xhat, noAffine, "without weight and bias")
+		}
+	}
+}

@@ -447,3 +447,146 @@ func adamRange[T float](h device.AdamHyper, p, g, m, v, maxV []T, lo, hi int) {
 		p[i] = pi - stepSize*mi/denom
 	}
 }
+
+// BatchNorm normalises x per channel with its batch statistics.
+func (k kernels) BatchNorm(y, mean, variance, x, weight, bias device.Buffer, outer, channels, inner int, eps float64) {
+	switch buf(y).dt {
+	case device.Float32:
+		launch(k.d, channels, outer*inner*4, batchNormArgs[float32]{y: buf(y).f32, x: buf(x).f32,
+			mean: buf(mean).f32, variance: buf(variance).f32, weight: f32s(weight), bias: f32s(bias),
+			outer: outer, channels: channels, inner: inner, eps: eps})
+	case device.Float64:
+		launch(k.d, channels, outer*inner*4, batchNormArgs[float64]{y: buf(y).f64, x: buf(x).f64,
+			mean: buf(mean).f64, variance: buf(variance).f64, weight: f64s(weight), bias: f64s(bias),
+			outer: outer, channels: channels, inner: inner, eps: eps})
+	}
+}
+
+// BatchNormGrad computes the gradients of BatchNorm.
+func (k kernels) BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight device.Buffer, outer, channels, inner int, eps float64) {
+	switch buf(dy).dt {
+	case device.Float32:
+		launch(k.d, channels, outer*inner*6, batchNormGradArgs[float32]{batchNormArgs[float32]{y: buf(dy).f32, x: buf(x).f32,
+			mean: buf(mean).f32, variance: buf(variance).f32, weight: f32s(weight),
+			outer: outer, channels: channels, inner: inner, eps: eps}, buf(dx).f32, f32s(dweight), f32s(dbias)})
+	case device.Float64:
+		launch(k.d, channels, outer*inner*6, batchNormGradArgs[float64]{batchNormArgs[float64]{y: buf(dy).f64, x: buf(x).f64,
+			mean: buf(mean).f64, variance: buf(variance).f64, weight: f64s(weight),
+			outer: outer, channels: channels, inner: inner, eps: eps}, buf(dx).f64, f64s(dweight), f64s(dbias)})
+	}
+}
+
+// f32s and f64s return an optional buffer's slice (nil for none).
+func f32s(b device.Buffer) []float32 {
+	if b == nil {
+		return nil
+	}
+	return buf(b).f32
+}
+
+func f64s(b device.Buffer) []float64 {
+	if b == nil {
+		return nil
+	}
+	return buf(b).f64
+}
+
+// batchNormArgs are the arguments of BatchNorm; for BatchNormGrad, y is
+// the output gradient.
+type batchNormArgs[T float] struct {
+	y, x, mean, variance, weight, bias []T
+	outer, channels, inner             int
+	eps                                float64
+}
+
+// plane returns channel c's plane o of x and of y.
+func (a *batchNormArgs[T]) plane(o, c int) (x, y []T) {
+	at := (o*a.channels + c) * a.inner
+	return a.x[at : at+a.inner], a.y[at : at+a.inner]
+}
+
+// run normalises channels [lo, hi): the mean first, then the variance as
+// the mean of squared deviations (two passes, in float64, for accuracy).
+func (a *batchNormArgs[T]) run(lo, hi int) {
+	n := float64(a.outer * a.inner)
+	for c := lo; c < hi; c++ {
+		var sum float64
+		for o := 0; o < a.outer; o++ {
+			x, _ := a.plane(o, c)
+			for _, v := range x {
+				sum += float64(v)
+			}
+		}
+		mean := sum / n
+		var ss float64
+		for o := 0; o < a.outer; o++ {
+			x, _ := a.plane(o, c)
+			for _, v := range x {
+				d := float64(v) - mean
+				ss += d * d
+			}
+		}
+		variance := ss / n
+		scale := 1 / math.Sqrt(variance+a.eps)
+		shift := -mean * scale
+		if a.weight != nil {
+			scale *= float64(a.weight[c])
+			shift *= float64(a.weight[c])
+		}
+		if a.bias != nil {
+			shift += float64(a.bias[c])
+		}
+		s, b := T(scale), T(shift)
+		for o := 0; o < a.outer; o++ {
+			x, y := a.plane(o, c)
+			for i, v := range x {
+				y[i] = v*s + b
+			}
+		}
+		a.mean[c], a.variance[c] = T(mean), T(variance)
+	}
+}
+
+// batchNormGradArgs are the arguments of BatchNormGrad.
+type batchNormGradArgs[T float] struct {
+	batchNormArgs[T]
+	dx, dweight, dbias []T
+}
+
+// run computes, for channels [lo, hi), with x̂ = (x-mean)·invstd:
+// dbias = Σ dy, dweight = Σ dy·x̂ and
+// dx = weight·invstd·(dy - dbias/n - x̂·dweight/n).
+func (a *batchNormGradArgs[T]) run(lo, hi int) {
+	n := float64(a.outer * a.inner)
+	for c := lo; c < hi; c++ {
+		mean := float64(a.mean[c])
+		invstd := 1 / math.Sqrt(float64(a.variance[c])+a.eps)
+		var sumDy, sumDyXhat float64
+		for o := 0; o < a.outer; o++ {
+			x, dy := a.plane(o, c)
+			for i, g := range dy {
+				sumDy += float64(g)
+				sumDyXhat += float64(g) * (float64(x[i]) - mean) * invstd
+			}
+		}
+		if a.dbias != nil {
+			a.dbias[c] = T(sumDy)
+		}
+		if a.dweight != nil {
+			a.dweight[c] = T(sumDyXhat)
+		}
+		w := 1.0
+		if a.weight != nil {
+			w = float64(a.weight[c])
+		}
+		k := w * invstd
+		for o := 0; o < a.outer; o++ {
+			x, dy := a.plane(o, c)
+			dx := a.dx[(o*a.channels+c)*a.inner:][:a.inner]
+			for i, g := range dy {
+				xhat := (float64(x[i]) - mean) * invstd
+				dx[i] = T(k * (float64(g) - sumDy/n - xhat*sumDyXhat/n))
+			}
+		}
+	}
+}
