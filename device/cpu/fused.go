@@ -86,41 +86,12 @@ func biasActSlice[T float](act device.Activation, dst, src []T, b T) {
 
 // biasActRows is biasAct for rows (n, c) in [lo, hi) of the N*C rows.
 func biasActRows[T float](act device.Activation, y, x, bias []T, channels, inner, lo, hi int) {
-	if y32, ok := any(y).([]float32); ok {
-		x32, b32 := any(x).([]float32), any(bias).([]float32)
-		for r := lo; r < hi; r++ {
-			var b float32
-			if b32 != nil {
-				b = b32[r%channels]
-			}
-			src, dst := x32[r*inner:(r+1)*inner], y32[r*inner:(r+1)*inner]
-			if act == device.ActReLU {
-				vec.AddScalarReLU(dst, src, b)
-			} else {
-				vec.AddScalar(dst, src, b)
-			}
-		}
-		return
-	}
 	for r := lo; r < hi; r++ {
 		var b T
 		if bias != nil {
 			b = bias[r%channels]
 		}
-		src, dst := x[r*inner:(r+1)*inner], y[r*inner:(r+1)*inner]
-		if act == device.ActReLU {
-			for i, v := range src {
-				v += b
-				if v < 0 { // NaN stays NaN, as in PyTorch
-					v = 0
-				}
-				dst[i] = v
-			}
-			continue
-		}
-		for i, v := range src {
-			dst[i] = v + b
-		}
+		biasActSlice(act, y[r*inner:(r+1)*inner], x[r*inner:(r+1)*inner], b)
 	}
 }
 
