@@ -155,12 +155,7 @@ func newOut(zero bool, dt device.DType, shape []int, from ...*Tensor) *Tensor {
 	if a == nil {
 		return New(dev, dt, shape...)
 	}
-	for _, d := range shape {
-		if d < 0 {
-			panic(fmt.Sprintf("tensor: negative dimension in shape %v", slices.Clone(shape)))
-		}
-	}
-	n := device.NumElements(shape)
+	n := numElements(shape)
 	b := a.alloc(dev, dt, n)
 	if zero && n > 0 {
 		dev.Kernels().Fill(b, n, 0)

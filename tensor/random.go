@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/hora-dl/hora/device"
 )
@@ -75,10 +76,12 @@ func XavierNormal(rng *rand.Rand, shape ...int) *Tensor {
 	return RandNormal(rng, 0, math.Sqrt(2/float64(fanIn+fanOut)), shape...)
 }
 
+// numElements returns the product of shape, panicking on a negative
+// dimension. (The panic copies shape, so that shape does not escape.)
 func numElements(shape []int) int {
 	for _, d := range shape {
 		if d < 0 {
-			panic(fmt.Sprintf("tensor: negative dimension in shape %v", shape))
+			panic(fmt.Sprintf("tensor: negative dimension in shape %v", slices.Clone(shape)))
 		}
 	}
 	return device.NumElements(shape)

@@ -51,12 +51,7 @@ func CPU() device.Device { return cpuDevice }
 // New returns a zero-filled dense tensor of the given type and shape on dev.
 // It panics if the device cannot allocate the memory.
 func New(dev device.Device, dt device.DType, shape ...int) *Tensor {
-	for _, d := range shape {
-		if d < 0 {
-			panic(fmt.Sprintf("tensor: negative dimension in shape %v", slices.Clone(shape)))
-		}
-	}
-	n := device.NumElements(shape)
+	n := numElements(shape)
 	b, err := dev.Alloc(dt, n)
 	if err != nil {
 		panic(fmt.Sprintf("tensor: allocating %v%v on %s: %v", dt, slices.Clone(shape), dev.Name(), err))
