@@ -12,11 +12,20 @@ import (
 // DType is the element type of a Buffer.
 type DType int
 
-// The element types every device supports.
+// The element types. Every device supports Float32, Float64 and Int64.
 const (
 	Float32 DType = iota + 1 // 32-bit IEEE float: weights, activations
 	Float64                  // 64-bit IEEE float: gradient checks
 	Int64                    // 64-bit signed integer: labels, indices
+	// Float16 is the IEEE 754 binary16 ("half") float, held on the host as
+	// its bits in a []uint16. It is a storage type, not a compute type:
+	// a device that supports it (the CPU does) allocates it, reads and
+	// writes it, converts it to and from the other types with
+	// Kernels.Copy and slices it (Slicer), which is what gradient
+	// compression needs; every other kernel rejects it with a panic, and
+	// IsFloat reports false for it. Devices that do not store it return
+	// an error from Alloc.
+	Float16
 )
 
 // String returns the PyTorch-style name of the type ("float32").
@@ -28,6 +37,8 @@ func (d DType) String() string {
 		return "float64"
 	case Int64:
 		return "int64"
+	case Float16:
+		return "float16"
 	}
 	return "dtype(" + strconv.Itoa(int(d)) + ")"
 }
@@ -39,11 +50,16 @@ func (d DType) Size() int {
 		return 4
 	case Float64, Int64:
 		return 8
+	case Float16:
+		return 2
 	}
 	return 0
 }
 
-// IsFloat reports whether d is a floating-point type.
+// IsFloat reports whether d is a floating-point type the kernels compute
+// in: Float32 or Float64. It is false for Float16, which is a storage type
+// only (see Float16), so that checks such as "needs floating-point
+// tensors" keep half-precision data away from the compute kernels.
 func (d DType) IsFloat() bool { return d == Float32 || d == Float64 }
 
 // Buffer is a flat array of Len elements of one DType owned by a Device.
@@ -64,11 +80,11 @@ type Device interface {
 	Name() string
 	// Alloc returns a zero-filled buffer of n elements.
 	Alloc(dt DType, n int) (Buffer, error)
-	// Write copies src ([]float32, []float64 or []int64, matching dst's
-	// DType and length) into dst.
+	// Write copies src ([]float32, []float64, []int64, or []uint16 (IEEE
+	// binary16 bits) for Float16, matching dst's DType and length) into dst.
 	Write(dst Buffer, src any) error
-	// Read copies src into dst ([]float32, []float64 or []int64 matching
-	// src's DType and length), after all queued work on src is done.
+	// Read copies src into dst ([]float32, []float64, []int64 or []uint16,
+	// matching src's DType and length), after all queued work on src is done.
 	Read(dst any, src Buffer) error
 	// Sync waits for all queued work.
 	Sync() error
@@ -76,6 +92,30 @@ type Device interface {
 	Kernels() Kernels
 	// Close releases the device.
 	Close() error
+}
+
+// Slicer is implemented by devices whose buffers can be viewed in part,
+// without a copy (a fusion buffer's prefix handed to a collective).
+type Slicer interface {
+	// Slice returns a buffer sharing elements [off, off+n) of b: writes
+	// through either are seen by the other. It returns an error (not a
+	// panic) when off or n is negative or off+n exceeds b.Len(). Freeing
+	// the slice does not free b; b must outlive the slice.
+	Slice(b Buffer, off, n int) (Buffer, error)
+}
+
+// SliceOf returns a buffer sharing elements [off, off+n) of b, using the
+// Slicer of b's device. It returns an error for bounds outside [0, b.Len()],
+// and one wrapping ErrNotImplemented when the device cannot slice.
+func SliceOf(b Buffer, off, n int) (Buffer, error) {
+	if off < 0 || n < 0 || off > b.Len()-n {
+		return nil, fmt.Errorf("device: slice [%d, %d+%d) of a %v buffer of %d elements is out of range", off, off, n, b.DType(), b.Len())
+	}
+	s, ok := b.Device().(Slicer)
+	if !ok {
+		return nil, fmt.Errorf("device: slice of a %s buffer: %w", b.Device().Name(), ErrNotImplemented)
+	}
+	return s.Slice(b, off, n)
 }
 
 // Sentinel errors returned by devices.

@@ -21,6 +21,7 @@ func TestDType(t *testing.T) {
 		{device.Float32, "float32", 4, true},
 		{device.Float64, "float64", 8, true},
 		{device.Int64, "int64", 8, false},
+		{device.Float16, "float16", 2, false}, // a storage type: kernels do not compute in it
 		{device.DType(0), "dtype(0)", 0, false},
 		{device.DType(42), "dtype(42)", 0, false},
 	} {
@@ -82,4 +83,57 @@ func TestRegistry(t *testing.T) {
 		assert.False(t, errors.Is(err, device.ErrUnavailable), "%s must fail before the backend is called", spec)
 	}
 	assert.Panics(t, func() { device.Register("devicetest-fake", nil) })
+}
+
+// plainDevice is a device that cannot slice its buffers; sliceDevice can.
+type plainDevice struct{ device.Device }
+
+func (plainDevice) Name() string { return "plain" }
+
+type sliceDevice struct {
+	plainDevice
+	calls int
+}
+
+func (d *sliceDevice) Slice(b device.Buffer, off, n int) (device.Buffer, error) {
+	d.calls++
+	return fakeBuf{dev: d, n: n}, nil
+}
+
+type fakeBuf struct {
+	dev device.Device
+	n   int
+}
+
+func (b fakeBuf) Device() device.Device { return b.dev }
+func (b fakeBuf) DType() device.DType   { return device.Float16 }
+func (b fakeBuf) Len() int              { return b.n }
+func (b fakeBuf) Free()                 {}
+
+func TestSliceOf(t *testing.T) {
+	t.Parallel()
+	_, err := device.SliceOf(fakeBuf{dev: plainDevice{}, n: 8}, 0, 4)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, device.ErrNotImplemented), "%v", err)
+	assert.Contains(t, err.Error(), "plain")
+
+	d := &sliceDevice{}
+	for _, tc := range []struct {
+		off, n int
+		ok     bool
+	}{
+		{0, 8, true}, {2, 3, true}, {8, 0, true}, {0, 0, true},
+		{-1, 1, false}, {0, -1, false}, {0, 9, false}, {9, 0, false}, {5, 4, false}, {1, int(^uint(0) >> 1), false},
+	} {
+		before := d.calls
+		s, err := device.SliceOf(fakeBuf{dev: d, n: 8}, tc.off, tc.n)
+		if !tc.ok {
+			assert.Error(t, err, "SliceOf(%d, %d) of 8", tc.off, tc.n)
+			assert.Equal(t, before, d.calls, "the device is not asked for a bad range")
+			continue
+		}
+		require.NoError(t, err, "SliceOf(%d, %d) of 8", tc.off, tc.n)
+		assert.Equal(t, tc.n, s.Len())
+		assert.Equal(t, before+1, d.calls, "the device's Slice is used")
+	}
 }

@@ -143,13 +143,17 @@ func (p PoolParams) OutW() int { return (p.W+2*p.PadW-p.KW)/p.StrideW + 1 }
 // floating-point DType; outputs are dense (row-major, offset 0) unless a
 // Layout says otherwise, and are overwritten unless stated otherwise.
 // Copy, Fill, Gather, ScatterAdd, IndexSelect and IndexAdd also accept
-// Int64 data. Kernels do not validate their arguments: the tensor package
+// Int64 data. Only Copy accepts Float16 (a storage type), on devices that
+// store it; every other kernel panics when given a Float16 buffer.
+// Kernels do not otherwise validate their arguments: the tensor package
 // does that before calling them. The package device/devicetest checks an
 // implementation against these definitions.
 type Kernels interface {
 	// Copy copies the strided view src into the strided view dst (same
 	// shapes), converting between DTypes when they differ (float to Int64
-	// truncates toward zero). dst must not overlap src.
+	// truncates toward zero; conversion to Float16 rounds to nearest, ties
+	// to even, overflowing to ±Inf and keeping NaN a NaN). dst must not
+	// overlap src.
 	Copy(dst Buffer, dl Layout, src Buffer, sl Layout)
 	// Fill sets the first n elements of dst to v.
 	Fill(dst Buffer, n int, v float64)

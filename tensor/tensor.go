@@ -108,7 +108,8 @@ func FromInt64(data []int64, shape ...int) *Tensor {
 }
 
 // FromSlice returns a tensor on dev holding a copy of data ([]float32,
-// []float64 or []int64). It returns an error (not a panic) when the data
+// []float64, []int64, or []uint16 for a device.Float16 tensor of IEEE
+// binary16 bits, on devices that store that type). It returns an error (not a panic) when the data
 // does not fit the shape, since data often comes from files.
 func FromSlice(dev device.Device, data any, shape ...int) (*Tensor, error) {
 	dt, err := checkSlice(data, shape)
@@ -122,8 +123,8 @@ func FromSlice(dev device.Device, data any, shape ...int) (*Tensor, error) {
 	return t, nil
 }
 
-// checkSlice returns the element type of data ([]float32, []float64 or
-// []int64) after checking that it fills shape exactly.
+// checkSlice returns the element type of data ([]float32, []float64,
+// []int64 or []uint16) after checking that it fills shape exactly.
 func checkSlice(data any, shape []int) (device.DType, error) {
 	var dt device.DType
 	var n int
@@ -134,6 +135,8 @@ func checkSlice(data any, shape []int) (device.DType, error) {
 		dt, n = device.Float64, len(d)
 	case []int64:
 		dt, n = device.Int64, len(d)
+	case []uint16:
+		dt, n = device.Float16, len(d)
 	default:
 		return 0, fmt.Errorf("tensor: unsupported data type %T", data)
 	}
@@ -274,8 +277,12 @@ func (t *Tensor) To(dev device.Device) *Tensor {
 		data = c.Float32s()
 	case device.Float64:
 		data = c.Float64s()
-	default:
+	case device.Int64:
 		data = c.Int64s()
+	case device.Float16:
+		data = c.Float16s()
+	default:
+		panic(fmt.Sprintf("tensor: moving a %v tensor %v to %s: unsupported type", t.DType(), t.shape, dev.Name()))
 	}
 	out, err := FromSlice(dev, data, t.shape...)
 	if err != nil {
@@ -327,6 +334,10 @@ func (t *Tensor) Float64s() []float64 { return read[float64](t, device.Float64) 
 
 // Int64s returns a copy of an int64 tensor's elements in row-major order.
 func (t *Tensor) Int64s() []int64 { return read[int64](t, device.Int64) }
+
+// Float16s returns a copy of a float16 tensor's elements in row-major
+// order, as IEEE binary16 bits.
+func (t *Tensor) Float16s() []uint16 { return read[uint16](t, device.Float16) }
 
 // Values returns the elements as float64, whatever the type.
 func (t *Tensor) Values() []float64 { return t.Cast(device.Float64).Float64s() }

@@ -49,6 +49,7 @@ type Buffer struct {
 	f32 []float32
 	f64 []float64
 	i64 []int64
+	f16 []uint16 // IEEE binary16 bits
 }
 
 // Device returns the owning device.
@@ -64,12 +65,17 @@ func (b *Buffer) Len() int {
 		return len(b.f32)
 	case device.Float64:
 		return len(b.f64)
+	case device.Int64:
+		return len(b.i64)
+	case device.Float16:
+		return len(b.f16)
 	}
-	return len(b.i64)
+	return 0
 }
 
-// Free drops the slice; the garbage collector reclaims the memory.
-func (b *Buffer) Free() { b.f32, b.f64, b.i64 = nil, nil, nil }
+// Free drops the slice; the garbage collector reclaims the memory (once
+// no slice of the buffer, see Device.Slice, holds it either).
+func (b *Buffer) Free() { b.f32, b.f64, b.i64, b.f16 = nil, nil, nil, nil }
 
 // Float32s returns the backing slice of a Float32 buffer (nil otherwise).
 // Writes to it change the buffer.
@@ -80,6 +86,11 @@ func (b *Buffer) Float64s() []float64 { return b.f64 }
 
 // Int64s returns the backing slice of an Int64 buffer (nil otherwise).
 func (b *Buffer) Int64s() []int64 { return b.i64 }
+
+// Float16s returns the backing slice of a Float16 buffer, the elements'
+// IEEE binary16 bits (nil otherwise). Float32ToFloat16 and
+// Float16ToFloat32 convert to and from it.
+func (b *Buffer) Float16s() []uint16 { return b.f16 }
 
 // Alloc returns a zeroed buffer.
 func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
@@ -94,13 +105,16 @@ func (d *Device) Alloc(dt device.DType, n int) (device.Buffer, error) {
 		b.f64 = make([]float64, n)
 	case device.Int64:
 		b.i64 = make([]int64, n)
+	case device.Float16:
+		b.f16 = make([]uint16, n)
 	default:
 		return nil, fmt.Errorf("cpu: alloc: unsupported %v", dt)
 	}
 	return b, nil
 }
 
-// Write copies a host slice into dst.
+// Write copies a host slice into dst: []float32, []float64, []int64, or
+// []uint16 (IEEE binary16 bits) for a Float16 buffer.
 func (d *Device) Write(dst device.Buffer, src any) error {
 	b, ok := dst.(*Buffer)
 	if !ok {
@@ -113,11 +127,13 @@ func (d *Device) Write(dst device.Buffer, src any) error {
 		return copyChecked("write", b.dt, device.Float64, b.f64, s)
 	case []int64:
 		return copyChecked("write", b.dt, device.Int64, b.i64, s)
+	case []uint16:
+		return copyChecked("write", b.dt, device.Float16, b.f16, s)
 	}
 	return fmt.Errorf("cpu: write: unsupported source %T", src)
 }
 
-// Read copies src into a host slice.
+// Read copies src into a host slice of its type ([]uint16 for Float16).
 func (d *Device) Read(dst any, src device.Buffer) error {
 	b, ok := src.(*Buffer)
 	if !ok {
@@ -130,6 +146,8 @@ func (d *Device) Read(dst any, src device.Buffer) error {
 		return copyChecked("read", b.dt, device.Float64, s, b.f64)
 	case []int64:
 		return copyChecked("read", b.dt, device.Int64, s, b.i64)
+	case []uint16:
+		return copyChecked("read", b.dt, device.Float16, s, b.f16)
 	}
 	return fmt.Errorf("cpu: read: unsupported destination %T", dst)
 }
@@ -145,6 +163,38 @@ func copyChecked[T any](op string, have, want device.DType, dst, src []T) error 
 	}
 	copy(dst, src)
 	return nil
+}
+
+// The CPU device's buffers can be sliced.
+var _ device.Slicer = (*Device)(nil)
+
+// Slice returns a buffer sharing elements [off, off+n) of the CPU buffer b,
+// without a copy. It returns an error when b is not a CPU buffer or the
+// range is outside [0, b.Len()]. The slice reports b's device; freeing it
+// leaves b untouched, and freeing b leaves the slice's memory alive.
+func (d *Device) Slice(b device.Buffer, off, n int) (device.Buffer, error) {
+	cb, ok := b.(*Buffer)
+	if !ok {
+		return nil, fmt.Errorf("cpu: slice: buffer of device %s", b.Device().Name())
+	}
+	if off < 0 || n < 0 || off > cb.Len()-n {
+		return nil, fmt.Errorf("cpu: slice: [%d, %d+%d) is outside a %v buffer of %d elements", off, off, n, cb.dt, cb.Len())
+	}
+	s := &Buffer{dev: cb.dev, dt: cb.dt}
+	end := off + n
+	switch cb.dt {
+	case device.Float32:
+		s.f32 = cb.f32[off:end:end]
+	case device.Float64:
+		s.f64 = cb.f64[off:end:end]
+	case device.Int64:
+		s.i64 = cb.i64[off:end:end]
+	case device.Float16:
+		s.f16 = cb.f16[off:end:end]
+	default:
+		return nil, fmt.Errorf("cpu: slice: unsupported %v", cb.dt)
+	}
+	return s, nil
 }
 
 // Sync returns at once: CPU kernels finish before they return.

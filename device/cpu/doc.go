@@ -30,6 +30,15 @@
 // gradient (parallel over channels), and the SGD and Adam updates. Their
 // inner loops are mostly the vectorised ones of internal/vec.
 //
+// # Float16
+//
+// device.Float16 buffers hold IEEE binary16 bits in a []uint16
+// (Buffer.Float16s). They are for storage and transport, as in fp16
+// gradient compression: Alloc, Read, Write, Slice and the Copy kernel take
+// them (Copy converts to and from the other types, rounding to nearest
+// even); every other kernel panics. Float32ToFloat16 and Float16ToFloat32
+// convert host slices directly.
+//
 // # Allocation
 //
 // Kernels launched with launch (the hot ones) and the scratch buffers of

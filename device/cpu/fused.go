@@ -12,6 +12,7 @@ var _ device.FusedKernels = kernels{}
 
 // BiasAct computes y = act(x + bias) per channel.
 func (k kernels) BiasAct(act device.Activation, y, x, bias device.Buffer, outer, channels, inner int) {
+	noHalf("BiasAct", y, x, bias)
 	var bf32 []float32
 	var bf64 []float64
 	if bias != nil {
@@ -22,6 +23,8 @@ func (k kernels) BiasAct(act device.Activation, y, x, bias device.Buffer, outer,
 		biasAct(k.d, act, buf(y).f32, buf(x).f32, bf32, outer, channels, inner)
 	case device.Float64:
 		biasAct(k.d, act, buf(y).f64, buf(x).f64, bf64, outer, channels, inner)
+	default:
+		panic(dtypeMsg("BiasAct", buf(y).dt))
 	}
 }
 
@@ -97,11 +100,14 @@ func biasActRows[T float](act device.Activation, y, x, bias []T, channels, inner
 
 // ActGrad computes dx = dy * act'(y).
 func (k kernels) ActGrad(act device.Activation, dx, dy, y device.Buffer, n int) {
+	noHalf("ActGrad", dx, dy, y)
 	switch buf(dx).dt {
 	case device.Float32:
 		actGrad(k.d, act, buf(dx).f32[:n], buf(dy).f32[:n], buf(y).f32[:n])
 	case device.Float64:
 		actGrad(k.d, act, buf(dx).f64[:n], buf(dy).f64[:n], buf(y).f64[:n])
+	default:
+		panic(dtypeMsg("ActGrad", buf(dx).dt))
 	}
 }
 
@@ -138,11 +144,14 @@ func actGradRange[T float](act device.Activation, dx, dy, y []T, lo, hi int) {
 
 // BiasGrad sums dy over everything but the channel axis.
 func (k kernels) BiasGrad(db, dy device.Buffer, outer, channels, inner int) {
+	noHalf("BiasGrad", db, dy)
 	switch buf(db).dt {
 	case device.Float32:
 		biasGrad(k.d, buf(db).f32[:channels], buf(dy).f32, outer, channels, inner)
 	case device.Float64:
 		biasGrad(k.d, buf(db).f64[:channels], buf(dy).f64, outer, channels, inner)
+	default:
+		panic(dtypeMsg("BiasGrad", buf(db).dt))
 	}
 }
 
@@ -209,6 +218,7 @@ func biasGradChannels[T float](db, dy []T, outer, channels, inner, lo, hi int) {
 // SoftmaxCrossEntropy computes the mean smoothed cross-entropy of the rows
 // of logits and its gradient.
 func (k kernels) SoftmaxCrossEntropy(loss, grad, logits, labels device.Buffer, rows, classes int, smoothing float64) error {
+	noHalf("SoftmaxCrossEntropy", loss, grad, logits, labels)
 	lab := buf(labels).i64[:rows]
 	for r, l := range lab {
 		if l < 0 || l >= int64(classes) {
@@ -220,6 +230,8 @@ func (k kernels) SoftmaxCrossEntropy(loss, grad, logits, labels device.Buffer, r
 		buf(loss).f32[0] = float32(softmaxXent(k.d, buf(grad).f32, buf(logits).f32, lab, rows, classes, smoothing))
 	case device.Float64:
 		buf(loss).f64[0] = softmaxXent(k.d, buf(grad).f64, buf(logits).f64, lab, rows, classes, smoothing)
+	default:
+		panic(dtypeMsg("SoftmaxCrossEntropy", buf(grad).dt))
 	}
 	return nil
 }
@@ -293,6 +305,7 @@ func (a *softmaxXentArgs[T]) run(lo, hi int) {
 
 // SGDStep is torch.optim.SGD's update for one parameter.
 func (k kernels) SGDStep(h device.SGDHyper, param, grad, mbuf device.Buffer, n int) {
+	noHalf("SGDStep", param, grad, mbuf)
 	switch buf(param).dt {
 	case device.Float32:
 		var b []float32
@@ -306,6 +319,8 @@ func (k kernels) SGDStep(h device.SGDHyper, param, grad, mbuf device.Buffer, n i
 			b = buf(mbuf).f64
 		}
 		sgdStep(k.d, h, buf(param).f64[:n], buf(grad).f64[:n], b)
+	default:
+		panic(dtypeMsg("SGDStep", buf(param).dt))
 	}
 }
 
@@ -354,6 +369,7 @@ func sgdRange[T float](h device.SGDHyper, p, g, b []T, lo, hi int) {
 
 // AdamStep is torch.optim.Adam's (or AdamW's) update for one parameter.
 func (k kernels) AdamStep(h device.AdamHyper, param, grad, m, v, maxV device.Buffer, n int) {
+	noHalf("AdamStep", param, grad, m, v, maxV)
 	switch buf(param).dt {
 	case device.Float32:
 		var mv []float32
@@ -367,6 +383,8 @@ func (k kernels) AdamStep(h device.AdamHyper, param, grad, m, v, maxV device.Buf
 			mv = buf(maxV).f64
 		}
 		adamStep(k.d, h, buf(param).f64[:n], buf(grad).f64[:n], buf(m).f64, buf(v).f64, mv)
+	default:
+		panic(dtypeMsg("AdamStep", buf(param).dt))
 	}
 }
 
@@ -421,6 +439,7 @@ func adamRange[T float](h device.AdamHyper, p, g, m, v, maxV []T, lo, hi int) {
 
 // BatchNorm normalises x per channel with its batch statistics.
 func (k kernels) BatchNorm(y, mean, variance, x, weight, bias device.Buffer, outer, channels, inner int, eps float64) {
+	noHalf("BatchNorm", y, mean, variance, x, weight, bias)
 	switch buf(y).dt {
 	case device.Float32:
 		launch(k.d, channels, outer*inner*4, batchNormArgs[float32]{y: buf(y).f32, x: buf(x).f32,
@@ -430,11 +449,14 @@ func (k kernels) BatchNorm(y, mean, variance, x, weight, bias device.Buffer, out
 		launch(k.d, channels, outer*inner*4, batchNormArgs[float64]{y: buf(y).f64, x: buf(x).f64,
 			mean: buf(mean).f64, variance: buf(variance).f64, weight: f64s(weight), bias: f64s(bias),
 			outer: outer, channels: channels, inner: inner, eps: eps})
+	default:
+		panic(dtypeMsg("BatchNorm", buf(y).dt))
 	}
 }
 
 // BatchNormGrad computes the gradients of BatchNorm.
 func (k kernels) BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight device.Buffer, outer, channels, inner int, eps float64) {
+	noHalf("BatchNormGrad", dx, dweight, dbias, dy, x, mean, variance, weight)
 	switch buf(dy).dt {
 	case device.Float32:
 		launch(k.d, channels, outer*inner*6, batchNormGradArgs[float32]{batchNormArgs[float32]{y: buf(dy).f32, x: buf(x).f32,
@@ -444,6 +466,8 @@ func (k kernels) BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight
 		launch(k.d, channels, outer*inner*6, batchNormGradArgs[float64]{batchNormArgs[float64]{y: buf(dy).f64, x: buf(x).f64,
 			mean: buf(mean).f64, variance: buf(variance).f64, weight: f64s(weight),
 			outer: outer, channels: channels, inner: inner, eps: eps}, buf(dx).f64, f64s(dweight), f64s(dbias)})
+	default:
+		panic(dtypeMsg("BatchNormGrad", buf(dy).dt))
 	}
 }
 

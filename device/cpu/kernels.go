@@ -25,6 +25,10 @@ func (k kernels) Copy(dst device.Buffer, dl device.Layout, src device.Buffer, sl
 		return
 	}
 	d, s := buf(dst), buf(src)
+	if d.dt == device.Float16 || s.dt == device.Float16 {
+		copyHalf(k.d, d, dl, s, sl)
+		return
+	}
 	switch d.dt {
 	case device.Float32:
 		copyFrom(k.d, d.f32, dl, s, sl)
@@ -32,6 +36,8 @@ func (k kernels) Copy(dst device.Buffer, dl device.Layout, src device.Buffer, sl
 		copyFrom(k.d, d.f64, dl, s, sl)
 	case device.Int64:
 		copyFrom(k.d, d.i64, dl, s, sl)
+	default:
+		panic(dtypeMsg("Copy", d.dt))
 	}
 }
 
@@ -43,6 +49,85 @@ func copyFrom[D number](dev *Device, dst []D, dl device.Layout, s *Buffer, sl de
 		copyStrided(dev, dst, dl, s.f64, sl)
 	case device.Int64:
 		copyStrided(dev, dst, dl, s.i64, sl)
+	default:
+		panic(dtypeMsg("Copy", s.dt))
+	}
+}
+
+// copyHalf is Copy when either side is Float16.
+func copyHalf(dev *Device, d *Buffer, dl device.Layout, s *Buffer, sl device.Layout) {
+	if d.dt == device.Float16 {
+		switch s.dt {
+		case device.Float16:
+			copyConv(dev, d.f16, dl, s.f16, sl, func(d, s []uint16) { copy(d, s) }, func(h uint16) uint16 { return h })
+		case device.Float32:
+			copyConv(dev, d.f16, dl, s.f32, sl, f32sToF16, f32ToF16)
+		case device.Float64:
+			copyConv(dev, d.f16, dl, s.f64, sl, f64sToF16, f64ToF16)
+		case device.Int64:
+			copyConv(dev, d.f16, dl, s.i64, sl, i64sToF16, i64ToF16)
+		default:
+			panic(dtypeMsg("Copy", s.dt))
+		}
+		return
+	}
+	switch d.dt {
+	case device.Float32:
+		copyConv(dev, d.f32, dl, s.f16, sl, f16sToF32, f16ToF32)
+	case device.Float64:
+		copyConv(dev, d.f64, dl, s.f16, sl, f16sToF64, f16ToF64)
+	case device.Int64:
+		copyConv(dev, d.i64, dl, s.f16, sl, f16sToI64, f16ToI64)
+	default:
+		panic(dtypeMsg("Copy", d.dt))
+	}
+}
+
+// copyConv is copyStrided for conversions that are functions rather than
+// Go conversions (those to and from float16): run converts a contiguous
+// run of elements, one a single element.
+func copyConv[D, S any](dev *Device, dst []D, dl device.Layout, src []S, sl device.Layout, run func([]D, []S), one func(S) D) {
+	if isDense(dl) && isDense(sl) {
+		n := device.NumElements(dl.Shape)
+		d, s := dst[dl.Offset:dl.Offset+n], src[sl.Offset:sl.Offset+n]
+		dev.parallelFor(n, 4, func(lo, hi int) { run(d[lo:hi], s[lo:hi]) })
+		return
+	}
+	st := newStrided(dl, sl)
+	nrows, n := st.rows()
+	ds, ss := st.inner(0), st.inner(1)
+	dev.parallelFor(nrows, 4*n, func(lo, hi int) {
+		offs := make([]int, 2)
+		for r := lo; r < hi; r++ {
+			st.rowStarts(r, offs)
+			do, so := offs[0], offs[1]
+			if ds == 1 && ss == 1 {
+				run(dst[do:do+n], src[so:so+n])
+				continue
+			}
+			for i := 0; i < n; i++ {
+				dst[do+i*ds] = one(src[so+i*ss])
+			}
+		}
+	})
+}
+
+// dtypeMsg is the panic message of a kernel op given a buffer of type dt,
+// which it does not compute in.
+func dtypeMsg(op string, dt device.DType) string {
+	if dt == device.Float16 {
+		return fmt.Sprintf("cpu: %s: float16 is a storage type: only Alloc, Read, Write, Slice and Copy take it (Copy it to float32 first)", op)
+	}
+	return fmt.Sprintf("cpu: %s on %v", op, dt)
+}
+
+// noHalf panics with dtypeMsg when any of the buffers (nil ones are
+// skipped) is Float16. Every kernel but Copy calls it first.
+func noHalf(op string, bs ...device.Buffer) {
+	for _, b := range bs {
+		if cb, ok := b.(*Buffer); ok && cb.dt == device.Float16 {
+			panic(dtypeMsg(op, device.Float16))
+		}
 	}
 }
 
@@ -107,6 +192,7 @@ func denseStrides(l device.Layout) []int {
 
 // Fill sets the first n elements.
 func (k kernels) Fill(dst device.Buffer, n int, v float64) {
+	noHalf("Fill", dst)
 	d := buf(dst)
 	switch d.dt {
 	case device.Float32:
@@ -115,6 +201,8 @@ func (k kernels) Fill(dst device.Buffer, n int, v float64) {
 		fill(d.f64[:n], v)
 	case device.Int64:
 		fill(d.i64[:n], int64(v))
+	default:
+		panic(dtypeMsg("Fill", d.dt))
 	}
 }
 
@@ -126,6 +214,7 @@ func fill[T number](s []T, v T) {
 
 // Unary applies op elementwise.
 func (k kernels) Unary(op device.UnaryOp, dst, src device.Buffer, n int, s float64) {
+	noHalf("Unary", dst, src)
 	d, x := buf(dst), buf(src)
 	switch d.dt {
 	case device.Float32:
@@ -133,7 +222,7 @@ func (k kernels) Unary(op device.UnaryOp, dst, src device.Buffer, n int, s float
 	case device.Float64:
 		unary(k.d, op, d.f64[:n], x.f64[:n], s)
 	default:
-		panic(fmt.Sprintf("cpu: unary on %v", d.dt))
+		panic(dtypeMsg("Unary", d.dt))
 	}
 }
 
@@ -261,6 +350,7 @@ func unaryFunc(op device.UnaryOp, s float64) func(float64) float64 {
 
 // Binary applies op to two broadcast views.
 func (k kernels) Binary(op device.BinaryOp, dst device.Buffer, a device.Buffer, al device.Layout, b device.Buffer, bl device.Layout) {
+	noHalf("Binary", dst, a, b)
 	if device.NumElements(al.Shape) == 0 {
 		return
 	}
@@ -272,7 +362,7 @@ func (k kernels) Binary(op device.BinaryOp, dst device.Buffer, a device.Buffer, 
 	case device.Float64:
 		binary(k.d, op, d.f64, dl, x.f64, al, y.f64, bl)
 	default:
-		panic(fmt.Sprintf("cpu: binary on %v", d.dt))
+		panic(dtypeMsg("Binary", d.dt))
 	}
 }
 
@@ -426,6 +516,7 @@ func binaryFunc[T float](op device.BinaryOp) func(x, y T) T {
 
 // Where selects between two broadcast views.
 func (k kernels) Where(dst device.Buffer, cond device.Buffer, cl device.Layout, a device.Buffer, al device.Layout, b device.Buffer, bl device.Layout) {
+	noHalf("Where", dst, cond, a, b)
 	if device.NumElements(al.Shape) == 0 {
 		return
 	}
@@ -437,7 +528,7 @@ func (k kernels) Where(dst device.Buffer, cond device.Buffer, cl device.Layout, 
 	case device.Float64:
 		where(k.d, d.f64, dl, c.f64, cl, x.f64, al, y.f64, bl)
 	default:
-		panic(fmt.Sprintf("cpu: where on %v", d.dt))
+		panic(dtypeMsg("Where", d.dt))
 	}
 }
 
@@ -462,6 +553,7 @@ func where[T float](dev *Device, dst []T, dl device.Layout, c []T, cl device.Lay
 
 // Reduce reduces the middle axis of outer×n×inner.
 func (k kernels) Reduce(op device.ReduceOp, dst, src device.Buffer, outer, n, inner int) {
+	noHalf("Reduce", dst, src)
 	s := buf(src)
 	d := buf(dst)
 	switch s.dt {
@@ -470,7 +562,7 @@ func (k kernels) Reduce(op device.ReduceOp, dst, src device.Buffer, outer, n, in
 	case device.Float64:
 		reduce(k.d, op, d, s.f64, outer, n, inner)
 	default:
-		panic(fmt.Sprintf("cpu: reduce on %v", s.dt))
+		panic(dtypeMsg("Reduce", s.dt))
 	}
 }
 

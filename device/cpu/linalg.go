@@ -1,23 +1,21 @@
 package cpu
 
 import (
-	"fmt"
-
-	"github.com/hora-dl/hora/device/cpu/internal/vec"
-
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/vec"
 )
 
 // MatMul computes a batched matrix product with the device's GEMM backend
 // (see Device.Backend).
 func (k kernels) MatMul(p device.MatMulParams, c, a, b device.Buffer) {
+	noHalf("MatMul", c, a, b)
 	switch buf(c).dt {
 	case device.Float32:
 		matmul(k.d, p, buf(c).f32, buf(a).f32, buf(b).f32)
 	case device.Float64:
 		matmul(k.d, p, buf(c).f64, buf(a).f64, buf(b).f64)
 	default:
-		panic(fmt.Sprintf("cpu: matmul on %v", buf(c).dt))
+		panic(dtypeMsg("MatMul", buf(c).dt))
 	}
 }
 
@@ -309,11 +307,14 @@ func addTo[T float](dst, src []T) {
 
 // Conv2D: per image and group, y_g = W_g × im2col(x_g).
 func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
+	noHalf("Conv2D", y, x, w)
 	switch buf(y).dt {
 	case device.Float32:
 		conv2d(k.d, newConvShape(p), buf(y).f32, buf(x).f32, buf(w).f32)
 	case device.Float64:
 		conv2d(k.d, newConvShape(p), buf(y).f64, buf(x).f64, buf(w).f64)
+	default:
+		panic(dtypeMsg("Conv2D", buf(y).dt))
 	}
 }
 
@@ -365,6 +366,7 @@ func convGroup[T float](dev *Device, s convShape, col, out, x, w []T, n0, n1, g 
 // pooling of a CNN block in one pass per group of images: each GEMM's
 // output stays in a worker's scratch buffer while it is pooled.
 func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, act device.Activation, y, argmax, x, w, bias device.Buffer) {
+	noHalf("Conv2DBiasActMaxPool", y, argmax, x, w, bias)
 	s := newConvShape(p)
 	gi := s.imagesPerGEMM()
 	n := (s.N + gi - 1) / gi
@@ -381,6 +383,8 @@ func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, 
 			b = buf(bias).f64
 		}
 		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float64]{convArgs[float64]{k.d, s, buf(y).f64, buf(x).f64, buf(w).f64, gi}, q, act, b, buf(argmax).i64})
+	default:
+		panic(dtypeMsg("Conv2DBiasActMaxPool", buf(y).dt))
 	}
 }
 
@@ -443,11 +447,14 @@ func gatherOutGrad[T float](s convShape, dst, dy []T, n0, n1, g int) {
 
 // Conv2DGradInput: per image and group, dx_g = col2im(W_gᵀ × dy_g).
 func (k kernels) Conv2DGradInput(p device.ConvParams, dx, dy, w device.Buffer) {
+	noHalf("Conv2DGradInput", dx, dy, w)
 	switch buf(dx).dt {
 	case device.Float32:
 		conv2dGradInput(k.d, newConvShape(p), buf(dx).f32, buf(dy).f32, buf(w).f32)
 	case device.Float64:
 		conv2dGradInput(k.d, newConvShape(p), buf(dx).f64, buf(dy).f64, buf(w).f64)
+	default:
+		panic(dtypeMsg("Conv2DGradInput", buf(dx).dt))
 	}
 }
 
@@ -484,11 +491,14 @@ func (args *convGradInputArgs[T]) run(lo, hi int) {
 // in chunk order, so the result does not depend on the number of workers
 // or on their timing.
 func (k kernels) Conv2DGradWeight(p device.ConvParams, dw, dy, x device.Buffer) {
+	noHalf("Conv2DGradWeight", dw, dy, x)
 	switch buf(dw).dt {
 	case device.Float32:
 		conv2dGradWeight(k.d, newConvShape(p), buf(dw).f32, buf(dy).f32, buf(x).f32)
 	case device.Float64:
 		conv2dGradWeight(k.d, newConvShape(p), buf(dw).f64, buf(dy).f64, buf(x).f64)
+	default:
+		panic(dtypeMsg("Conv2DGradWeight", buf(dw).dt))
 	}
 }
 

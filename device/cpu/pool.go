@@ -8,11 +8,14 @@ import (
 
 // MaxPool2D takes the maximum of each window, remembering where it was.
 func (k kernels) MaxPool2D(p device.PoolParams, y, argmax, x device.Buffer) {
+	noHalf("MaxPool2D", y, argmax, x)
 	switch buf(y).dt {
 	case device.Float32:
 		maxPool(k.d, p, buf(y).f32, buf(argmax).i64, buf(x).f32)
 	case device.Float64:
 		maxPool(k.d, p, buf(y).f64, buf(argmax).i64, buf(x).f64)
+	default:
+		panic(dtypeMsg("MaxPool2D", buf(y).dt))
 	}
 }
 
@@ -105,11 +108,14 @@ func firstNaN(a, b, c float32, w int64) int64 {
 
 // MaxPool2DGrad routes each output gradient to the input that won.
 func (k kernels) MaxPool2DGrad(p device.PoolParams, dx, dy, argmax device.Buffer) {
+	noHalf("MaxPool2DGrad", dx, dy, argmax)
 	switch buf(dx).dt {
 	case device.Float32:
 		maxPoolGrad(k.d, p, buf(dx).f32, buf(dy).f32, buf(argmax).i64)
 	case device.Float64:
 		maxPoolGrad(k.d, p, buf(dx).f64, buf(dy).f64, buf(argmax).i64)
+	default:
+		panic(dtypeMsg("MaxPool2DGrad", buf(dx).dt))
 	}
 }
 
@@ -165,21 +171,27 @@ func poolDivisor(p device.PoolParams, i, j int) int {
 
 // AvgPool2D averages each window.
 func (k kernels) AvgPool2D(p device.PoolParams, y, x device.Buffer) {
+	noHalf("AvgPool2D", y, x)
 	switch buf(y).dt {
 	case device.Float32:
 		avgPool(k.d, p, buf(y).f32, buf(x).f32, false)
 	case device.Float64:
 		avgPool(k.d, p, buf(y).f64, buf(x).f64, false)
+	default:
+		panic(dtypeMsg("AvgPool2D", buf(y).dt))
 	}
 }
 
 // AvgPool2DGrad spreads each output gradient over its window.
 func (k kernels) AvgPool2DGrad(p device.PoolParams, dx, dy device.Buffer) {
+	noHalf("AvgPool2DGrad", dx, dy)
 	switch buf(dx).dt {
 	case device.Float32:
 		avgPool(k.d, p, buf(dy).f32, buf(dx).f32, true)
 	case device.Float64:
 		avgPool(k.d, p, buf(dy).f64, buf(dx).f64, true)
+	default:
+		panic(dtypeMsg("AvgPool2DGrad", buf(dx).dt))
 	}
 }
 
@@ -226,21 +238,25 @@ func checkIndex(i int64, n int) int {
 
 // Gather reads src at per-element indices along the middle axis.
 func (k kernels) Gather(dst, src, idx device.Buffer, outer, n, m, inner int) {
+	noHalf("Gather", dst, src, idx)
 	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, false, false)
 }
 
 // ScatterAdd adds src into dst at per-element indices along the middle axis.
 func (k kernels) ScatterAdd(dst, src, idx device.Buffer, outer, n, m, inner int) {
+	noHalf("ScatterAdd", dst, src, idx)
 	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, true, false)
 }
 
 // IndexSelect copies whole slices of src along the middle axis.
 func (k kernels) IndexSelect(dst, src, idx device.Buffer, outer, n, m, inner int) {
+	noHalf("IndexSelect", dst, src, idx)
 	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, false, true)
 }
 
 // IndexAdd adds whole slices of src into dst along the middle axis.
 func (k kernels) IndexAdd(dst, src, idx device.Buffer, outer, n, m, inner int) {
+	noHalf("IndexAdd", dst, src, idx)
 	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, true, true)
 }
 
@@ -258,6 +274,8 @@ func gatherScatter(dst, src *Buffer, idx []int64, outer, n, m, inner int, scatte
 		indexed(big.f64, small.f64, idx, outer, n, m, inner, scatter, slices)
 	case device.Int64:
 		indexed(big.i64, small.i64, idx, outer, n, m, inner, scatter, slices)
+	default:
+		panic(dtypeMsg("indexing", dst.dt))
 	}
 }
 

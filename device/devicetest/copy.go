@@ -1,7 +1,10 @@
 package devicetest
 
 import (
+	"math"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/hora-dl/hora/device"
 )
@@ -35,13 +38,16 @@ func copyCases() []copyCase {
 }
 
 // TestCopy checks Kernels.Copy between strided views of every pair of
-// element types. Float to int64 conversion truncates toward zero.
+// element types, device.Float16 included when the device stores it. Float
+// to int64 conversion truncates toward zero; conversion to float16 rounds
+// to nearest even (directly from float64, not through float32).
 func TestCopy(t *testing.T, dev device.Device) {
 	k := dev.Kernels()
 	rng := newRand(1)
+	types := storedTypes(dev)
 	for _, tc := range copyCases() {
-		for _, sdt := range allTypes {
-			for _, ddt := range allTypes {
+		for _, sdt := range types {
+			for _, ddt := range types {
 				t.Run(tc.name+"/"+sdt.String()+"-to-"+ddt.String(), func(t *testing.T) {
 					srcVals := make([]float64, span(tc.sl))
 					for i := range srcVals {
@@ -67,6 +73,79 @@ func TestCopy(t *testing.T, dev device.Device) {
 					checkEqual(t, download(t, dev, src), stored, "Copy changed its source")
 				})
 			}
+		}
+	}
+	t.Run("float16-rounding", func(t *testing.T) {
+		if !storesHalf(dev) {
+			t.Skipf("%s does not store float16", dev.Name())
+		}
+		testHalfRounding(t, dev)
+	})
+}
+
+// testHalfRounding checks Copy into and out of float16 on the values where
+// rounding is delicate: ties, subnormals, overflow, NaN and signed zeros.
+func testHalfRounding(t *testing.T, dev device.Device) {
+	k := dev.Kernels()
+	negZero := math.Copysign(0, -1)
+	floats := []float64{
+		0, negZero, 1, -2, 0.1, -1.0 / 3,
+		1 + 0x1p-11, 1 + 3*0x1p-11, -(1 + 0x1p-11 + 0x1p-40), // ties, and just past one
+		65504, 65519.9, 65520, -65520, 1e6, math.Inf(1), math.Inf(-1), math.NaN(),
+		0x1p-24, 0x1p-25, -3 * 0x1p-25, 0x1p-14 - 0x1p-25, 0x1p-14 - 0x1p-24, 0x1p-26, -0x1p-40,
+	}
+	ints := []float64{0, 1, -3, 2049, 2051, -2051, 65504, 65520, 70000, -1 << 40}
+	for _, sdt := range []device.DType{device.Float32, device.Float64, device.Int64} {
+		vals := floats
+		if sdt == device.Int64 {
+			vals = ints
+		}
+		for _, tc := range []struct {
+			name string
+			hl   device.Layout // the float16 view
+		}{
+			{"dense", dense(0, len(vals))},
+			{"step", layout([]int{len(vals)}, []int{2}, 1)},
+		} {
+			t.Run(sdt.String()+"/"+tc.name, func(t *testing.T) {
+				src := upload(t, dev, sdt, vals)
+				stored := download(t, dev, src)
+				sl := dense(0, len(vals))
+				h := upload(t, dev, device.Float16, sentinel(span(tc.hl)))
+				k.Copy(h, tc.hl, src, sl)
+				got := download(t, dev, h)
+				want := make([]float64, len(vals))
+				gotView := make([]float64, len(vals))
+				for i, v := range stored {
+					want[i] = roundTo(device.Float16, v)
+					gotView[i] = got[at(tc.hl, []int{i})]
+					if want[i] == 0 {
+						assert.Equal(t, math.Signbit(want[i]), math.Signbit(gotView[i]), "sign of zero from %v %g", sdt, v)
+					}
+				}
+				checkEqual(t, gotView, want, "Copy %v to float16 %v", sdt, tc.hl)
+
+				// And back: float16 to every type is exact (int64 truncates).
+				for _, ddt := range allTypes {
+					back := upload(t, dev, ddt, make([]float64, len(vals)))
+					k.Copy(back, sl, h, tc.hl)
+					wantBack := make([]float64, len(vals))
+					gotBack := download(t, dev, back)
+					for i, v := range want {
+						switch {
+						case ddt == device.Int64 && (math.IsInf(v, 0) || math.IsNaN(v)):
+							// Go leaves the int64 of ±Inf and NaN to the
+							// implementation: compare only finite values.
+							gotBack[i] = 0
+						case math.IsInf(v, 0) || math.IsNaN(v):
+							wantBack[i] = v
+						default:
+							wantBack[i] = roundTo(ddt, v)
+						}
+					}
+					checkEqual(t, gotBack, wantBack, "Copy float16 %v to %v", tc.hl, ddt)
+				}
+			})
 		}
 	}
 }

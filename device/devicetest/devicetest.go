@@ -19,6 +19,7 @@ func RunAll(t *testing.T, dev device.Device) {
 	require.NotNil(t, dev.Kernels(), "Kernels of %s", dev.Name())
 	t.Run("Memory", func(t *testing.T) { TestMemory(t, dev) })
 	t.Run("Copy", func(t *testing.T) { TestCopy(t, dev) })
+	t.Run("Slice", func(t *testing.T) { TestSlice(t, dev) })
 	t.Run("Fill", func(t *testing.T) { TestFill(t, dev) })
 	t.Run("Unary", func(t *testing.T) { TestUnary(t, dev) })
 	t.Run("Binary", func(t *testing.T) { TestBinary(t, dev) })
@@ -34,7 +35,8 @@ func RunAll(t *testing.T, dev device.Device) {
 // floatTypes are the types the floating-point kernels are checked in.
 var floatTypes = []device.DType{device.Float32, device.Float64}
 
-// allTypes are every element type a buffer can hold.
+// allTypes are the element types every device's buffers hold (see
+// storedTypes for device.Float16).
 var allTypes = []device.DType{device.Float32, device.Float64, device.Int64}
 
 // newRand returns the suite's seeded generator; every check starts from
@@ -52,11 +54,14 @@ func randFloats(rng *rand.Rand, n int, lo, hi float64) []float64 {
 }
 
 // roundTo returns v as stored in an element of type dt: rounded to
-// float32, or truncated toward zero for int64 (as a C or Go conversion).
+// float32 or float16, or truncated toward zero for int64 (as a C or Go
+// conversion).
 func roundTo(dt device.DType, v float64) float64 {
 	switch dt {
 	case device.Float32:
 		return float64(float32(v))
+	case device.Float16:
+		return roundHalf(v)
 	case device.Int64:
 		return float64(int64(v))
 	}
@@ -68,28 +73,41 @@ func upload(t testing.TB, dev device.Device, dt device.DType, vals []float64) de
 	t.Helper()
 	b, err := dev.Alloc(dt, len(vals))
 	require.NoError(t, err, "Alloc(%v, %d)", dt, len(vals))
-	var src any
+	src := hostSlice(dt, vals)
+	if src == nil {
+		t.Fatalf("upload: unsupported %v", dt)
+	}
+	require.NoError(t, dev.Write(b, src), "Write %v[%d]", dt, len(vals))
+	t.Cleanup(b.Free)
+	return b
+}
+
+// hostSlice converts vals to the host slice type of dt ([]uint16 of
+// binary16 bits for Float16), or returns nil for an unknown type.
+func hostSlice(dt device.DType, vals []float64) any {
 	switch dt {
 	case device.Float32:
 		s := make([]float32, len(vals))
 		for i, v := range vals {
 			s[i] = float32(v)
 		}
-		src = s
+		return s
 	case device.Float64:
-		src = append([]float64(nil), vals...)
+		return append([]float64(nil), vals...)
 	case device.Int64:
 		s := make([]int64, len(vals))
 		for i, v := range vals {
 			s[i] = int64(v)
 		}
-		src = s
-	default:
-		t.Fatalf("upload: unsupported %v", dt)
+		return s
+	case device.Float16:
+		s := make([]uint16, len(vals))
+		for i, v := range vals {
+			s[i] = halfBits(v)
+		}
+		return s
 	}
-	require.NoError(t, dev.Write(b, src), "Write %v[%d]", dt, len(vals))
-	t.Cleanup(b.Free)
-	return b
+	return nil
 }
 
 // download reads b back as float64.
@@ -110,6 +128,12 @@ func download(t testing.TB, dev device.Device, b device.Buffer) []float64 {
 		require.NoError(t, dev.Read(s, b))
 		for i, v := range s {
 			out[i] = float64(v)
+		}
+	case device.Float16:
+		s := make([]uint16, b.Len())
+		require.NoError(t, dev.Read(s, b))
+		for i, v := range s {
+			out[i] = halfValue(v)
 		}
 	default:
 		t.Fatalf("download: unsupported %v", b.DType())

@@ -12,4 +12,7 @@
 // about 1e-5 and float64 results to about 1e-12, relative to the magnitude
 // of the terms that make up each result (so sums that cancel are judged by
 // the size of what was summed).
+//
+// Memory and Copy are also checked in device.Float16 when the device's
+// Alloc accepts it, and Slice when the device is a device.Slicer.
 package devicetest

@@ -15,7 +15,7 @@ func TestMemory(t *testing.T, dev device.Device) {
 	assert.NotEmpty(t, dev.Name(), "Name")
 	assert.NoError(t, dev.Sync(), "Sync")
 
-	for _, dt := range allTypes {
+	for _, dt := range storedTypes(dev) {
 		t.Run("Alloc/"+dt.String(), func(t *testing.T) {
 			for _, n := range []int{0, 1, 7, 1000} {
 				b, err := dev.Alloc(dt, n)
@@ -30,7 +30,7 @@ func TestMemory(t *testing.T, dev device.Device) {
 		})
 		t.Run("RoundTrip/"+dt.String(), func(t *testing.T) {
 			vals := []float64{0, 1, -2, 3, 1 << 20, -(1 << 20), 42}
-			if dt.IsFloat() {
+			if dt.IsFloat() || dt == device.Float16 {
 				vals = append(vals, 0.5, -0.25, 1e-3, 1e30)
 			}
 			b := upload(t, dev, dt, vals)
@@ -90,8 +90,28 @@ func TestMemory(t *testing.T, dev device.Device) {
 		assert.Equal(t, []int64{1, 2, 3}, dst)
 	})
 
+	t.Run("Float16Errors", func(t *testing.T) {
+		if !storesHalf(dev) {
+			t.Skipf("%s does not store float16", dev.Name())
+		}
+		f16, err := dev.Alloc(device.Float16, 3)
+		require.NoError(t, err)
+		defer f16.Free()
+		f32 := upload(t, dev, device.Float32, []float64{1, 2, 3})
+		assert.Error(t, dev.Write(f16, []float32{1, 2, 3}), "float32 data into float16 buffer")
+		assert.Error(t, dev.Write(f32, []uint16{1, 2, 3}), "uint16 data into float32 buffer")
+		assert.Error(t, dev.Write(f16, []uint16{1, 2}), "short write")
+		assert.Error(t, dev.Read(make([]float32, 3), f16), "float16 buffer into []float32")
+		assert.Error(t, dev.Read(make([]uint16, 3), f32), "float32 buffer into []uint16")
+		assert.Error(t, dev.Read(make([]uint16, 4), f16), "long destination")
+		require.NoError(t, dev.Write(f16, []uint16{0x3c00, 0xc000, 0x7c00}))
+		got := make([]uint16, 3)
+		require.NoError(t, dev.Read(got, f16))
+		assert.Equal(t, []uint16{0x3c00, 0xc000, 0x7c00}, got, "float16 bits read back")
+	})
+
 	t.Run("FreeIdempotent", func(t *testing.T) {
-		for _, dt := range allTypes {
+		for _, dt := range storedTypes(dev) {
 			b, err := dev.Alloc(dt, 16)
 			require.NoError(t, err)
 			assert.NotPanics(t, func() {
