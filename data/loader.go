@@ -129,22 +129,48 @@ func (l *Loader) Batches(ctx context.Context, rng *rand.Rand) iter.Seq[Batch] {
 				order[i] = i
 			}
 		}
-		nb := l.numBatches(len(order))
-		if l.cfg.Prefetch == 0 {
-			var prev Batch
-			for b := range nb {
-				batch := l.batch(order, b, prev)
-				if ctx.Err() != nil || !yield(batch) {
-					return
-				}
-				if l.cfg.ReuseMemory {
-					prev = batch
-				}
-			}
-			return
-		}
-		l.prefetch(ctx, order, nb, yield)
+		l.epoch(ctx, order, yield)
 	}
+}
+
+// BatchesOf returns one epoch of batches of the samples at the given
+// dataset indices, in that order (a sampler's shard, such as
+// dist.DistributedSampler's); Shuffle is ignored. NumBatchesOf(len(order))
+// tells how many batches it yields. It panics, like Batches, if ctx is
+// nil, and if an index is outside the dataset.
+func (l *Loader) BatchesOf(ctx context.Context, order []int) iter.Seq[Batch] {
+	if ctx == nil {
+		panic("data: Loader.BatchesOf: nil context; use context.Background()")
+	}
+	for i, k := range order {
+		if k < 0 || k >= l.ds.Len() {
+			panic(fmt.Sprintf("data: Loader.BatchesOf: order[%d] = %d, outside the dataset of %d samples", i, k, l.ds.Len()))
+		}
+	}
+	order = slices.Clone(order)
+	return func(yield func(Batch) bool) { l.epoch(ctx, order, yield) }
+}
+
+// NumBatchesOf returns the number of batches of an epoch of n samples.
+func (l *Loader) NumBatchesOf(n int) int { return l.numBatches(n) }
+
+// epoch yields the batches of the samples in order.
+func (l *Loader) epoch(ctx context.Context, order []int, yield func(Batch) bool) {
+	nb := l.numBatches(len(order))
+	if l.cfg.Prefetch == 0 {
+		var prev Batch
+		for b := range nb {
+			batch := l.batch(order, b, prev)
+			if ctx.Err() != nil || !yield(batch) {
+				return
+			}
+			if l.cfg.ReuseMemory {
+				prev = batch
+			}
+		}
+		return
+	}
+	l.prefetch(ctx, order, nb, yield)
 }
 
 // prefetch runs one epoch with a background goroutine that keeps up to
