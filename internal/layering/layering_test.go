@@ -28,7 +28,12 @@ var allowedImports = map[string][]string{
 	"checkpoint":               {"device", "device/cpu", "tensor"},
 	"internal/layering":        {},
 	"internal/golden":          {"tensor"},
+	"dist":                     {"device", "device/cpu", "tensor", "autograd", "optim"},
+	"dist/local":               {"device", "device/cpu", "dist"},
+	"dist/mpi":                 {"device", "device/cpu", "dist"},
+	"dist/disttest":            {"device", "device/cpu", "dist", "tensor", "autograd", "layers", "optim", "models"},
 	"cmd/train":                {"*"},
+	"bench/dist":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "models", "dist", "dist/mpi"},
 	"bench/hora":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models"},
 }
 

@@ -1,0 +1,83 @@
+package dist
+
+import (
+	"fmt"
+	"math/rand/v2"
+)
+
+// SamplerConfig configures a DistributedSampler.
+type SamplerConfig struct {
+	// Shuffle draws a new permutation of the dataset each epoch, from Seed
+	// and the epoch number: the same on every rank, different each epoch.
+	Shuffle bool
+	// Seed seeds the permutations; all ranks must use the same.
+	Seed uint64
+	// DropLast drops the samples left over when the dataset does not
+	// divide evenly among the ranks. Otherwise the last shards are padded
+	// with samples from the start of the epoch's order, so some samples
+	// are seen twice per epoch. Either way every rank gets the same number
+	// of samples, hence of batches, and no rank waits for another at the
+	// end of an epoch.
+	DropLast bool
+}
+
+// DistributedSampler gives each rank a disjoint shard of a dataset's
+// indices each epoch, PyTorch's DistributedSampler: the epoch's order is
+// shared by all ranks and rank r takes every Size-th index starting at r.
+// With batch B per rank, the union of the ranks' k-th batches is then the
+// k-th batch of size Size·B of a single process going through the same
+// order, which makes N-rank training equal to 1-process training with an
+// N times larger batch.
+type DistributedSampler struct {
+	n, rank, size int
+	cfg           SamplerConfig
+}
+
+// NewDistributedSampler returns the sampler of rank (of size ranks) over a
+// dataset of n samples.
+func NewDistributedSampler(n, rank, size int, cfg SamplerConfig) (*DistributedSampler, error) {
+	if size < 1 || rank < 0 || rank >= size {
+		return nil, fmt.Errorf("dist: NewDistributedSampler: rank %d of %d ranks", rank, size)
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("dist: NewDistributedSampler: %d samples", n)
+	}
+	if cfg.DropLast && n < size {
+		return nil, fmt.Errorf("dist: NewDistributedSampler: %d samples cannot be shared among %d ranks with DropLast", n, size)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("dist: NewDistributedSampler: empty dataset")
+	}
+	return &DistributedSampler{n: n, rank: rank, size: size, cfg: cfg}, nil
+}
+
+// Len returns the number of samples each rank gets per epoch.
+func (s *DistributedSampler) Len() int {
+	if s.cfg.DropLast {
+		return s.n / s.size
+	}
+	return (s.n + s.size - 1) / s.size
+}
+
+// Indices returns this rank's dataset indices for the given epoch, in the
+// order to visit them.
+func (s *DistributedSampler) Indices(epoch int) []int {
+	var order []int
+	if s.cfg.Shuffle {
+		order = rand.New(rand.NewPCG(s.cfg.Seed, uint64(epoch))).Perm(s.n)
+	} else {
+		order = make([]int, s.n)
+		for i := range order {
+			order[i] = i
+		}
+	}
+	total := s.Len() * s.size
+	for i := 0; len(order) < total; i++ {
+		order = append(order, order[i]) // padding: from the start, cyclically
+	}
+	out := make([]int, 0, s.Len())
+	for i := s.rank; i < total; i += s.size {
+		out = append(out, order[i])
+	}
+	return out
+}
