@@ -30,10 +30,11 @@ var allowedImports = map[string][]string{
 	"internal/golden":          {"tensor"},
 	"dist":                     {"device", "device/cpu", "tensor", "autograd", "optim"},
 	"dist/local":               {"device", "device/cpu", "dist"},
-	"dist/mpi":                 {"device", "device/cpu", "dist"},
+	"dist/mpi":                 {"device", "device/cpu", "dist", "dist/shm"},
 	"dist/disttest":            {"device", "device/cpu", "dist", "tensor", "autograd", "layers", "optim", "models"},
 	"cmd/train":                {"*"},
 	"bench/dist":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "models", "dist", "dist/mpi"},
+	"dist/shm":                 {"device", "device/cpu", "dist"},
 	"bench/hora":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models"},
 }
 
