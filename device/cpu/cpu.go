@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/hora-dl/hora/device"
 )
@@ -19,14 +20,14 @@ func init() {
 // Device is the CPU device. Its buffers are Go slices, its kernels run on
 // all cores (runtime.GOMAXPROCS).
 type Device struct {
-	workers int // 0: runtime.GOMAXPROCS(0) at each call
+	workers atomic.Int64 // 0: runtime.GOMAXPROCS(0) at each call
 	pool    workerPool
 	gemm    gemmBackend
 }
 
 // defaultDevice is the one device that device.Open("cpu") and the tensor
-// package hand out, so that their tensors can be mixed. It holds no
-// mutable state.
+// package hand out, so that their tensors can be mixed. Its only mutable
+// setting is the thread count (SetThreads).
 var defaultDevice = &Device{}
 
 // Default returns the shared CPU device that device.Open("cpu") returns
@@ -37,7 +38,20 @@ func Default() *Device { return defaultDevice }
 // New returns a new CPU device that uses runtime.GOMAXPROCS(0) goroutines,
 // read now. Tensors on different Devices cannot be mixed in one operation;
 // most code wants Default.
-func New() *Device { return &Device{workers: runtime.GOMAXPROCS(0)} }
+func New() *Device {
+	d := &Device{}
+	d.workers.Store(int64(runtime.GOMAXPROCS(0)))
+	return d
+}
+
+// SetThreads sets the number of goroutines a kernel is split over; n ≤ 0
+// goes back to runtime.GOMAXPROCS(0) read at each call. A data-parallel
+// rank sets it to its share of the host's cores while GOMAXPROCS leaves
+// room for the communication goroutine.
+func (d *Device) SetThreads(n int) { d.workers.Store(int64(max(n, 0))) }
+
+// Threads returns the number of goroutines a kernel is split over now.
+func (d *Device) Threads() int { return d.numWorkers() }
 
 // Name returns "cpu".
 func (d *Device) Name() string { return "cpu" }

@@ -105,8 +105,8 @@ func (p *workerPool) spin() (job, bool) {
 
 // numWorkers is the number of chunks work is split into.
 func (d *Device) numWorkers() int {
-	if d.workers > 0 {
-		return d.workers
+	if w := d.workers.Load(); w > 0 {
+		return int(w)
 	}
 	return runtime.GOMAXPROCS(0)
 }
