@@ -83,6 +83,14 @@ type Communicator interface {
 	Close() error
 }
 
+// MultiAllreducer is implemented by transports that can reduce several
+// buffers as one, without a fusion buffer: AllreduceMany acts as Allreduce
+// on the concatenation of bufs (all of one type and device; the same
+// lengths on every rank). The Engine uses it for fused tensors.
+type MultiAllreducer interface {
+	AllreduceMany(ctx context.Context, bufs []device.Buffer, op ReduceOp) error
+}
+
 // Sentinel errors of the communicators.
 var (
 	// ErrClosed is returned by collectives called after Close.

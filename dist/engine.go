@@ -567,6 +567,16 @@ func (e *Engine) fusible(reqs []*request) int {
 // its start), which a collective can then use in place.
 func ownsBuffer(t *tensor.Tensor) bool { return t.Len() > 0 && t.IsContiguous() }
 
+// allOwnBuffers reports whether every request's tensor is its whole buffer.
+func allOwnBuffers(group []*request) bool {
+	for _, r := range group {
+		if !ownsBuffer(r.t) {
+			return false
+		}
+	}
+	return true
+}
+
 // allreduce reduces a group of requests, through the fusion buffer unless
 // it is one tensor that can be reduced in place.
 func (e *Engine) allreduce(group []*request) error {
@@ -576,6 +586,21 @@ func (e *Engine) allreduce(group []*request) error {
 		start := time.Now()
 		err := e.comm.Allreduce(e.ctx, first.t.Buffer(), first.sig.op)
 		tl.Span(first.name, "ALLREDUCE", start, time.Now())
+		return err
+	}
+	if m, ok := e.comm.(MultiAllreducer); ok && !first.sig.compress && allOwnBuffers(group) {
+		// The transport fuses them itself, copying straight from and into
+		// the tensors.
+		bufs := make([]device.Buffer, len(group))
+		for i, r := range group {
+			bufs[i] = r.t.Buffer()
+		}
+		start := time.Now()
+		err := m.AllreduceMany(e.ctx, bufs, first.sig.op)
+		end := time.Now()
+		for _, r := range group {
+			tl.Span(r.name, "ALLREDUCE", start, end)
+		}
 		return err
 	}
 	total := 0
