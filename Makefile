@@ -5,10 +5,12 @@ CONFIG    ?= configs/fashion-mnist-mlp.yaml
 ARGS      ?=
 BIN       := bin
 # Debian packages the project needs: the dataset for training and the
-# end-to-end tests, and OpenBLAS (loaded at run time, for float64 GEMM and
-# where it beats Hora's own float32 kernel). `make bench` adds PyTorch for
-# the reference numbers.
-APT_DEPS  := dataset-fashion-mnist libopenblas0
+# end-to-end tests, OpenBLAS (loaded at run time, for float64 GEMM and
+# where it beats Hora's own float32 kernel), and OpenMPI with what cgo needs
+# to build against it (bin/train is built with -tags mpi, so that mpirun
+# can start it on several ranks). `make bench` adds PyTorch for the
+# reference numbers.
+APT_DEPS  := dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc pkg-config
 BENCH_APT := python3-torch python3-numpy
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -18,7 +20,15 @@ SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 REPEAT    ?= 1
 BENCH     ?= full
 
-.PHONY: all deps bench-deps build train test vet fmt-check bench golden clean
+# make train-dist: NP ranks on this host. mpirun refuses to run as root
+# without --allow-run-as-root, and more ranks than cores without
+# --oversubscribe.
+NP        ?= 2
+NCPU      := $(shell nproc 2>/dev/null || echo 1)
+MPIRUN    := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell [ $(NP) -gt $(NCPU) ] && echo y),--oversubscribe)
+MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+
+.PHONY: all deps bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean
 
 all: build
 
@@ -39,14 +49,20 @@ bench-deps: deps
 	fi
 
 build: deps
-	$(GO) build -o $(BIN)/train ./cmd/train
+	$(GO) build -tags mpi -o $(BIN)/train ./cmd/train
 
 # train trains the default model (override: make train CONFIG=configs/fashion-mnist-cnn.yaml ARGS="-set train.epochs=1").
 train: build
 	$(BIN)/train -config $(CONFIG) $(ARGS)
 
+# train-dist trains the default model on NP ranks of this host (see
+# README, "Scaling out"): make train-dist NP=2 ARGS="-set train.epochs=1".
+train-dist: build
+	$(MPIRUN) -np $(NP) $(BIN)/train -config $(CONFIG) $(ARGS)
+
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags mpi ./dist/... ./cmd/train ./bench/dist
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -59,6 +75,16 @@ test: deps fmt-check vet
 	HORA_GEMM=blas $(GO) test -count=1 ./device/cpu/ ./tensor/
 	HORA_BLAS=none $(GO) test -count=1 ./device/cpu/ ./tensor/ ./autograd/
 	HORA_BLAS=none $(GO) test -count=1 -tags noasm ./device/cpu/... ./tensor/
+	$(MAKE) --no-print-directory test-mpi
+
+# test-mpi runs the MPI transport's tests (the conformance suite, training
+# equivalence, a rank that dies) as 2 and as 3 processes.
+test-mpi:
+	$(GO) test -c -tags mpi -o $(BIN)/mpi.test ./dist/mpi
+	$(BIN)/mpi.test
+	$(MPIRUN2) -np 2 $(BIN)/mpi.test
+	$(MPIRUN2) -np 3 --oversubscribe $(BIN)/mpi.test
+	$(GO) test -count=1 -tags mpi ./cmd/train -run Dist
 
 # bench measures Hora and PyTorch on the same workloads (sgemm, the MLP's
 # GEMMs, training steps, CNN inference, one training epoch of each shipped
@@ -66,6 +92,14 @@ test: deps fmt-check vet
 bench: bench-deps build
 	$(GO) build -o $(BIN)/hora-bench ./bench/hora
 	@REPEAT=$(REPEAT) BENCH=$(BENCH) bench/run.sh
+
+# bench-dist measures distributed training on this host (bench/dist.sh):
+# allreduce bus bandwidth through Hora against a plain chunked
+# MPI_Allreduce, MLP weak scaling (1 vs 2 ranks of one thread), and the
+# timeline's overhead; REPEAT=N reports medians of N runs.
+bench-dist: build
+	$(GO) build -tags mpi -o $(BIN)/hora-dist-bench ./bench/dist
+	@REPEAT=$(REPEAT) bench/dist.sh
 
 # golden regenerates the PyTorch fixtures (needs python3-torch).
 golden: bench-deps

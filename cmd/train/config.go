@@ -36,6 +36,8 @@ var (
 	knownOptimizers  = []string{"sgd", "adam", "adamw", "rmsprop", "adagrad"}
 	knownSchedules   = []string{"none", "step", "multistep", "cosine"}
 	knownPer         = []string{"epoch", "step"}
+	knownScalings    = []string{"linear", "sqrt", "none"}
+	knownCompression = []string{"none", "fp16"}
 )
 
 // Config is the whole training configuration, read from a YAML file by
@@ -59,6 +61,15 @@ type Config struct {
 	Train TrainConfig `yaml:"train"`
 	// Output says where results go.
 	Output OutputConfig `yaml:"output"`
+	// Dist configures data-parallel training, which runs when the command
+	// is started by mpirun with several ranks; a single process ignores
+	// all of it but backward_passes_per_step.
+	Dist DistConfig `yaml:"dist"`
+	// Timeline, when set, is the file where rank 0 writes a Chrome-tracing
+	// JSON of its collectives and training phases (open it in
+	// chrome://tracing or Perfetto). The HORA_TIMELINE environment
+	// variable sets it too, and wins. Default "" (off).
+	Timeline string `yaml:"timeline"`
 
 	// path is the file the configuration was read from ("" when built in Go).
 	path string
@@ -129,6 +140,42 @@ type OptimizerConfig struct {
 	// ClipNorm clips the global L2 norm of the gradients to this value
 	// before each step; 0 (the default) disables clipping.
 	ClipNorm float64 `yaml:"clip_norm"`
+}
+
+// DistConfig configures data-parallel training (Horovod's recipe). Each
+// rank trains on its own shard of the data with train.batch_size samples
+// per step, so the global batch is ranks × batch_size.
+type DistConfig struct {
+	// LRScaling multiplies optimizer.lr by a function of the number of
+	// ranks N: "linear" (×N, the default), "sqrt" (×√N) or "none".
+	LRScaling string `yaml:"lr_scaling"`
+	// WarmupSteps ramps that multiplier from 1 to its full value over this
+	// many optimizer steps (gradual warm-up); 0 (the default) disables it.
+	WarmupSteps int `yaml:"warmup_steps"`
+	// FusionThreshold is the size in bytes of the buffer in which small
+	// gradients are fused into one allreduce; 0 turns fusion off.
+	// Default 67108864 (64 MB).
+	FusionThreshold int64 `yaml:"fusion_threshold"`
+	// CycleTimeMS is the time in milliseconds between negotiation rounds
+	// while gradients wait; those ready in one cycle are fused. Default 1.
+	CycleTimeMS float64 `yaml:"cycle_time_ms"`
+	// Compression is how gradients travel: "none" (default) or "fp16"
+	// (half the bytes, rounded to float16).
+	Compression string `yaml:"compression"`
+	// BackwardPassesPerStep accumulates the gradients of this many batches
+	// before each optimizer step (also in a single process). Default 1.
+	BackwardPassesPerStep int `yaml:"backward_passes_per_step"`
+	// StallWarningS: when some ranks have waited this many seconds for a
+	// gradient the others have not sent, rank 0 prints which tensors and
+	// which ranks; 0 turns the check off. Default 60.
+	StallWarningS float64 `yaml:"stall_warning_s"`
+	// StallShutdownS stops the job after a stall of this many seconds;
+	// 0 never does. Default 300.
+	StallShutdownS float64 `yaml:"stall_shutdown_s"`
+	// DropLast drops the training samples left over when they do not
+	// divide evenly among the ranks; otherwise (the default) the last
+	// shards are padded with samples from the start of the epoch.
+	DropLast bool `yaml:"drop_last"`
 }
 
 // ScheduleConfig selects the learning-rate schedule.
@@ -224,6 +271,15 @@ func DefaultConfig() *Config {
 		},
 		Output: OutputConfig{
 			Progress: true,
+		},
+		Dist: DistConfig{
+			LRScaling:             "linear",
+			FusionThreshold:       64 << 20,
+			CycleTimeMS:           1,
+			Compression:           "none",
+			BackwardPassesPerStep: 1,
+			StallWarningS:         60,
+			StallShutdownS:        300,
 		},
 	}
 }
@@ -993,6 +1049,20 @@ func (c *Config) Validate() error {
 	v.positive("optimizer.eps", o.Eps)
 	v.inRange("optimizer.alpha", o.Alpha, 0, 1, false)
 	v.atLeast0("optimizer.clip_norm", o.ClipNorm)
+
+	d := c.Dist
+	v.oneOf("dist.lr_scaling", d.LRScaling, knownScalings)
+	v.oneOf("dist.compression", d.Compression, knownCompression)
+	if d.WarmupSteps < 0 {
+		v.fail("dist.warmup_steps", "an integer >= 0", strconv.Itoa(d.WarmupSteps))
+	}
+	if d.FusionThreshold < 0 {
+		v.fail("dist.fusion_threshold", "a size in bytes >= 0 (0 turns fusion off)", strconv.FormatInt(d.FusionThreshold, 10))
+	}
+	v.positive("dist.cycle_time_ms", d.CycleTimeMS)
+	v.atLeast1("dist.backward_passes_per_step", d.BackwardPassesPerStep)
+	v.atLeast0("dist.stall_warning_s", d.StallWarningS)
+	v.atLeast0("dist.stall_shutdown_s", d.StallShutdownS)
 
 	s := c.Schedule
 	v.oneOf("schedule.name", s.Name, knownSchedules)

@@ -230,7 +230,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "unknown top-level key",
 			yaml: minimalTestYAML + "epochs: 3\n",
-			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, data, model, optimizer, schedule, train, output)`},
+			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, data, model, optimizer, schedule, train, output, dist, timeline)`},
 		},
 		{
 			name: "string for int",

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -18,6 +22,8 @@ import (
 	"github.com/hora-dl/hora/data"
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu" // importing it registers "cpu"
+	"github.com/hora-dl/hora/dist"
+	"github.com/hora-dl/hora/dist/mpi"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
@@ -40,20 +46,61 @@ type trainer struct {
 	cfg    *Config
 	dev    device.Device
 	model  layers.Layer
-	opt    optim.Optimizer
+	opt    *dist.DistributedOptimizer
 	sched  optim.Schedule
 	train  *data.Loader
 	test   *data.Loader
-	rng    *rand.Rand // shuffling
 	stderr io.Writer
 	// arena recycles the memory of each step (batch, activations,
 	// gradients) for the next one.
 	arena *tensor.Arena
+
+	// Data parallelism: this rank's engine, its shard of the training
+	// set, and rank 0's timeline (nil when off or on other ranks).
+	engine   *dist.Engine
+	sampler  *dist.DistributedSampler
+	timeline *dist.Timeline
+	testLen  int
 }
 
+// train runs the job on this rank: the only one, or one of those mpirun
+// started. A failure on one rank of several ends the whole job.
 func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
-	if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
-		return inputError{fmt.Errorf("output.dir: %w", err)}
+	comm, err := mpi.Init()
+	if err != nil {
+		return inputError{err}
+	}
+	if comm.Size() > 1 {
+		if comm.Rank() != 0 {
+			stdout = io.Discard // rank 0 alone reports
+		}
+		if os.Getenv("GOMAXPROCS") == "" {
+			// The ranks on this host share its cores: each computes with
+			// its share, and one more goroutine slot lets the engine
+			// communicate while backward runs.
+			threads := rankThreads(comm.LocalSize())
+			cpu.Default().SetThreads(threads)
+			runtime.GOMAXPROCS(threads + 1)
+		}
+	}
+	err = trainRank(ctx, comm, cfg, stdout, stderr)
+	if err != nil && comm.Size() > 1 && !errors.Is(err, context.Canceled) {
+		// The other ranks must not wait for this one: Abort prints the
+		// error with this rank's number and ends the job.
+		comm.Abort(err)
+	}
+	if cerr := comm.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout, stderr io.Writer) (err error) {
+	rank0 := comm.Rank() == 0
+	if rank0 {
+		if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
+			return inputError{fmt.Errorf("output.dir: %w", err)}
+		}
 	}
 	dev, err := device.Open(cfg.Device)
 	if err != nil {
@@ -72,45 +119,85 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 		return inputError{err}
 	}
 	layers.To(model, dev)
-	opt, err := buildOptimizer(cfg, model.Parameters())
+	inner, err := buildOptimizer(cfg, model.Parameters())
 	if err != nil {
 		return inputError{err}
 	}
-	sched, err := buildSchedule(cfg, trainSet.Len())
+	sampler, err := dist.NewDistributedSampler(trainSet.Len(), comm.Rank(), comm.Size(),
+		dist.SamplerConfig{Shuffle: true, Seed: cfg.Seed, DropLast: cfg.Dist.DropLast})
+	if err != nil {
+		return inputError{fmt.Errorf("%s: dist: %w", cfg.File(), err)}
+	}
+	sched, err := buildSchedule(cfg, sampler.Len())
 	if err != nil {
 		return inputError{err}
 	}
-	t := &trainer{cfg: cfg, dev: dev, model: model, opt: opt, sched: sched,
-		rng: rand.New(rand.NewPCG(cfg.Seed, 2)), stderr: stderr, arena: tensor.NewArena()}
+	t := &trainer{cfg: cfg, dev: dev, model: model, sched: sched, sampler: sampler,
+		stderr: stderr, arena: tensor.NewArena()}
+	if rank0 {
+		if t.timeline, err = openTimeline(cfg); err != nil {
+			return inputError{err}
+		}
+		defer func() {
+			if cerr := t.timeline.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+	}
+	if t.engine, err = dist.NewEngine(comm, engineConfig(cfg, t.timeline, stderr)); err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := t.engine.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	scaling, _ := dist.ParseScaling(cfg.Dist.LRScaling) // validated with the config
+	if t.opt, err = dist.NewDistributedOptimizer(ctx, inner, t.engine, dist.OptimizerConfig{
+		Scaling: scaling, WarmupSteps: cfg.Dist.WarmupSteps, Compress: cfg.Dist.Compression == "fp16",
+		BackwardPassesPerStep: cfg.Dist.BackwardPassesPerStep}); err != nil {
+		return err
+	}
 	if t.train, err = data.NewLoader(trainSet, data.LoaderConfig{
-		BatchSize: cfg.Train.BatchSize, Shuffle: true, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
+		BatchSize: cfg.Train.BatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
 		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
+	t.testLen = testSet.Len()
 	if t.test, err = data.NewLoader(testSet, data.LoaderConfig{
 		BatchSize: cfg.Train.EvalBatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
 		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
 
-	if err := writeConfig(cfg); err != nil {
-		return err
-	}
+	var metrics *os.File
 	metricsPath := filepath.Join(cfg.Output.Dir, "metrics.jsonl")
-	metrics, err := os.Create(metricsPath)
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
+	if rank0 {
+		if err := writeConfig(cfg); err != nil {
+			return err
+		}
+		if metrics, err = os.Create(metricsPath); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		defer metrics.Close()
 	}
-	defer metrics.Close()
 
 	fmt.Fprintf(stdout, "model %s: %d parameters; %d training and %d test samples on %s%s\n",
 		cfg.Model.Name, layers.NumParams(model), trainSet.Len(), testSet.Len(), dev.Name(), backend(dev))
+	if n := comm.Size(); n > 1 {
+		fmt.Fprintf(stdout, "data-parallel over %d ranks (MPI), %d compute threads each: global batch %d, learning rate %g × %.4g (%s scaling)\n",
+			n, cpu.Default().Threads(), n*cfg.Train.BatchSize*cfg.Dist.BackwardPassesPerStep,
+			cfg.Optimizer.LR, scaling.Factor(n), scaling)
+	}
 	step := 0
 	for epoch := 1; epoch <= cfg.Train.Epochs; epoch++ {
 		m, err := t.trainEpoch(ctx, epoch, &step)
 		if err != nil {
 			return err
 		}
-		if m.TestLoss, m.TestAccuracy, err = t.evaluate(ctx); err != nil {
+		if m.TestLoss, m.TestAccuracy, err = t.evaluate(ctx, comm); err != nil {
 			return err
+		}
+		if !rank0 {
+			continue
 		}
 		line, _ := json.Marshal(m)
 		if _, err := metrics.Write(append(line, '\n')); err != nil {
@@ -127,6 +214,74 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote metrics.jsonl, model.safetensors, optimizer.safetensors and config.yaml to %s\n", cfg.Output.Dir)
 	return nil
+}
+
+// rankThreads returns the compute threads of one of localSize ranks on
+// this host: the cores mpirun bound the process to, when it did, else an
+// equal share of the host's cores.
+func rankThreads(localSize int) int {
+	mine := runtime.NumCPU() // the process's affinity mask
+	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		if all := countCPUs(strings.TrimSpace(string(b))); all > 0 && mine >= all {
+			return max(1, all/localSize) // not bound: share the host
+		}
+	}
+	return max(1, mine)
+}
+
+// countCPUs counts the CPUs of a Linux CPU list such as "0-3,8,10-11".
+func countCPUs(list string) int {
+	n := 0
+	for part := range strings.SplitSeq(list, ",") {
+		lo, hi, found := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := a, error(nil)
+		if found {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || b < a {
+			return 0
+		}
+		n += b - a + 1
+	}
+	return n
+}
+
+// engineConfig turns the dist section of the config into the engine's.
+func engineConfig(cfg *Config, tl *dist.Timeline, log io.Writer) dist.EngineConfig {
+	d := cfg.Dist
+	ec := dist.EngineConfig{
+		FusionThreshold: d.FusionThreshold,
+		CycleTime:       time.Duration(d.CycleTimeMS * float64(time.Millisecond)),
+		StallWarning:    time.Duration(d.StallWarningS * float64(time.Second)),
+		StallShutdown:   time.Duration(d.StallShutdownS * float64(time.Second)),
+		Timeline:        tl,
+		Log:             log,
+	}
+	// In the config 0 turns these off; in EngineConfig 0 means the default.
+	if ec.FusionThreshold == 0 {
+		ec.FusionThreshold = -1
+	}
+	if ec.StallWarning == 0 {
+		ec.StallWarning = -1
+	}
+	if ec.StallShutdown == 0 {
+		ec.StallShutdown = -1
+	}
+	return ec
+}
+
+// openTimeline starts the timeline the config or HORA_TIMELINE asks for,
+// or returns nil.
+func openTimeline(cfg *Config) (*dist.Timeline, error) {
+	path := cfg.Timeline
+	if env := os.Getenv("HORA_TIMELINE"); env != "" {
+		path = env
+	}
+	if path == "" {
+		return nil, nil
+	}
+	return dist.CreateTimeline(path)
 }
 
 // writeConfig saves the configuration in effect (file, defaults and -set
@@ -221,13 +376,21 @@ func (t *trainer) trainEpoch(ctx context.Context, epoch int, step *int) (EpochMe
 		t.opt.SetLR(t.sched.LR(epoch - 1))
 	}
 	m.LR = t.opt.LR()
-	bar := newProgress(t.stderr, t.cfg.Output.Progress, t.train.NumBatches(), fmt.Sprintf("epoch %d/%d", epoch, t.cfg.Train.Epochs))
+	order := t.sampler.Indices(epoch - 1)
+	passes := t.cfg.Dist.BackwardPassesPerStep
+	bar := newProgress(t.stderr, t.cfg.Output.Progress && t.engine.Rank() == 0, t.train.NumBatchesOf(len(order)),
+		fmt.Sprintf("epoch %d/%d", epoch, t.cfg.Train.Epochs))
+	tl := t.timeline
 	var lossSum float64
-	seen, right := 0, 0
+	seen, right, pass := 0, 0, 0
 	start := time.Now()
-	for b := range t.train.Batches(ctx, t.rng) {
-		if t.cfg.Schedule.Per == "step" {
+	for b := range t.train.BatchesOf(ctx, order) {
+		if t.cfg.Schedule.Per == "step" && pass == 0 {
 			t.opt.SetLR(t.sched.LR(*step))
+		}
+		var t0 time.Time
+		if tl != nil {
+			t0 = time.Now()
 		}
 		x, y, err := t.batchTensors(b)
 		if err != nil {
@@ -239,39 +402,82 @@ func (t *trainer) trainEpoch(ctx context.Context, epoch int, step *int) (EpochMe
 		if math.IsNaN(l) || math.IsInf(l, 0) {
 			return m, fmt.Errorf("epoch %d step %d: loss is %v; lower optimizer.lr or set optimizer.clip_norm", epoch, *step+1, l)
 		}
+		var t1 time.Time
+		if tl != nil {
+			t1 = time.Now()
+			tl.Span("phases", "forward", t0, t1)
+		}
 		if err := autograd.Backward(loss); err != nil {
 			return m, err
 		}
-		if c := t.cfg.Optimizer.ClipNorm; c > 0 {
-			optim.ClipGradNorm(t.opt.Params(), c)
-		}
-		if err := t.opt.Step(); err != nil {
-			return m, err
-		}
-		t.opt.ZeroGrad()
-		*step++
 		lossSum += l * float64(b.Len())
 		seen += b.Len()
 		right += correct(logits.Value, y)
 		t.arena.Reset()
-		bar.step(fmt.Sprintf("loss %.4f  %.0f samples/s", lossSum/float64(seen), float64(seen)/time.Since(start).Seconds()))
+		if tl != nil {
+			t0 = time.Now()
+			tl.Span("phases", "backward", t1, t0)
+		}
+		if pass++; pass == passes {
+			if err := t.step(ctx); err != nil {
+				return m, err
+			}
+			pass = 0
+			*step++
+			if tl != nil {
+				tl.Span("phases", "step", t0, time.Now())
+			}
+		}
+		bar.step(fmt.Sprintf("loss %.4f  %.0f samples/s", lossSum/float64(seen), float64(seen*t.engine.Size())/time.Since(start).Seconds()))
 	}
 	if err := ctx.Err(); err != nil {
 		return m, err
 	}
+	if pass > 0 { // the epoch's last, shorter accumulation
+		if err := t.step(ctx); err != nil {
+			return m, err
+		}
+		*step++
+	}
 	bar.finish()
+	// Global metrics: sums over all ranks.
+	sums := []float64{lossSum, float64(seen), float64(right)}
+	if err := t.engine.AllreduceFloat64s(ctx, "metrics.train", sums, dist.Sum); err != nil {
+		return m, err
+	}
 	m.Seconds = time.Since(start).Seconds()
-	m.TrainLoss = lossSum / float64(max(seen, 1))
-	m.TrainAccuracy = float64(right) / float64(max(seen, 1))
-	m.SamplesPerSec = float64(seen) / m.Seconds
+	m.TrainLoss = sums[0] / max(sums[1], 1)
+	m.TrainAccuracy = sums[2] / max(sums[1], 1)
+	m.SamplesPerSec = sums[1] / m.Seconds
 	return m, nil
 }
 
-// evaluate returns the mean loss and accuracy on the test set.
-func (t *trainer) evaluate(ctx context.Context) (loss, accuracy float64, err error) {
+// step averages the gradients across ranks, clips them if configured, and
+// applies the optimizer.
+func (t *trainer) step(ctx context.Context) error {
+	if err := t.opt.Synchronize(ctx); err != nil {
+		return err
+	}
+	if c := t.cfg.Optimizer.ClipNorm; c > 0 {
+		optim.ClipGradNorm(t.opt.Params(), c)
+	}
+	if err := t.opt.Step(); err != nil {
+		return err
+	}
+	t.opt.ZeroGrad()
+	return nil
+}
+
+// evaluate returns the mean loss and accuracy on the test set; each rank
+// evaluates every Size-th sample and the sums are combined.
+func (t *trainer) evaluate(ctx context.Context, comm dist.Communicator) (loss, accuracy float64, err error) {
 	layers.Eval(t.model)
+	var shard []int
+	for i := comm.Rank(); i < t.testLen; i += comm.Size() {
+		shard = append(shard, i)
+	}
 	seen, right := 0, 0
-	for b := range t.test.Batches(ctx, nil) {
+	for b := range t.test.BatchesOf(ctx, shard) {
 		x, y, err := t.batchTensors(b)
 		if err != nil {
 			return 0, 0, err
@@ -286,7 +492,11 @@ func (t *trainer) evaluate(ctx context.Context) (loss, accuracy float64, err err
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
-	return loss / float64(max(seen, 1)), float64(right) / float64(max(seen, 1)), nil
+	sums := []float64{loss, float64(seen), float64(right)}
+	if err := t.engine.AllreduceFloat64s(ctx, "metrics.test", sums, dist.Sum); err != nil {
+		return 0, 0, err
+	}
+	return sums[0] / max(sums[1], 1), sums[2] / max(sums[1], 1), nil
 }
 
 // save writes the model weights and the optimizer state, each atomically,

@@ -1,0 +1,106 @@
+//go:build mpi
+
+package main
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hora-dl/hora/checkpoint"
+)
+
+// mpirun returns the command line that starts n ranks of bin, or skips.
+func mpirun(t *testing.T, n int, args ...string) *exec.Cmd {
+	t.Helper()
+	path, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not found (install openmpi-bin; make deps does)")
+	}
+	full := []string{"--allow-run-as-root", "--oversubscribe", "-np", string(rune('0' + n))}
+	return exec.Command(path, append(full, args...)...)
+}
+
+// buildTrain builds this command with MPI support into a temporary folder.
+func buildTrain(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "train")
+	out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// TestDistTrainMatchesSingleProcess checks the promise of data
+// parallelism end to end: two ranks with batch 32 each train the same
+// model as one process with batch 64 (same seed, same samples, no
+// learning-rate scaling), and only rank 0 writes results.
+func TestDistTrainMatchesSingleProcess(t *testing.T) {
+	bin := buildTrain(t)
+	dataDir := syntheticFashion(t, 640, 200)
+	common := []string{"-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
+		"-set", "train.epochs=2", "-set", "model.hidden=[64]", "-set", "dist.lr_scaling=none",
+		"-set", "output.progress=false"}
+
+	single := t.TempDir()
+	out, err := exec.Command(bin, append(common, "-set", "train.batch_size=64", "-out", single)...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	multi := t.TempDir()
+	timeline := filepath.Join(t.TempDir(), "timeline.json")
+	cmd := mpirun(t, 2, append([]string{bin}, append(common, "-set", "train.batch_size=32", "-out", multi)...)...)
+	cmd.Env = append(os.Environ(), "HORA_TIMELINE="+timeline)
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	text := string(out)
+	assert.Contains(t, text, "data-parallel over 2 ranks")
+	assert.Equal(t, 1, strings.Count(text, "epoch 2/2"), "rank 0 alone reports: %s", text)
+
+	a, _, err := checkpoint.Load(filepath.Join(single, "model.safetensors"))
+	require.NoError(t, err)
+	b, _, err := checkpoint.Load(filepath.Join(multi, "model.safetensors"))
+	require.NoError(t, err)
+	require.Equal(t, len(a), len(b))
+	for name, want := range a {
+		got := b[name]
+		require.NotNil(t, got, name)
+		wv, gv := want.Values(), got.Values()
+		diff, scale := 0.0, 0.0
+		for i := range wv {
+			diff = max(diff, math.Abs(wv[i]-gv[i]))
+			scale = max(scale, math.Abs(wv[i]))
+		}
+		assert.LessOrEqual(t, diff/scale, 1e-5, "%s", name)
+	}
+	ms, mm := readMetrics(t, filepath.Join(single, "metrics.jsonl")), readMetrics(t, filepath.Join(multi, "metrics.jsonl"))
+	require.Len(t, mm, 2)
+	assert.InDelta(t, ms[1]["test_accuracy"], mm[1]["test_accuracy"], 1e-9, "global metrics")
+	assert.InDelta(t, ms[1]["train_loss"], mm[1]["train_loss"], 1e-5)
+
+	tl, err := os.ReadFile(timeline)
+	require.NoError(t, err)
+	for _, want := range []string{`"ALLREDUCE"`, `"QUEUE"`, `"forward"`, `"backward"`, `"step"`} {
+		assert.Contains(t, string(tl), want)
+	}
+}
+
+// TestDistTrainRankFailure: a rank whose data is unreadable ends the whole
+// job quickly with a message naming it, rather than leaving rank 0 waiting.
+func TestDistTrainRankFailure(t *testing.T) {
+	bin := buildTrain(t)
+	dataDir := syntheticFashion(t, 64, 20)
+	cmd := mpirun(t, 2, "sh", "-c", `if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then d=/nonexistent; else d=`+dataDir+`; fi; exec `+bin+
+		` -config ../../configs/fashion-mnist-mlp.yaml -set data.dir=$d -set train.epochs=1 -out `+t.TempDir())
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	assert.Error(t, err)
+	assert.Less(t, time.Since(start), 60*time.Second)
+	assert.Contains(t, string(out), "rank 1: aborting")
+	assert.Contains(t, string(out), "/nonexistent")
+}
