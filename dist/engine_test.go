@@ -18,6 +18,7 @@ import (
 	"github.com/hora-dl/hora/dist"
 	"github.com/hora-dl/hora/dist/disttest"
 	"github.com/hora-dl/hora/dist/local"
+	"github.com/hora-dl/hora/dist/shm"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -340,23 +341,35 @@ func TestEquivalenceLocal(t *testing.T) {
 		passes   int
 		tol      float64
 		steps    int
+		shm      bool
 	}{
-		{2, "sgd", false, 1, 1e-5, 20},
-		{3, "sgd", false, 1, 1e-5, 20},
-		{2, "adam", false, 1, 1e-5, 20},
-		{3, "adam", false, 1, 1e-5, 20},
-		{2, "sgd", false, 2, 1e-5, 20},
+		{2, "sgd", false, 1, 1e-5, 20, false},
+		{3, "sgd", false, 1, 1e-5, 20, false},
+		{2, "adam", false, 1, 1e-5, 20, false},
+		{3, "adam", false, 1, 1e-5, 20, false},
+		{2, "sgd", false, 2, 1e-5, 20, false},
+		// Through shared memory (the transport fuses the tensors itself).
+		{2, "sgd", false, 1, 1e-5, 20, true},
+		{3, "adam", false, 1, 1e-5, 20, true},
 		// float16 gradients: one step is within float16 rounding; after
 		// 20 steps the two runs drift further apart (a ReLU unit may flip).
-		{2, "sgd", true, 1, 5e-2, 20},
-		{3, "adam", true, 1, 5e-2, 20},
-		{2, "sgd", true, 1, 1e-3, 1},
-		{3, "adam", true, 1, 1e-3, 1},
+		{2, "sgd", true, 1, 5e-2, 20, false},
+		{3, "adam", true, 1, 5e-2, 20, false},
+		{2, "sgd", true, 1, 1e-3, 1, false},
+		{3, "adam", true, 1, 1e-3, 1, false},
 	} {
-		t.Run(fmt.Sprintf("np=%d/%s/compress=%v/passes=%d/steps=%d", tc.size, tc.opt, tc.compress, tc.passes, tc.steps), func(t *testing.T) {
+		name := fmt.Sprintf("np=%d/%s/compress=%v/passes=%d/steps=%d/shm=%v", tc.size, tc.opt, tc.compress, tc.passes, tc.steps, tc.shm)
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			diffs := make([]float64, tc.size)
 			errs := local.Run(tc.size, func(c dist.Communicator) error {
+				if tc.shm {
+					w, err := shm.Wrap(context.Background(), c, 0)
+					if err != nil {
+						return err
+					}
+					c = w
+				}
 				d, err := disttest.Equivalence(context.Background(), c, disttest.EquivalenceConfig{
 					Optimizer: tc.opt, Steps: tc.steps, Batch: 8, Compress: tc.compress, BackwardPassesPerStep: tc.passes})
 				diffs[c.Rank()] = d

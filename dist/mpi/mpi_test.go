@@ -373,3 +373,35 @@ func TestGoSignalsKept(t *testing.T) {
 		*p = 1
 	})
 }
+
+// TestTrainingEquivalence: N ranks over MPI (and over MPI plus shared
+// memory, as Init gives it) with batch B each train the same parameters
+// as one process with batch N·B, for SGD with momentum and Adam.
+func TestTrainingEquivalence(t *testing.T) {
+	c := needComm(t)
+	if c.Size() == 1 {
+		t.Skip("needs several ranks")
+	}
+	wrapped, err := Init()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name     string
+		comm     dist.Communicator
+		opt      string
+		compress bool
+		tol      float64
+	}{
+		{"mpi/sgd", c, "sgd", false, 1e-5},
+		{"mpi/adam", c, "adam", false, 1e-5},
+		{"shm/sgd", wrapped, "sgd", false, 1e-5},
+		{"shm/adam", wrapped, "adam", false, 1e-5},
+		{"mpi/adam/fp16", c, "adam", true, 5e-2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := disttest.Equivalence(context.Background(), tc.comm, disttest.EquivalenceConfig{
+				Optimizer: tc.opt, Steps: 20, Batch: 8, Compress: tc.compress})
+			require.NoError(t, err)
+			assert.LessOrEqual(t, d, tc.tol, "rank %d: max relative parameter difference", c.Rank())
+		})
+	}
+}
