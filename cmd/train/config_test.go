@@ -494,6 +494,20 @@ func TestValidate(t *testing.T) {
 			"train.label_smoothing: expected a number in [0, 1), found 1"},
 		{"negative limit", func(c *Config) { c.Train.Limit = -1 },
 			"train.limit: expected an integer >= 0 (0 uses every sample), found -1"},
+		{"unknown lr scaling", func(c *Config) { c.Dist.LRScaling = "quadratic" },
+			`dist.lr_scaling: expected one of linear, sqrt, none, found "quadratic"`},
+		{"unknown compression", func(c *Config) { c.Dist.Compression = "int8" },
+			`dist.compression: expected one of none, fp16, found "int8"`},
+		{"zero backward passes", func(c *Config) { c.Dist.BackwardPassesPerStep = 0 },
+			"dist.backward_passes_per_step: expected an integer >= 1, found 0"},
+		{"negative fusion threshold", func(c *Config) { c.Dist.FusionThreshold = -5 },
+			"dist.fusion_threshold: expected a size in bytes >= 0 (0 turns fusion off), found -5"},
+		{"zero cycle time", func(c *Config) { c.Dist.CycleTimeMS = 0 },
+			"dist.cycle_time_ms: expected a number > 0, found 0"},
+		{"negative warmup", func(c *Config) { c.Dist.WarmupSteps = -1 },
+			"dist.warmup_steps: expected an integer >= 0, found -1"},
+		{"negative stall warning", func(c *Config) { c.Dist.StallWarningS = -1 },
+			"dist.stall_warning_s: expected a number >= 0, found -1"},
 		{"empty device", func(c *Config) { c.Device = "" },
 			`device: expected a device name such as "cpu" or "cuda:0", found ""`},
 		{"unknown data set", func(c *Config) { c.Data.Name = "mnist" },
@@ -614,4 +628,13 @@ func FuzzLoadConfig(f *testing.F) {
 			t.Fatalf("ParseConfig accepted a configuration Validate rejects: %v", err)
 		}
 	})
+}
+
+func TestCountCPUs(t *testing.T) {
+	t.Parallel()
+	for list, want := range map[string]int{"0": 1, "0-1": 2, "0-3,8,10-11": 7, "": 0, "x": 0, "3-1": 0} {
+		assert.Equal(t, want, countCPUs(list), "%q", list)
+	}
+	assert.GreaterOrEqual(t, rankThreads(1), 1)
+	assert.Equal(t, 1, rankThreads(64), "at least one thread per rank")
 }
