@@ -17,15 +17,18 @@
 //
 // Rank 0 creates a file in /dev/shm, every rank maps it, and rank 0
 // unlinks it once all have (so nothing is left behind, even after a
-// crash). The segment holds one cache line of counters per rank and, twice
-// over, one slot per rank. An allreduce goes piece by piece (a slot at a
-// time): each rank copies its piece into its slot; after a barrier each
-// rank reduces its share of the elements across all slots, in rank order,
-// writing the result into its own buffer and slot; after a second barrier
-// each rank copies the other shares of the result. Consecutive operations
-// use the two halves in turn, which makes a third barrier unnecessary.
-// Barriers are counters in shared memory: a rank spins briefly, then
-// sleeps between checks, so a rank waiting for a busy one costs little.
+// crash). The segment holds one arrival counter and one line of abort
+// flags per rank and, twice over, one slot per rank. An allreduce goes a
+// slot's worth at a time, each rank owning a share of the elements: each
+// rank copies the others' shares of its values into its slot; after a
+// barrier each rank reduces its own share in its own buffer, reading the
+// others' slots, and leaves the result in its slot; after a second barrier
+// each rank copies the others' shares of the result from their slots.
+// Consecutive operations use the two halves of the segment in turn, which
+// makes a third barrier unnecessary. The barrier is one shared counter: a
+// rank spins on it for up to a millisecond (waking a sleeping process
+// takes longer than that here), then sleeps on it as a futex, so a rank
+// waiting for a busy one costs little.
 //
 // Other types (float16), other devices, Broadcast and large Allgathers go
 // to the wrapped communicator, as does everything when the ranks are not

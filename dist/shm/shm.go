@@ -214,9 +214,10 @@ func (s *comm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp)
 }
 
 // AllreduceMany reduces the concatenation of CPU buffers of one type in
-// shared memory, in pieces of one slot: each rank copies its piece into
-// its slot, reduces its share of the elements across all slots, and copies
-// every share of the result back into its buffers.
+// shared memory, in pieces of one slot. Each rank owns a share of every
+// piece: it copies the others' shares of its values into its slot, reduces
+// its own share in place (its values, then the others' from their slots)
+// and leaves the result in its slot, from which the others copy it.
 func (s *comm) AllreduceMany(ctx context.Context, bufs []device.Buffer, op dist.ReduceOp) error {
 	if s.broken != nil {
 		return s.broken
@@ -312,51 +313,57 @@ func allreduce[T number](ctx context.Context, s *comm, bufs [][]T, op dist.Reduc
 		n := min(piece, total-off)
 		h := s.half()
 		mine := view[T](s, h, rank, n)
-		spans(bufs, off, n, func(b []T, at int) { copy(mine[at:], b) })
-		if err := s.barrier(ctx); err != nil {
-			return err
-		}
-		// Reduce this rank's share into its own slot: its own values,
-		// then the others' in rank order.
 		lo, hi := share(n, size, rank)
-		if lo < hi {
-			dst := mine[lo:hi]
-			for q := range size {
-				if q == rank {
-					continue
-				}
-				src := view[T](s, h, q, n)[lo:hi]
-				switch op {
-				case dist.Sum, dist.Average:
-					add(dst, dst, src)
-				case dist.Min:
-					for i, v := range src {
-						if v < dst[i] || v != v {
-							dst[i] = v
-						}
-					}
-				case dist.Max:
-					for i, v := range src {
-						if v > dst[i] || v != v {
-							dst[i] = v
-						}
-					}
-				}
-			}
-			if op == dist.Average {
-				d := T(size)
-				for i := range dst {
-					dst[i] /= d
-				}
+		// The others need only their shares of this rank's values.
+		for q := range size {
+			if qlo, qhi := share(n, size, q); q != rank && qlo < qhi {
+				spans(bufs, off+qlo, qhi-qlo, func(b []T, at int) { copy(mine[qlo+at:], b) })
 			}
 		}
 		if err := s.barrier(ctx); err != nil {
 			return err
 		}
-		// Every share of the result, from the slot of the rank that made it.
+		// Reduce this rank's share in its own buffers (its values, then the
+		// others' in rank order), and leave the result in its slot.
+		if lo < hi {
+			spans(bufs, off+lo, hi-lo, func(dst []T, at int) {
+				for q := range size {
+					if q == rank {
+						continue
+					}
+					src := view[T](s, h, q, n)[lo+at : lo+at+len(dst)]
+					switch op {
+					case dist.Sum, dist.Average:
+						add(dst, dst, src)
+					case dist.Min:
+						for i, v := range src {
+							if v < dst[i] || v != v {
+								dst[i] = v
+							}
+						}
+					case dist.Max:
+						for i, v := range src {
+							if v > dst[i] || v != v {
+								dst[i] = v
+							}
+						}
+					}
+				}
+				if op == dist.Average {
+					d := T(size)
+					for i := range dst {
+						dst[i] /= d
+					}
+				}
+				copy(mine[lo+at:], dst)
+			})
+		}
+		if err := s.barrier(ctx); err != nil {
+			return err
+		}
+		// The others' shares of the result, from their slots.
 		for q := range size {
-			qlo, qhi := share(n, size, q)
-			if qlo < qhi {
+			if qlo, qhi := share(n, size, q); q != rank && qlo < qhi {
 				res := view[T](s, h, q, n)
 				spans(bufs, off+qlo, qhi-qlo, func(b []T, at int) { copy(b, res[qlo+at:]) })
 			}
