@@ -76,11 +76,12 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 		}
 		if os.Getenv("GOMAXPROCS") == "" {
 			// The ranks on this host share its cores: each computes with
-			// its share, and one more goroutine slot lets the engine
-			// communicate while backward runs.
+			// its share. No extra thread for the engine: with every core
+			// computing, it would only take turns with the compute threads
+			// (measured slower); it communicates while Step waits.
 			threads := rankThreads(comm.LocalSize())
 			cpu.Default().SetThreads(threads)
-			runtime.GOMAXPROCS(threads + 1)
+			runtime.GOMAXPROCS(threads)
 		}
 	}
 	err = trainRank(ctx, comm, cfg, stdout, stderr)
