@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/hora-dl/hora/device"
 )
@@ -94,6 +95,27 @@ func (b *Buffer) Free() { b.f32, b.f64, b.i64, b.f16 = nil, nil, nil, nil }
 // Float32s returns the backing slice of a Float32 buffer (nil otherwise).
 // Writes to it change the buffer.
 func (b *Buffer) Float32s() []float32 { return b.f32 }
+
+// Bytes returns the buffer's memory, whatever its type (nil when it is
+// empty or freed). Transports hand it to MPI or copy it into shared
+// memory; writes to it change the buffer.
+func (b *Buffer) Bytes() []byte {
+	var p unsafe.Pointer
+	switch b.dt {
+	case device.Float32:
+		p = unsafe.Pointer(unsafe.SliceData(b.f32))
+	case device.Float64:
+		p = unsafe.Pointer(unsafe.SliceData(b.f64))
+	case device.Int64:
+		p = unsafe.Pointer(unsafe.SliceData(b.i64))
+	case device.Float16:
+		p = unsafe.Pointer(unsafe.SliceData(b.f16))
+	}
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice((*byte)(p), b.Len()*b.dt.Size())
+}
 
 // Float64s returns the backing slice of a Float64 buffer (nil otherwise).
 func (b *Buffer) Float64s() []float64 { return b.f64 }

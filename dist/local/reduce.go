@@ -41,24 +41,21 @@ func segment(n, size, r int) (lo, hi int) {
 	return lo, hi
 }
 
-// number is the element types reduced natively.
-type number interface{ ~float32 | ~float64 | ~int64 }
-
 // reduce reduces elements [lo, hi) of every rank's buffer bufs[r] and
 // writes the result into all of them: in chunks, acc = bufs[0], then
 // acc = op(acc, bufs[r]) for r = 1, 2, ... (always in rank order, so the
 // result does not depend on which rank computes it), divided by the number
 // of ranks for Average, then copied out.
-func reduce[T number](bufs [][]T, lo, hi int, op dist.ReduceOp, acc []T) {
+func reduce[T dist.Number](bufs [][]T, lo, hi int, op dist.ReduceOp, acc []T) {
 	for c := lo; c < hi; c += len(acc) {
 		e := min(c+len(acc), hi)
 		a := acc[:e-c]
 		copy(a, bufs[0][c:e])
 		for _, b := range bufs[1:] {
-			combine(a, b[c:e], op)
+			dist.Combine(a, b[c:e], op)
 		}
 		if op == dist.Average {
-			divide(a, len(bufs))
+			dist.Divide(a, len(bufs))
 		}
 		for _, b := range bufs {
 			copy(b[c:e], a)
@@ -75,47 +72,15 @@ func reduceHalf(bufs [][]uint16, lo, hi int, op dist.ReduceOp, s *scratch) {
 		cpu.Float16ToFloat32(a, bufs[0][c:e])
 		for _, b := range bufs[1:] {
 			cpu.Float16ToFloat32(x, b[c:e])
-			combine(a, x, op)
+			dist.Combine(a, x, op)
 		}
 		if op == dist.Average {
-			divide(a, len(bufs))
+			dist.Divide(a, len(bufs))
 		}
 		cpu.Float32ToFloat16(h, a)
 		for _, b := range bufs {
 			copy(b[c:e], h)
 		}
-	}
-}
-
-// combine sets acc[i] = op(acc[i], x[i]). Sum and Average add; Min and
-// Max keep a NaN once one is seen.
-func combine[T number](acc, x []T, op dist.ReduceOp) {
-	x = x[:len(acc)]
-	switch op {
-	case dist.Sum, dist.Average:
-		for i, v := range x {
-			acc[i] += v
-		}
-	case dist.Min:
-		for i, v := range x {
-			if v < acc[i] || v != v {
-				acc[i] = v
-			}
-		}
-	case dist.Max:
-		for i, v := range x {
-			if v > acc[i] || v != v {
-				acc[i] = v
-			}
-		}
-	}
-}
-
-// divide sets acc[i] /= n (truncating toward zero for integers).
-func divide[T number](acc []T, n int) {
-	d := T(n)
-	for i := range acc {
-		acc[i] /= d
 	}
 }
 

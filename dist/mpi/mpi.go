@@ -375,17 +375,7 @@ func hostBuffer(what string, b device.Buffer) (*cpu.Buffer, unsafe.Pointer, int,
 		return nil, nil, 0, fmt.Errorf("dist/mpi: %s: buffer on device %s: MPI reduces CPU buffers only (move the data to the CPU, or use dist/nccl for GPU buffers)",
 			what, b.Device().Name())
 	}
-	var p unsafe.Pointer
-	switch cb.DType() {
-	case device.Float32:
-		p = unsafe.Pointer(unsafe.SliceData(cb.Float32s()))
-	case device.Float64:
-		p = unsafe.Pointer(unsafe.SliceData(cb.Float64s()))
-	case device.Int64:
-		p = unsafe.Pointer(unsafe.SliceData(cb.Int64s()))
-	case device.Float16:
-		p = unsafe.Pointer(unsafe.SliceData(cb.Float16s()))
-	}
+	p := unsafe.Pointer(unsafe.SliceData(cb.Bytes()))
 	n := cb.Len()
 	if n > 0 && p == nil {
 		return nil, nil, 0, fmt.Errorf("dist/mpi: %s: %v buffer of %d elements has no memory (freed?)", what, cb.DType(), n)

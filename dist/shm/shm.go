@@ -241,11 +241,11 @@ func (s *comm) AllreduceMany(ctx context.Context, bufs []device.Buffer, op dist.
 	}
 	switch dt {
 	case device.Float32:
-		return allreduce(ctx, s, slices(cbs, (*cpu.Buffer).Float32s), op, cpu.AddFloat32)
+		return allreduce(ctx, s, slices(cbs, (*cpu.Buffer).Float32s), op)
 	case device.Float64:
-		return allreduce(ctx, s, slices(cbs, (*cpu.Buffer).Float64s), op, addSlices[float64])
+		return allreduce(ctx, s, slices(cbs, (*cpu.Buffer).Float64s), op)
 	case device.Int64:
-		return allreduce(ctx, s, slices(cbs, (*cpu.Buffer).Int64s), op, addSlices[int64])
+		return allreduce(ctx, s, slices(cbs, (*cpu.Buffer).Int64s), op)
 	}
 	return s.fallback(ctx, bufs, op)
 }
@@ -268,18 +268,8 @@ func slices[T any](bs []*cpu.Buffer, get func(*cpu.Buffer) []T) [][]T {
 	return out
 }
 
-type number interface{ ~float32 | ~float64 | ~int64 }
-
-func addSlices[T number](dst, a, b []T) {
-	b = b[:len(dst)]
-	a = a[:len(dst)]
-	for i := range dst {
-		dst[i] = a[i] + b[i]
-	}
-}
-
 // view returns rank r's slot in half h as n elements of T.
-func view[T number](s *comm, h []byte, r, n int) []T {
+func view[T dist.Number](s *comm, h []byte, r, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&h[r*s.slot])), n)
 }
 
@@ -301,7 +291,7 @@ func spans[T any](bufs [][]T, off, n int, fn func(b []T, at int)) {
 	}
 }
 
-func allreduce[T number](ctx context.Context, s *comm, bufs [][]T, op dist.ReduceOp, add func(dst, a, b []T)) error {
+func allreduce[T dist.Number](ctx context.Context, s *comm, bufs [][]T, op dist.ReduceOp) error {
 	var zero T
 	piece := s.slot / int(unsafe.Sizeof(zero))
 	size, rank := s.Size(), s.Rank()
@@ -331,29 +321,10 @@ func allreduce[T number](ctx context.Context, s *comm, bufs [][]T, op dist.Reduc
 					if q == rank {
 						continue
 					}
-					src := view[T](s, h, q, n)[lo+at : lo+at+len(dst)]
-					switch op {
-					case dist.Sum, dist.Average:
-						add(dst, dst, src)
-					case dist.Min:
-						for i, v := range src {
-							if v < dst[i] || v != v {
-								dst[i] = v
-							}
-						}
-					case dist.Max:
-						for i, v := range src {
-							if v > dst[i] || v != v {
-								dst[i] = v
-							}
-						}
-					}
+					dist.Combine(dst, view[T](s, h, q, n)[lo+at:lo+at+len(dst)], op)
 				}
 				if op == dist.Average {
-					d := T(size)
-					for i := range dst {
-						dst[i] /= d
-					}
+					dist.Divide(dst, size)
 				}
 				copy(mine[lo+at:], dst)
 			})
@@ -396,42 +367,15 @@ func (s *comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
 		return s.Communicator.Allgather(ctx, dst, src)
 	}
 	h := s.half()
-	copy(h[s.Rank()*s.slot:], asBytes(cs))
+	copy(h[s.Rank()*s.slot:], cs.Bytes())
 	if err := s.barrier(ctx); err != nil {
 		return err
 	}
-	out := asBytes(cd)
+	out := cd.Bytes()
 	for q := range s.Size() {
 		copy(out[q*bytes:(q+1)*bytes], h[q*s.slot:q*s.slot+bytes])
 	}
 	return nil
-}
-
-// asBytes returns the memory of a CPU buffer.
-func asBytes(b *cpu.Buffer) []byte {
-	var p unsafe.Pointer
-	switch b.DType() {
-	case device.Float32:
-		if s := b.Float32s(); len(s) > 0 {
-			p = unsafe.Pointer(&s[0])
-		}
-	case device.Float64:
-		if s := b.Float64s(); len(s) > 0 {
-			p = unsafe.Pointer(&s[0])
-		}
-	case device.Int64:
-		if s := b.Int64s(); len(s) > 0 {
-			p = unsafe.Pointer(&s[0])
-		}
-	case device.Float16:
-		if s := b.Float16s(); len(s) > 0 {
-			p = unsafe.Pointer(&s[0])
-		}
-	}
-	if p == nil {
-		return nil
-	}
-	return unsafe.Slice((*byte)(p), b.Len()*b.DType().Size())
 }
 
 // Barrier passes through shared memory.
