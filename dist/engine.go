@@ -412,9 +412,7 @@ func (e *Engine) run() {
 	defer timer.Stop()
 	for {
 		e.mu.Lock()
-		e.neg.add(e.incoming)
-		clear(e.incoming)
-		e.incoming = e.incoming[:0]
+		e.takeIncoming()
 		flush, closing := e.flush, e.closing
 		e.mu.Unlock()
 
@@ -444,9 +442,7 @@ func (e *Engine) run() {
 		}
 		e.mu.Lock()
 		e.flush = false
-		e.neg.add(e.incoming)
-		clear(e.incoming)
-		e.incoming = e.incoming[:0]
+		e.takeIncoming()
 		closing = e.closing
 		e.mu.Unlock()
 
@@ -468,12 +464,19 @@ func (e *Engine) run() {
 	}
 }
 
+// takeIncoming hands the submitted requests to the negotiator; e.mu is
+// held.
+func (e *Engine) takeIncoming() {
+	e.neg.add(e.incoming)
+	clear(e.incoming)
+	e.incoming = e.incoming[:0]
+}
+
 // stop fails every pending and later operation with err.
 func (e *Engine) stop(err error) {
 	e.mu.Lock()
 	e.err = err
-	e.neg.add(e.incoming)
-	e.incoming = nil
+	e.takeIncoming()
 	e.mu.Unlock()
 	for _, r := range e.neg.drain() {
 		e.complete(r, err)

@@ -199,7 +199,9 @@ func (d *DistributedOptimizer) submit(i int) {
 		// Not used on this rank in this step: the others still wait for
 		// its gradient, so it contributes zeros (as in Horovod).
 		p.Grad = tensor.ZerosLike(p.Value)
-	} else if k := d.cfg.BackwardPassesPerStep; k > 1 {
+	} else if k := d.passes[i]; k > 1 {
+		// The mean over the passes accumulated (BackwardPassesPerStep, or
+		// fewer at the end of an epoch).
 		p.Grad.CopyFrom(p.Grad.MulScalar(1 / float64(k)))
 	}
 	d.handles[i] = d.engine.AllreduceAsync(d.names[i], p.Grad, Average, d.cfg.Compress)
