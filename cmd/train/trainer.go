@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -24,6 +22,7 @@ import (
 	"github.com/hora-dl/hora/device/cpu" // importing it registers "cpu"
 	"github.com/hora-dl/hora/dist"
 	"github.com/hora-dl/hora/dist/mpi"
+	"github.com/hora-dl/hora/internal/hostcpu"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
@@ -222,30 +221,10 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 // equal share of the host's cores.
 func rankThreads(localSize int) int {
 	mine := runtime.NumCPU() // the process's affinity mask
-	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
-		if all := countCPUs(strings.TrimSpace(string(b))); all > 0 && mine >= all {
-			return max(1, all/localSize) // not bound: share the host
-		}
+	if all := hostcpu.Online(); all > 0 && mine >= all {
+		return max(1, all/localSize) // not bound: share the host
 	}
 	return max(1, mine)
-}
-
-// countCPUs counts the CPUs of a Linux CPU list such as "0-3,8,10-11".
-func countCPUs(list string) int {
-	n := 0
-	for part := range strings.SplitSeq(list, ",") {
-		lo, hi, found := strings.Cut(part, "-")
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := a, error(nil)
-		if found {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 != nil || err2 != nil || b < a {
-			return 0
-		}
-		n += b - a + 1
-	}
-	return n
 }
 
 // engineConfig turns the dist section of the config into the engine's.

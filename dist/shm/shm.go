@@ -12,6 +12,7 @@ import (
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/dist"
+	"github.com/hora-dl/hora/internal/hostcpu"
 )
 
 // DefaultSegmentBytes is the shared memory a group maps, for all ranks
@@ -31,6 +32,7 @@ type comm struct {
 	count  *atomic.Uint32   // arrivals at barriers, all ranks together
 	gone   []*atomic.Uint64 // per rank: 1 after Abort, 2 after Close
 	seq    uint64           // barriers passed by this rank
+	spin   time.Duration    // how long a barrier polls before sleeping
 	ops    uint64           // shared-memory operations done (selects the half)
 	broken error
 }
@@ -60,7 +62,12 @@ func Wrap(ctx context.Context, c dist.Communicator, segmentBytes int) (dist.Comm
 	if seg == nil {
 		return c, nil // no shared memory here: the wrapped transport does it all
 	}
-	s := &comm{Communicator: c, seg: seg, slot: slot}
+	s := &comm{Communicator: c, seg: seg, slot: slot, spin: spinTime}
+	if cpus := hostcpu.Online(); cpus > 0 && size > cpus {
+		// More ranks than cores: a spinning rank would hold a core that
+		// the rank it waits for needs, so wait in the kernel at once.
+		s.spin = 0
+	}
 	s.count = (*atomic.Uint32)(unsafe.Pointer(&seg[0]))
 	for r := range size {
 		s.gone = append(s.gone, (*atomic.Uint64)(unsafe.Pointer(&seg[(r+1)*lineBytes])))
@@ -147,7 +154,8 @@ func getString(words []int64) string {
 	return string(b[:n])
 }
 
-// spinTime is how long a rank polls a barrier before it sleeps. Waking a
+// spinTime is how long a rank polls a barrier before it sleeps (when
+// there are no more ranks than cores). Waking a
 // sleeping process takes hundreds of microseconds on the machines this
 // was measured on, and the rank has nothing else to do meanwhile: its
 // training goroutine is waiting for the same reduction.
@@ -177,7 +185,7 @@ func (s *comm) barrier(ctx context.Context) error {
 		// Spin for up to spinTime: the others are usually about to
 		// arrive, and waking from the futex takes far longer.
 		if spinUntil.IsZero() {
-			spinUntil = time.Now().Add(spinTime)
+			spinUntil = time.Now().Add(s.spin)
 		}
 		if time.Now().Before(spinUntil) {
 			continue

@@ -34,7 +34,8 @@ var allowedImports = map[string][]string{
 	"dist/disttest":            {"device", "device/cpu", "dist", "tensor", "autograd", "layers", "optim", "models"},
 	"cmd/train":                {"*"},
 	"bench/dist":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "models", "dist", "dist/mpi"},
-	"dist/shm":                 {"device", "device/cpu", "dist"},
+	"dist/shm":                 {"device", "device/cpu", "dist", "internal/hostcpu"},
+	"internal/hostcpu":         {},
 	"bench/hora":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models"},
 }
 
