@@ -424,18 +424,14 @@ func (e *Engine) run() {
 			wait = max(e.cfg.CycleTime-time.Since(lastStart), 0)
 		}
 		if wait != 0 {
+			var tc <-chan time.Time // nil, waiting for a wake-up only, when wait < 0
 			if wait > 0 {
-				timer.Reset(wait)
-			}
-			var tc <-chan time.Time
-			if wait > 0 {
+				timer.Reset(wait) // Go 1.23 timers: no stale tick to drain
 				tc = timer.C
 			}
 			select {
 			case <-e.wake:
-				if wait > 0 && !timer.Stop() {
-					<-timer.C
-				}
+				timer.Stop()
 				continue // look again: more work, a flush or Close
 			case <-tc:
 			}
