@@ -11,6 +11,11 @@ BIN       := bin
 # can start it on several ranks). `make bench` adds PyTorch for the
 # reference numbers.
 APT_DEPS  := dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc pkg-config
+# ONNX: the conformance suite's generator (python3-onnx), the PyTorch models
+# the importer is checked against, and Node.js for onnxruntime, which runs
+# the models Hora exports (scripts/ort).
+ONNX_APT  := python3-onnx python3-torch python3-torchvision python3-numpy nodejs npm
+ONNX_SUITE := build/onnx-suite
 BENCH_APT := python3-torch python3-numpy
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -28,7 +33,7 @@ NCPU      := $(shell nproc 2>/dev/null || echo 1)
 MPIRUN    := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell [ $(NP) -gt $(NCPU) ] && echo y),--oversubscribe)
 MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
-.PHONY: all deps bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean
+.PHONY: all deps onnx-deps onnx-suite test-onnx onnx-ops proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean
 
 all: build
 
@@ -40,6 +45,39 @@ deps:
 		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
 	fi
 	$(GO) mod download
+
+# onnx-deps installs what the ONNX tests need: Debian packages and
+# onnxruntime-node (its install script needs the internet, so it is
+# skipped: the package ships the Linux x64 library).
+onnx-deps: deps
+	@missing=""; for p in $(ONNX_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+	@[ -d scripts/ort/node_modules/onnxruntime-node ] || (cd scripts/ort && npm ci --ignore-scripts --no-audit --no-fund)
+
+# onnx-suite generates the ONNX backend conformance suite (onnx 1.12).
+onnx-suite: onnx-deps
+	@[ -d $(ONNX_SUITE)/node ] || scripts/gen-onnx-node-tests $(ONNX_SUITE)
+
+# test-onnx runs every conformance test through cmd/onnxcheck; a failure
+# fails the build (unsupported cases are counted, not hidden).
+test-onnx: onnx-suite
+	$(GO) run ./cmd/onnxcheck -q -by-op $(ONNX_SUITE)/node
+
+# onnx-ops rewrites the operator coverage table in README.md from the
+# code (onnx.SupportedOps) and the conformance results.
+onnx-ops: onnx-suite
+	$(GO) run ./cmd/onnxcheck -q -ops-markdown build/onnx-ops.md $(ONNX_SUITE)/node >/dev/null || true
+	scripts/replace-section.sh README.md onnx-ops build/onnx-ops.md
+
+# proto regenerates onnx/onnxpb from onnx/onnxpb/onnx.proto with protoc and
+# the protoc-gen-go of the version in go.mod.
+proto:
+	@command -v protoc >/dev/null || ($(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q protobuf-compiler)
+	$(GO) build -o $(BIN)/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
+	protoc --plugin=protoc-gen-go=$(BIN)/protoc-gen-go --go_out=. --go_opt=paths=source_relative onnx/onnxpb/onnx.proto
 
 bench-deps: deps
 	@missing=""; for p in $(BENCH_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -67,7 +105,7 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test: deps fmt-check vet
+test: deps onnx-deps fmt-check vet
 	CGO_ENABLED=0 $(GO) build ./...
 	$(GO) test -count=1 ./...
 	@# The CPU device's other GEMM paths: BLAS for float32; no BLAS at all;
@@ -76,6 +114,7 @@ test: deps fmt-check vet
 	HORA_BLAS=none $(GO) test -count=1 ./device/cpu/ ./tensor/ ./autograd/
 	HORA_BLAS=none $(GO) test -count=1 -tags noasm ./device/cpu/... ./tensor/
 	$(MAKE) --no-print-directory test-mpi
+	$(MAKE) --no-print-directory test-onnx
 
 # test-mpi runs the MPI transport's tests (the conformance suite, training
 # equivalence, a rank that dies) as 2 and as 3 processes.
@@ -106,4 +145,4 @@ golden: bench-deps
 	/usr/bin/python3 scripts/golden/gen.py
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) build

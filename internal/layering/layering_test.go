@@ -36,6 +36,10 @@ var allowedImports = map[string][]string{
 	"bench/dist":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "models", "dist", "dist/mpi"},
 	"dist/shm":                 {"device", "device/cpu", "dist", "internal/hostcpu"},
 	"internal/hostcpu":         {},
+	"onnx":                     {"device", "device/cpu", "tensor", "autograd", "layers", "onnx/onnxpb"},
+	"onnx/onnxpb":              {},
+	"cmd/onnxcheck":            {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb"},
+	"bench/onnx":               {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb"},
 	"bench/hora":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models"},
 }
 

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hora-dl/hora/onnx"
+)
+
+// findCases returns dir when it is a test case (it holds model.onnx), or
+// the test cases directly inside it.
+func findCases(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err == nil {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var cases []string
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(sub, "model.onnx")); e.IsDir() && err == nil {
+			cases = append(cases, sub)
+		}
+	}
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("%s: no model.onnx, and no folders with one", dir)
+	}
+	return cases, nil
+}
+
+// checkCase runs one test case.
+func checkCase(dir string, tol onnx.Tolerance) []onnx.CaseResult {
+	return onnx.CheckBackendTest(dir, tol)
+}
+
+// tally counts results overall and per operator.
+type tally struct {
+	passed, failed, unsupported int
+	perOp                       map[string]*opCount
+}
+
+type opCount struct{ passed, failed, unsupported int }
+
+func newTally() *tally { return &tally{perOp: map[string]*opCount{}} }
+
+// caseOp names the operator a test case is about: the one its name
+// starts with (test_averagepool_2d → AveragePool), else its first
+// operator.
+func caseOp(r onnx.CaseResult) string {
+	name := strings.ToLower(strings.TrimPrefix(r.Case, "test_"))
+	name = strings.ReplaceAll(name, "_", "")
+	best := ""
+	for _, op := range r.Ops {
+		if strings.HasPrefix(name, strings.ToLower(op)) && len(op) > len(best) {
+			best = op
+		}
+	}
+	if best == "" && len(r.Ops) > 0 {
+		best = r.Ops[0]
+	}
+	if best == "" {
+		best = "(none)"
+	}
+	return best
+}
+
+func (t *tally) add(r onnx.CaseResult) {
+	op := caseOp(r)
+	c := t.perOp[op]
+	if c == nil {
+		c = &opCount{}
+		t.perOp[op] = c
+	}
+	switch r.Status {
+	case onnx.Pass:
+		t.passed++
+		c.passed++
+	case onnx.Fail:
+		t.failed++
+		c.failed++
+	default:
+		t.unsupported++
+		c.unsupported++
+	}
+}
+
+func (t *tally) printByOp(w io.Writer) {
+	ops := make([]string, 0, len(t.perOp))
+	for op := range t.perOp {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return strings.ToLower(ops[i]) < strings.ToLower(ops[j]) })
+	fmt.Fprintf(w, "%-28s %6s %6s %11s\n", "operator", "passed", "failed", "unsupported")
+	for _, op := range ops {
+		c := t.perOp[op]
+		fmt.Fprintf(w, "%-28s %6d %6d %11d\n", op, c.passed, c.failed, c.unsupported)
+	}
+}

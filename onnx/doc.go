@@ -1,0 +1,28 @@
+// Package onnx reads and writes ONNX models.
+//
+// Import turns an ONNX graph into a Model: a layers.Module whose float
+// initializers are named, trainable parameters and whose forward pass runs
+// on Hora's autograd operations, on the device of its inputs. An imported
+// model can be run, fine-tuned, checkpointed and trained with data
+// parallelism like any model written in Go:
+//
+//	m, err := onnx.Load("resnet18.onnx")
+//	outs, err := m.Run(autograd.Constant(images)) // images: [batch, 3, 224, 224]
+//
+// Opsets 7 to 17 of the ai.onnx domain are supported; each operator keeps
+// the attribute and input conventions of its version (Squeeze's axes
+// attribute before opset 13 and input after, say). Values that depend
+// only on constants are folded at import, and the shape arithmetic that
+// exporters emit (Shape → Gather → Concat → Reshape) is computed once per
+// input shape. Element types map onto Hora's: float is float32, double is
+// float64, and all integer types and bool are int64.
+//
+// Export traces one forward pass of a Hora model through the autograd tape
+// into an opset-17 graph with named initializers and a dynamic batch
+// dimension.
+//
+// Errors about a model name the node, its operator and the opset; errors
+// about inputs name the input and the expected and found shape or type.
+// Operators, attributes and types that Hora does not implement give
+// errors that wrap ErrUnsupported.
+package onnx

@@ -1,0 +1,584 @@
+package onnx
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/layers"
+	"github.com/hora-dl/hora/onnx/onnxpb"
+	"github.com/hora-dl/hora/tensor"
+)
+
+// The opsets of the ai.onnx domain that Import accepts. Operators keep
+// the semantics of each version between MinOpset and MaxOpset.
+const (
+	MinOpset = 7
+	MaxOpset = 17
+)
+
+// Model is an imported ONNX graph. It is a layers.Module: its float
+// initializers are named, trainable parameters (BatchNormalization's
+// running statistics are buffers), so it can be trained, checkpointed and
+// wrapped by dist.DistributedOptimizer like a model written in Go. Run
+// evaluates it on the device of its inputs, recording the autograd tape
+// when a parameter or an input requires a gradient.
+type Model struct {
+	// Opset is the model's ai.onnx opset version.
+	Opset int
+	// Inputs and Outputs describe the graph's inputs (initializers
+	// excluded) and outputs in order.
+	Inputs, Outputs []ValueInfo
+	// Producer is the producer_name and producer_version of the file.
+	Producer string
+
+	nodes    []*graphNode
+	allNodes []*onnxpb.NodeProto // every node of the file, folded ones included
+	params   []*autograd.Param
+	buffers  []*layers.Buffer
+	consts   map[string]*tensor.Tensor // frozen initializers and folded values, on the CPU
+	state    map[string]*tensor.Tensor // current values of buffers by value name (points into buffers)
+	bufByVal map[string]*layers.Buffer
+	parByVal map[string]*autograd.Param
+	training bool
+
+	mu        sync.Mutex
+	constDev  map[device.Device]map[string]*autograd.Var // consts moved to a device, built on demand
+	shapeMemo map[string]map[string]*tensor.Tensor       // input-shape signature -> shape-only values
+}
+
+// ValueInfo describes a graph input or output.
+type ValueInfo struct {
+	// Name is the value's name in the graph.
+	Name string
+	// Type is the ONNX element type.
+	Type DataType
+	// Shape has one entry per dimension: the size, or -1 where the size
+	// is dynamic. Shape is nil when the model does not state the rank.
+	Shape []int
+	// DimNames names the dynamic dimensions ("batch"); "" elsewhere.
+	DimNames []string
+}
+
+// String formats the value as name: type[d0,d1,...] with dynamic
+// dimensions by name ("input: float[batch,3,224,224]").
+func (v ValueInfo) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", v.Name, typeName(v.Type))
+	if v.Shape != nil {
+		b.WriteByte('[')
+		for i, d := range v.Shape {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			switch {
+			case d >= 0:
+				fmt.Fprint(&b, d)
+			case v.DimNames[i] != "":
+				b.WriteString(v.DimNames[i])
+			default:
+				b.WriteByte('?')
+			}
+		}
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// graphNode is a node prepared for evaluation.
+type graphNode struct {
+	proto   *onnxpb.NodeProto
+	index   int
+	label   string // the node's name in errors
+	impl    opVersion
+	inputs  []string
+	outputs []string
+	// shapeOnly marks nodes whose outputs depend only on the shapes of
+	// the graph's inputs (Shape, and arithmetic on shapes and constants):
+	// they are computed once per input-shape signature.
+	shapeOnly bool
+	// release lists the values no later node reads, dropped after this
+	// node so that their memory can be reused.
+	release []string
+}
+
+// Option changes how a model is imported.
+type Option func(*importOptions)
+
+type importOptions struct {
+	frozen    bool
+	trainable func(name string) bool
+}
+
+// Frozen imports every initializer as a constant: the model has no
+// parameters, for inference only.
+func Frozen() Option { return func(o *importOptions) { o.frozen = true } }
+
+// Trainable imports as parameters only the float initializers for which
+// keep returns true; the others become constants (to fine-tune the last
+// layers of a pretrained network, say).
+func Trainable(keep func(name string) bool) Option {
+	return func(o *importOptions) { o.trainable = keep }
+}
+
+// Load reads an ONNX model file. External data files (weights stored
+// beside the model) are looked up relative to the model's folder.
+func Load(path string, opts ...Option) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	m, err := decode(data, filepath.Dir(path), opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Import reads an ONNX model from r. Models with external data must be
+// read with Load, which knows the folder of the side files.
+func Import(r io.Reader, opts ...Option) (*Model, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	return decode(data, "", opts)
+}
+
+// ReadTensor reads a serialized TensorProto (a backend test's input_0.pb)
+// into a tensor on the CPU.
+func ReadTensor(path string) (*tensor.Tensor, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %w", err)
+	}
+	tp := &onnxpb.TensorProto{}
+	if err := proto.Unmarshal(data, tp); err != nil {
+		return nil, fmt.Errorf("onnx: %s: not a TensorProto: %w", path, err)
+	}
+	t, err := tensorFromProto(tp, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %s: %w", path, err)
+	}
+	return t, nil
+}
+
+func decode(data []byte, dir string, opts []Option) (*Model, error) {
+	var o importOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("onnx: empty file")
+	}
+	mp := &onnxpb.ModelProto{}
+	if err := proto.Unmarshal(data, mp); err != nil {
+		return nil, fmt.Errorf("onnx: not an ONNX model (protobuf: %v)", err)
+	}
+	if mp.GetGraph() == nil {
+		return nil, fmt.Errorf("onnx: not an ONNX model: no graph")
+	}
+	return build(mp, dir, o)
+}
+
+// build prepares a parsed model: opset, inputs, initializers, nodes.
+func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
+	m := &Model{
+		consts:    map[string]*tensor.Tensor{},
+		state:     map[string]*tensor.Tensor{},
+		bufByVal:  map[string]*layers.Buffer{},
+		parByVal:  map[string]*autograd.Param{},
+		constDev:  map[device.Device]map[string]*autograd.Var{},
+		shapeMemo: map[string]map[string]*tensor.Tensor{},
+		Producer:  strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()),
+	}
+	opset := -1
+	for _, os := range mp.GetOpsetImport() {
+		if d := os.GetDomain(); d == "" || d == "ai.onnx" {
+			opset = int(os.GetVersion())
+		}
+	}
+	switch {
+	case opset < 0:
+		return nil, fmt.Errorf("onnx: the model imports no ai.onnx opset")
+	case opset < MinOpset || opset > MaxOpset:
+		return nil, fmt.Errorf("onnx: %w: opset %d (Hora supports ai.onnx opsets %d to %d)", ErrUnsupported, opset, MinOpset, MaxOpset)
+	}
+	m.Opset = opset
+	g := mp.GetGraph()
+	m.allNodes = g.GetNode()
+
+	inits := map[string]*onnxpb.TensorProto{}
+	var initOrder []string
+	for i, tp := range g.GetInitializer() {
+		if tp.GetName() == "" {
+			return nil, fmt.Errorf("onnx: initializer #%d has no name", i)
+		}
+		if _, dup := inits[tp.GetName()]; dup {
+			return nil, fmt.Errorf("onnx: initializer %q is defined twice", tp.GetName())
+		}
+		inits[tp.GetName()] = tp
+		initOrder = append(initOrder, tp.GetName())
+	}
+	if len(g.GetSparseInitializer()) > 0 {
+		return nil, fmt.Errorf("onnx: %w: sparse initializers", ErrUnsupported)
+	}
+	defined := map[string]bool{}
+	for _, vi := range g.GetInput() {
+		if _, isInit := inits[vi.GetName()]; isInit {
+			continue // older files list initializers among the inputs
+		}
+		info, err := valueInfo(vi)
+		if err != nil {
+			return nil, fmt.Errorf("onnx: graph input %q: %w", vi.GetName(), err)
+		}
+		m.Inputs = append(m.Inputs, info)
+		defined[vi.GetName()] = true
+	}
+	for name := range inits {
+		defined[name] = true
+	}
+
+	// Nodes: check the operators and the order.
+	produced := map[string]int{}
+	for i, np := range g.GetNode() {
+		n := &graphNode{proto: np, index: i, inputs: np.GetInput(), outputs: np.GetOutput()}
+		n.label = fmt.Sprintf("#%d", i)
+		if np.GetName() != "" {
+			n.label = fmt.Sprintf("%q", np.GetName())
+		}
+		fail := func(err error) error { return &NodeError{Node: n.label, Op: np.GetOpType(), Opset: opset, Err: err} }
+		if d := np.GetDomain(); d != "" && d != "ai.onnx" {
+			return nil, fail(fmt.Errorf("%w: operator domain %q (Hora implements the ai.onnx domain)", ErrUnsupported, d))
+		}
+		impl, ok := lookup(np.GetOpType(), opset)
+		if !ok {
+			if vs := registry[np.GetOpType()]; len(vs) > 0 {
+				return nil, fail(fmt.Errorf("%w: operator %s before opset %d", ErrUnsupported, np.GetOpType(), vs[0].since))
+			}
+			return nil, fail(fmt.Errorf("%w: operator %s", ErrUnsupported, np.GetOpType()))
+		}
+		n.impl = impl
+		for _, a := range np.GetAttribute() {
+			if a.GetG() != nil || len(a.GetGraphs()) > 0 {
+				return nil, fail(fmt.Errorf("%w: subgraph attribute %s", ErrUnsupported, a.GetName()))
+			}
+		}
+		for k, in := range n.inputs {
+			if in != "" && !defined[in] {
+				return nil, fail(fmt.Errorf("input %d %q is not a graph input, an initializer or an output of an earlier node", k, in))
+			}
+		}
+		for _, out := range n.outputs {
+			if out == "" {
+				continue
+			}
+			if defined[out] {
+				return nil, fail(fmt.Errorf("output %q is already defined (by a graph input, an initializer or node #%d)", out, produced[out]))
+			}
+			defined[out] = true
+			produced[out] = i
+		}
+		m.nodes = append(m.nodes, n)
+	}
+	for _, vi := range g.GetOutput() {
+		if !defined[vi.GetName()] {
+			return nil, fmt.Errorf("onnx: graph output %q is not computed by any node", vi.GetName())
+		}
+		info, err := valueInfo(vi)
+		if err != nil {
+			return nil, fmt.Errorf("onnx: graph output %q: %w", vi.GetName(), err)
+		}
+		m.Outputs = append(m.Outputs, info)
+	}
+	if len(m.Outputs) == 0 {
+		return nil, fmt.Errorf("onnx: the graph has no outputs")
+	}
+
+	// Initializers: parameters, buffers or constants.
+	role := initializerRoles(m.nodes)
+	for _, name := range initOrder {
+		t, err := tensorFromProto(inits[name], dir)
+		if err != nil {
+			return nil, fmt.Errorf("onnx: initializer: %w", err)
+		}
+		isFloat := t.DType().IsFloat()
+		switch {
+		case isFloat && role[name] == roleState:
+			b := &layers.Buffer{Name: name, Value: t}
+			m.buffers = append(m.buffers, b)
+			m.bufByVal[name] = b
+		case isFloat && role[name] == roleData && !o.frozen && (o.trainable == nil || o.trainable(name)):
+			p := autograd.NewParam(name, t)
+			m.params = append(m.params, p)
+			m.parByVal[name] = p
+		default:
+			m.consts[name] = t
+		}
+	}
+	if err := m.fold(); err != nil {
+		return nil, err
+	}
+	m.markShapeOnly()
+	m.planRelease()
+	return m, nil
+}
+
+// valueInfo converts a graph input or output declaration.
+func valueInfo(vi *onnxpb.ValueInfoProto) (ValueInfo, error) {
+	info := ValueInfo{Name: vi.GetName()}
+	tt := vi.GetType().GetTensorType()
+	if tt == nil {
+		if vi.GetType() == nil {
+			return info, nil // untyped: accepted, checked at run time by the nodes
+		}
+		return info, fmt.Errorf("%w: non-tensor value (sequence, map or optional)", ErrUnsupported)
+	}
+	info.Type = DataType(tt.GetElemType())
+	if tt.GetShape() != nil {
+		for _, d := range tt.GetShape().GetDim() {
+			if _, ok := d.GetValue().(*onnxpb.TensorShapeProto_Dimension_DimValue); ok && d.GetDimValue() >= 0 {
+				info.Shape = append(info.Shape, int(d.GetDimValue()))
+				info.DimNames = append(info.DimNames, "")
+			} else {
+				info.Shape = append(info.Shape, -1)
+				info.DimNames = append(info.DimNames, d.GetDimParam())
+			}
+		}
+		if info.Shape == nil {
+			info.Shape = []int{}
+		}
+	}
+	return info, nil
+}
+
+// Initializer roles, decided by how nodes use them.
+const (
+	roleData  = iota // read as data by some node: a trainable parameter if float
+	roleConst        // read only where ONNX takes shapes, axes or bounds
+	roleState        // BatchNormalization running mean or variance
+)
+
+// constantInputs lists, per operator, the input positions that hold
+// shapes, indices, axes, scales or bounds rather than data: a float
+// initializer read only there is a constant, not a parameter.
+var constantInputs = map[string][]int{
+	"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Pad": {1, 2, 3},
+	"Resize": {1, 2, 3}, "Upsample": {1}, "Squeeze": {1}, "Unsqueeze": {1}, "Split": {1},
+	"ReduceSum": {1}, "ReduceMean": {1}, "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1},
+	"ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1},
+	"Clip": {1, 2}, "CumSum": {1}, "TopK": {1}, "OneHot": {0, 1, 2}, "Range": {0, 1, 2},
+	"ConstantOfShape": {0}, "Dropout": {1, 2}, "Gather": {1}, "GatherElements": {1}, "Where": {0},
+	"LSTM": {4}, "GRU": {4}, "RNN": {4},
+}
+
+func initializerRoles(nodes []*graphNode) map[string]int {
+	role := map[string]int{}
+	for _, n := range nodes {
+		op := n.proto.GetOpType()
+		for k, in := range n.inputs {
+			if in == "" {
+				continue
+			}
+			r := roleData
+			switch {
+			case op == "BatchNormalization" && (k == 3 || k == 4):
+				r = roleState
+			case slices.Contains(constantInputs[op], k):
+				r = roleConst
+			}
+			if prev, seen := role[in]; !seen || r < prev {
+				role[in] = r
+			}
+		}
+	}
+	return role
+}
+
+// nondeterministic lists operators never folded or memoized.
+var nondeterministic = map[string]bool{
+	"Dropout": true, "RandomNormal": true, "RandomUniform": true, "RandomNormalLike": true,
+	"RandomUniformLike": true, "Multinomial": true, "Bernoulli": true, "BatchNormalization": true,
+}
+
+// fold evaluates, once, the nodes whose inputs are all constants, and
+// removes them from the graph.
+func (m *Model) fold() error {
+	var kept []*graphNode
+	cpu := tensor.CPU()
+	for _, n := range m.nodes {
+		foldable := !nondeterministic[n.proto.GetOpType()]
+		for _, in := range n.inputs {
+			if in != "" && m.consts[in] == nil {
+				foldable = false
+				break
+			}
+		}
+		if !foldable {
+			kept = append(kept, n)
+			continue
+		}
+		in := make([]*autograd.Var, len(n.inputs))
+		for k, name := range n.inputs {
+			if name != "" {
+				in[k] = autograd.Constant(m.consts[name])
+			}
+		}
+		outs, err := m.runNode(n, in, cpu, false)
+		if err != nil {
+			return err
+		}
+		for k, name := range n.outputs {
+			if name != "" && k < len(outs) && outs[k] != nil {
+				m.consts[name] = outs[k].Value
+			}
+		}
+	}
+	m.nodes = kept
+	return nil
+}
+
+// shapeDriven lists the operators whose output shape depends on the
+// values of inputs other than the first; their outputs have
+// input-shape-determined shapes only when those inputs are shape-only.
+var shapeDriven = map[string]bool{
+	"Reshape": true, "Expand": true, "Tile": true, "Slice": true, "Pad": true, "Resize": true, "Upsample": true,
+	"ConstantOfShape": true, "Range": true, "TopK": true, "OneHot": true, "Squeeze": true, "Unsqueeze": true,
+	"Split": true, "ReduceSum": true, "ReduceMean": true, "ReduceMax": true, "ReduceMin": true, "ReduceProd": true,
+	"ReduceL1": true, "ReduceL2": true, "ReduceLogSum": true, "ReduceLogSumExp": true, "ReduceSumSquare": true,
+	"NonZero": true, "Compress": true, "Unique": true, "CumSum": true,
+}
+
+// markShapeOnly finds the nodes whose outputs depend only on the shapes of
+// the graph inputs: Shape and Size of values whose shapes follow from the
+// input shapes, and deterministic nodes fed only by such values and
+// constants. Run computes them once per input-shape signature.
+func (m *Model) markShapeOnly() {
+	shapeOnly := map[string]bool{}  // value depends only on input shapes
+	shapeKnown := map[string]bool{} // value's shape follows from input shapes
+	for _, in := range m.Inputs {
+		shapeKnown[in.Name] = true
+	}
+	for name := range m.consts {
+		shapeOnly[name], shapeKnown[name] = true, true
+	}
+	for _, p := range m.params {
+		shapeKnown[p.Name] = true
+	}
+	for name := range m.bufByVal {
+		shapeKnown[name] = true
+	}
+	for _, n := range m.nodes {
+		op := n.proto.GetOpType()
+		allShapeOnly, allKnown, restShapeOnly := true, true, true
+		for k, in := range n.inputs {
+			if in == "" {
+				continue
+			}
+			allShapeOnly = allShapeOnly && shapeOnly[in]
+			allKnown = allKnown && shapeKnown[in]
+			if k > 0 {
+				restShapeOnly = restShapeOnly && shapeOnly[in]
+			}
+		}
+		switch {
+		case (op == "Shape" || op == "Size") && len(n.inputs) > 0 && shapeKnown[n.inputs[0]]:
+			n.shapeOnly = true
+		case allShapeOnly && !nondeterministic[op]:
+			n.shapeOnly = true
+		}
+		known := allKnown && (!shapeDriven[op] || restShapeOnly || op == "ConstantOfShape" && allShapeOnly)
+		for _, out := range n.outputs {
+			shapeOnly[out] = n.shapeOnly
+			shapeKnown[out] = known || n.shapeOnly
+		}
+	}
+}
+
+// planRelease records after which node each intermediate value is last
+// read.
+func (m *Model) planRelease() {
+	last := map[string]int{}
+	for i, n := range m.nodes {
+		for _, in := range n.inputs {
+			last[in] = i
+		}
+	}
+	for _, out := range m.Outputs {
+		delete(last, out.Name)
+	}
+	for name, i := range last {
+		if m.consts[name] != nil || m.parByVal[name] != nil || m.bufByVal[name] != nil {
+			continue
+		}
+		m.nodes[i].release = append(m.nodes[i].release, name)
+	}
+}
+
+// Parameters returns the trainable initializers, named as in the file.
+func (m *Model) Parameters() []*autograd.Param { return m.params }
+
+// Buffers returns the non-trainable state: BatchNormalization's running
+// mean and variance, named as in the file.
+func (m *Model) Buffers() []*layers.Buffer { return m.buffers }
+
+// SetTraining selects training mode (BatchNormalization uses and updates
+// batch statistics, Dropout drops) or inference mode. layers.Train and
+// layers.Eval call it.
+func (m *Model) SetTraining(training bool) { m.training = training }
+
+// Forward runs a model of one input and one output; it is the
+// layers.Layer method, for use where Hora expects a layer (cmd/train,
+// layers.Sequential). It panics with the error Run returns; call Run to
+// get the error instead.
+func (m *Model) Forward(x *autograd.Var) *autograd.Var {
+	outs, err := m.Run(x)
+	if err != nil {
+		panic(err)
+	}
+	if len(outs) != 1 {
+		panic(fmt.Sprintf("onnx: Forward needs a model with one output; this one has %d (use Run)", len(outs)))
+	}
+	return outs[0]
+}
+
+// Summary describes the model in a few lines: opset, producer, inputs,
+// outputs, operator counts and parameter count.
+func (m *Model) Summary() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "opset %d", m.Opset)
+	if m.Producer != "" {
+		fmt.Fprintf(&b, ", produced by %s", m.Producer)
+	}
+	b.WriteByte('\n')
+	for _, in := range m.Inputs {
+		fmt.Fprintf(&b, "input  %v\n", in)
+	}
+	for _, out := range m.Outputs {
+		fmt.Fprintf(&b, "output %v\n", out)
+	}
+	counts := map[string]int{}
+	for _, n := range m.nodes {
+		counts[n.proto.GetOpType()]++
+	}
+	ops := make([]string, 0, len(counts))
+	for op, c := range counts {
+		ops = append(ops, fmt.Sprintf("%s×%d", op, c))
+	}
+	slices.Sort(ops)
+	fmt.Fprintf(&b, "%d nodes: %s\n", len(m.nodes), strings.Join(ops, " "))
+	fmt.Fprintf(&b, "%d parameters (%d values), %d buffers, %d constants\n", len(m.params), layers.NumParams(m), len(m.buffers), len(m.consts))
+	return b.String()
+}
+
+var errNoInputs = errors.New("onnx: Run needs the graph inputs")

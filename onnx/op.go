@@ -1,0 +1,304 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/onnx/onnxpb"
+	"github.com/hora-dl/hora/tensor"
+)
+
+// Values inside a graph are *autograd.Var. ONNX element types map onto
+// Hora's: FLOAT is device.Float32, DOUBLE is device.Float64, and every
+// integer type and BOOL is device.Int64 (bools as 0 and 1). FLOAT16,
+// BFLOAT16, STRING and the complex types are not supported.
+
+// opFunc computes one node: in holds one Var per declared input (nil for
+// an omitted optional input); it returns one Var per output the node
+// declares (c.NumOutputs()), or fewer when the trailing ones are optional
+// and unused.
+type opFunc func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error)
+
+// opVersion is one implementation of an operator, valid from opset Since
+// until the next registered version.
+type opVersion struct {
+	since int
+	run   opFunc
+	// grad tells whether gradients flow from the outputs to the
+	// floating-point inputs (the op is built from autograd operations).
+	grad bool
+}
+
+// registry holds every operator of the ai.onnx domain, each with its
+// versions sorted by since.
+var registry = map[string][]opVersion{}
+
+// register adds the implementation of op valid from opset since. grad
+// tells whether the op is differentiable (see opVersion). Files of this
+// package call it from init.
+func register(op string, since int, grad bool, run opFunc) {
+	for _, v := range registry[op] {
+		if v.since == since {
+			panic(fmt.Sprintf("onnx: %s opset %d registered twice", op, since))
+		}
+	}
+	registry[op] = append(registry[op], opVersion{since: since, run: run, grad: grad})
+	sort.Slice(registry[op], func(i, j int) bool { return registry[op][i].since < registry[op][j].since })
+}
+
+// lookup returns the implementation of op for a model of the given opset:
+// the registered version with the largest since not above opset.
+func lookup(op string, opset int) (opVersion, bool) {
+	vs := registry[op]
+	for i := len(vs) - 1; i >= 0; i-- {
+		if vs[i].since <= opset {
+			return vs[i], true
+		}
+	}
+	return opVersion{}, false
+}
+
+// NodeError is the error of one node of a graph: it names the node, its
+// operator and the model's opset.
+type NodeError struct {
+	// Node is the node's name, or "#N" (its index) when it has none.
+	Node string
+	// Op is the operator type, such as "Conv".
+	Op string
+	// Opset is the ai.onnx opset version of the model.
+	Opset int
+	// Err is what went wrong.
+	Err error
+}
+
+func (e *NodeError) Error() string {
+	return fmt.Sprintf("onnx: node %s (%s, opset %d): %v", e.Node, e.Op, e.Opset, e.Err)
+}
+
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// ErrUnsupported is wrapped by every error about an operator, attribute
+// value or element type that Hora does not implement (as opposed to a
+// malformed model or wrong input).
+var ErrUnsupported = errors.New("not supported")
+
+// nodeCtx is what an operator implementation sees of its node: its
+// attributes, the model's opset, the device and the mode.
+type nodeCtx struct {
+	node     *onnxpb.NodeProto
+	name     string // node name or "#index"
+	opset    int
+	dev      device.Device
+	training bool
+	attrs    map[string]*onnxpb.AttributeProto
+	setState func(i int, t *tensor.Tensor) error
+}
+
+// debugPanics adds the stack to the error of an operator that panicked
+// (HORA_ONNX_DEBUG=1).
+var debugPanics = os.Getenv("HORA_ONNX_DEBUG") != ""
+
+// SetState replaces the value of the state initializer (a
+// BatchNormalization running mean or variance) that feeds input i: how
+// an operator in training mode updates running statistics.
+func (c *nodeCtx) SetState(i int, t *tensor.Tensor) error {
+	if c.setState == nil {
+		return fmt.Errorf("input %d: no state to update while folding constants", i)
+	}
+	return c.setState(i, t)
+}
+
+func newNodeCtx(n *onnxpb.NodeProto, index, opset int, dev device.Device, training bool) *nodeCtx {
+	name := n.GetName()
+	if name == "" {
+		name = fmt.Sprintf("#%d", index)
+	}
+	c := &nodeCtx{node: n, name: fmt.Sprintf("%q", name), opset: opset, dev: dev, training: training,
+		attrs: make(map[string]*onnxpb.AttributeProto, len(n.GetAttribute()))}
+	if n.GetName() == "" {
+		c.name = name
+	}
+	for _, a := range n.GetAttribute() {
+		c.attrs[a.GetName()] = a
+	}
+	return c
+}
+
+// Op returns the operator type.
+func (c *nodeCtx) Op() string { return c.node.GetOpType() }
+
+// Opset returns the model's ai.onnx opset version.
+func (c *nodeCtx) Opset() int { return c.opset }
+
+// Device returns the device the graph runs on.
+func (c *nodeCtx) Device() device.Device { return c.dev }
+
+// Training reports whether the model is in training mode (Dropout,
+// BatchNormalization).
+func (c *nodeCtx) Training() bool { return c.training }
+
+// NumOutputs returns the number of outputs the node declares (trailing
+// optional outputs may be left out by the model).
+func (c *nodeCtx) NumOutputs() int { return len(c.node.GetOutput()) }
+
+// OutputUsed reports whether output i is declared with a non-empty name.
+func (c *nodeCtx) OutputUsed(i int) bool {
+	return i < len(c.node.GetOutput()) && c.node.GetOutput()[i] != ""
+}
+
+// Errorf returns an error about this node (the caller wraps it into a
+// NodeError).
+func (c *nodeCtx) Errorf(format string, args ...any) error {
+	return fmt.Errorf(format, args...)
+}
+
+// Unsupported returns an error wrapping ErrUnsupported, for an attribute
+// value, input combination or element type Hora does not implement.
+func (c *nodeCtx) Unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
+}
+
+// HasAttr reports whether the node sets the attribute.
+func (c *nodeCtx) HasAttr(name string) bool { _, ok := c.attrs[name]; return ok }
+
+// AttrInt returns an INT attribute, or def when absent.
+func (c *nodeCtx) AttrInt(name string, def int64) int64 {
+	if a, ok := c.attrs[name]; ok {
+		return a.GetI()
+	}
+	return def
+}
+
+// AttrInts returns an INTS attribute, or def when absent.
+func (c *nodeCtx) AttrInts(name string, def []int64) []int64 {
+	if a, ok := c.attrs[name]; ok {
+		return a.GetInts()
+	}
+	return def
+}
+
+// AttrFloat returns a FLOAT attribute, or def when absent.
+func (c *nodeCtx) AttrFloat(name string, def float64) float64 {
+	if a, ok := c.attrs[name]; ok {
+		return float64(a.GetF())
+	}
+	return def
+}
+
+// AttrFloats returns a FLOATS attribute, or def when absent.
+func (c *nodeCtx) AttrFloats(name string, def []float64) []float64 {
+	a, ok := c.attrs[name]
+	if !ok {
+		return def
+	}
+	out := make([]float64, len(a.GetFloats()))
+	for i, f := range a.GetFloats() {
+		out[i] = float64(f)
+	}
+	return out
+}
+
+// AttrString returns a STRING attribute, or def when absent.
+func (c *nodeCtx) AttrString(name string, def string) string {
+	if a, ok := c.attrs[name]; ok {
+		return string(a.GetS())
+	}
+	return def
+}
+
+// AttrStrings returns a STRINGS attribute, or nil when absent.
+func (c *nodeCtx) AttrStrings(name string) []string {
+	a, ok := c.attrs[name]
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(a.GetStrings()))
+	for i, s := range a.GetStrings() {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// AttrTensor returns a TENSOR attribute converted to a tensor on the CPU,
+// or nil and no error when absent.
+func (c *nodeCtx) AttrTensor(name string) (*tensor.Tensor, error) {
+	a, ok := c.attrs[name]
+	if !ok {
+		return nil, nil
+	}
+	t, err := tensorFromProto(a.GetT(), "")
+	if err != nil {
+		return nil, fmt.Errorf("attribute %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// Ints reads an integer (or integral float) tensor to the host, for
+// inputs that carry shapes, axes or sizes.
+func (c *nodeCtx) Ints(v *autograd.Var) []int64 {
+	t := v.Value
+	if t.DType() == device.Int64 {
+		return t.To(tensor.CPU()).Int64s()
+	}
+	vals := t.Values()
+	out := make([]int64, len(vals))
+	for i, f := range vals {
+		out[i] = int64(f)
+	}
+	return out
+}
+
+// Floats reads a tensor to the host as float64 values.
+func (c *nodeCtx) Floats(v *autograd.Var) []float64 { return v.Value.Values() }
+
+// Const returns t, moved to the graph's device, as a Var without gradient.
+func (c *nodeCtx) Const(t *tensor.Tensor) *autograd.Var {
+	if t.Device() != c.dev {
+		t = t.To(c.dev)
+	}
+	return autograd.Constant(t)
+}
+
+// ConstInts returns an Int64 tensor with the given values and shape on the
+// graph's device (a 1-D tensor when shape is empty).
+func (c *nodeCtx) ConstInts(vals []int64, shape ...int) *autograd.Var {
+	if len(shape) == 0 {
+		shape = []int{len(vals)}
+	}
+	return c.Const(tensor.FromInt64(vals, shape...))
+}
+
+// ConstScalar returns a scalar (shape []) tensor of type dt holding v on
+// the graph's device.
+func (c *nodeCtx) ConstScalar(dt device.DType, v float64) *autograd.Var {
+	return autograd.Constant(tensor.Full(c.dev, dt, v))
+}
+
+// normAxis maps a possibly negative axis onto [0, rank), or returns an
+// error naming the attribute.
+func (c *nodeCtx) normAxis(what string, axis int64, rank int) (int, error) {
+	a := axis
+	if a < 0 {
+		a += int64(rank)
+	}
+	if a < 0 || a >= int64(rank) {
+		return 0, fmt.Errorf("%s %d is out of range for rank %d", what, axis, rank)
+	}
+	return int(a), nil
+}
+
+// clampIndex clamps v into [lo, hi], treating the int64 extremes ONNX
+// uses for "to the end" as such.
+func clampIndex(v, lo, hi int64) int64 {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
+}

@@ -1,0 +1,262 @@
+package onnx
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/tensor"
+)
+
+// maxShapeMemo bounds the number of input-shape signatures whose
+// shape-only values Run keeps.
+const maxShapeMemo = 16
+
+// Run evaluates the graph on inputs, given in the order of m.Inputs, and
+// returns the outputs in the order of m.Outputs. The inputs must be on
+// one device; the model runs there. Inputs are checked against the
+// declared element types and shapes (dynamic dimensions accept any size);
+// every error names the input, or the node, its operator and the opset.
+func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
+	if len(inputs) != len(m.Inputs) {
+		names := make([]string, len(m.Inputs))
+		for i, in := range m.Inputs {
+			names[i] = in.String()
+		}
+		return nil, fmt.Errorf("onnx: Run got %d inputs, the model takes %d (%s)", len(inputs), len(m.Inputs), strings.Join(names, "; "))
+	}
+	if len(inputs) == 0 && len(m.nodes) > 0 && m.needsInputs() {
+		return nil, errNoInputs
+	}
+	dev := tensor.CPU()
+	if len(inputs) > 0 {
+		dev = inputs[0].Value.Device()
+	}
+	values := make(map[string]*autograd.Var, len(m.nodes)+len(inputs))
+	for i, x := range inputs {
+		if err := m.checkInput(i, x, dev); err != nil {
+			return nil, err
+		}
+		values[m.Inputs[i].Name] = x
+	}
+
+	key := m.signature(inputs)
+	m.mu.Lock()
+	memo, memoOK := m.shapeMemo[key]
+	consts := m.constsOn(dev)
+	m.mu.Unlock()
+	newMemo := map[string]*tensor.Tensor{}
+
+	lookup := func(name string) *autograd.Var {
+		if v, ok := values[name]; ok {
+			return v
+		}
+		if p := m.parByVal[name]; p != nil {
+			return p.Var
+		}
+		if b := m.bufByVal[name]; b != nil {
+			return autograd.Constant(b.Value)
+		}
+		if c, ok := consts[name]; ok {
+			return c
+		}
+		if t, ok := memo[name]; ok {
+			return autograd.Constant(t)
+		}
+		return nil
+	}
+
+	for _, n := range m.nodes {
+		if n.shapeOnly && memoOK {
+			continue // its outputs are in memo
+		}
+		in := make([]*autograd.Var, len(n.inputs))
+		for k, name := range n.inputs {
+			if name == "" {
+				continue
+			}
+			if in[k] = lookup(name); in[k] == nil {
+				return nil, m.nodeError(n, fmt.Errorf("input %d %q has no value", k, name))
+			}
+		}
+		outs, err := m.runNode(n, in, dev, m.training)
+		if err != nil {
+			return nil, err
+		}
+		for k, name := range n.outputs {
+			if name == "" {
+				continue
+			}
+			if k >= len(outs) || outs[k] == nil {
+				return nil, m.nodeError(n, fmt.Errorf("output %d %q was not computed", k, name))
+			}
+			values[name] = outs[k]
+			if n.shapeOnly {
+				newMemo[name] = outs[k].Value
+			}
+		}
+		for _, name := range n.release {
+			delete(values, name)
+		}
+	}
+	if !memoOK && len(newMemo) > 0 {
+		m.mu.Lock()
+		if len(m.shapeMemo) >= maxShapeMemo {
+			clear(m.shapeMemo)
+		}
+		m.shapeMemo[key] = newMemo
+		m.mu.Unlock()
+	}
+
+	outs := make([]*autograd.Var, len(m.Outputs))
+	for i, o := range m.Outputs {
+		if outs[i] = lookup(o.Name); outs[i] == nil {
+			return nil, fmt.Errorf("onnx: graph output %q has no value", o.Name)
+		}
+	}
+	return outs, nil
+}
+
+// RunNamed is Run with inputs and outputs by name.
+func (m *Model) RunNamed(inputs map[string]*autograd.Var) (map[string]*autograd.Var, error) {
+	ordered := make([]*autograd.Var, len(m.Inputs))
+	for i, in := range m.Inputs {
+		x, ok := inputs[in.Name]
+		if !ok {
+			return nil, fmt.Errorf("onnx: RunNamed: missing input %v", in)
+		}
+		ordered[i] = x
+	}
+	if len(inputs) != len(m.Inputs) {
+		for name := range inputs {
+			if !m.hasInput(name) {
+				return nil, fmt.Errorf("onnx: RunNamed: the model has no input %q", name)
+			}
+		}
+	}
+	outs, err := m.Run(ordered...)
+	if err != nil {
+		return nil, err
+	}
+	named := make(map[string]*autograd.Var, len(outs))
+	for i, o := range m.Outputs {
+		named[o.Name] = outs[i]
+	}
+	return named, nil
+}
+
+func (m *Model) hasInput(name string) bool {
+	for _, in := range m.Inputs {
+		if in.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Model) needsInputs() bool { return len(m.Inputs) > 0 }
+
+// checkInput checks input i's device, element type and shape.
+func (m *Model) checkInput(i int, x *autograd.Var, dev device.Device) error {
+	info := m.Inputs[i]
+	if x == nil || x.Value == nil {
+		return fmt.Errorf("onnx: input %q is nil", info.Name)
+	}
+	t := x.Value
+	if t.Device() != dev {
+		return fmt.Errorf("onnx: input %q is on %v, input %q on %v: all inputs must be on one device", info.Name, t.Device(), m.Inputs[0].Name, dev)
+	}
+	if info.Type != 0 {
+		want, err := hostType(info.Type)
+		if err != nil {
+			return fmt.Errorf("onnx: input %q: %w", info.Name, err)
+		}
+		if t.DType() != want {
+			return fmt.Errorf("onnx: input %q: element type %v, want %v (ONNX %s)", info.Name, t.DType(), want, typeName(info.Type))
+		}
+	}
+	if info.Shape == nil {
+		return nil
+	}
+	shape := t.Shape()
+	if len(shape) != len(info.Shape) {
+		return fmt.Errorf("onnx: input %q: shape %v has rank %d, want rank %d (%v)", info.Name, shape, len(shape), len(info.Shape), info)
+	}
+	for d, want := range info.Shape {
+		if want >= 0 && shape[d] != want {
+			return fmt.Errorf("onnx: input %q: shape %v, want %v (dimension %d is %d, want %d)", info.Name, shape, info, d, shape[d], want)
+		}
+	}
+	return nil
+}
+
+// signature keys the shape-only values by the input shapes.
+func (m *Model) signature(inputs []*autograd.Var) string {
+	var b strings.Builder
+	for _, x := range inputs {
+		fmt.Fprint(&b, x.Value.Shape(), x.Value.DType(), ";")
+	}
+	return b.String()
+}
+
+// constsOn returns the constants as Vars on dev, moving them there the
+// first time (m.mu held).
+func (m *Model) constsOn(dev device.Device) map[string]*autograd.Var {
+	if c, ok := m.constDev[dev]; ok {
+		return c
+	}
+	c := make(map[string]*autograd.Var, len(m.consts))
+	for name, t := range m.consts {
+		if t.Device() != dev {
+			t = t.To(dev)
+		}
+		c[name] = autograd.Constant(t)
+	}
+	m.constDev[dev] = c
+	return c
+}
+
+// runNode evaluates one node, turning a panic in an operator into an
+// error naming the node.
+func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool) (outs []*autograd.Var, err error) {
+	c := newNodeCtx(n.proto, n.index, m.Opset, dev, training)
+	c.name = n.label
+	c.setState = func(k int, t *tensor.Tensor) error {
+		if k >= len(n.inputs) || m.bufByVal[n.inputs[k]] == nil {
+			return fmt.Errorf("input %d is not a state initializer (running statistics)", k)
+		}
+		m.bufByVal[n.inputs[k]].Value = t
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = m.nodeError(n, fmt.Errorf("%v%s", r, panicSite()))
+		}
+	}()
+	outs, err = n.impl.run(c, in)
+	if err != nil {
+		return nil, m.nodeError(n, err)
+	}
+	if len(outs) > len(n.outputs) {
+		return nil, m.nodeError(n, fmt.Errorf("computed %d outputs, the node declares %d", len(outs), len(n.outputs)))
+	}
+	return outs, nil
+}
+
+// panicSite returns " (at file:line)" for the frame that panicked when
+// HORA_ONNX_DEBUG is set; otherwise "".
+func panicSite() string {
+	if !debugPanics {
+		return ""
+	}
+	return "\n" + string(debug.Stack())
+}
+
+func (m *Model) nodeError(n *graphNode, err error) error {
+	if _, ok := err.(*NodeError); ok {
+		return err
+	}
+	return &NodeError{Node: n.label, Op: n.proto.GetOpType(), Opset: m.Opset, Err: err}
+}
