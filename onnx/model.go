@@ -208,7 +208,15 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 			opset = int(os.GetVersion())
 		}
 	}
+	onlyOtherDomains := len(mp.GetGraph().GetNode()) > 0
+	for _, n := range mp.GetGraph().GetNode() {
+		if d := n.GetDomain(); d == "" || d == "ai.onnx" {
+			onlyOtherDomains = false
+		}
+	}
 	switch {
+	case opset < 0 && onlyOtherDomains:
+		// The node loop below reports the first node's domain.
 	case opset < 0:
 		return nil, fmt.Errorf("onnx: the model imports no ai.onnx opset")
 	case opset < MinOpset || opset > MaxOpset:

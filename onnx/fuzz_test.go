@@ -1,0 +1,50 @@
+package onnx
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/tensor"
+)
+
+// FuzzImport feeds arbitrary bytes to Import and runs what imports on
+// small inputs of the declared shapes: neither may panic or hang. The
+// seeds are the interpreter tests' model and, when generated (make
+// onnx-suite), a few conformance-suite models.
+func FuzzImport(f *testing.F) {
+	f.Add(mlpSpec(f).bytes(f))
+	for _, name := range []string{"test_conv_with_strides_padding", "test_gemm_default_no_bias", "test_reshape_reduced_dims",
+		"test_slice_neg_steps", "test_lstm_defaults", "test_resize_upsample_scales_linear", "test_batchnorm_epsilon"} {
+		if data, err := os.ReadFile(filepath.Join("..", "build", "onnx-suite", "node", name, "model.onnx")); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Import(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		inputs := make([]*autograd.Var, len(m.Inputs))
+		for i, in := range m.Inputs {
+			shape := make([]int, len(in.Shape))
+			n := 1
+			for d, s := range in.Shape {
+				shape[d] = 2
+				if s >= 0 {
+					shape[d] = s
+				}
+				n *= shape[d]
+			}
+			dt, err := hostType(in.Type)
+			if err != nil || in.Shape == nil || n > 1<<16 {
+				return
+			}
+			inputs[i] = autograd.Constant(tensor.Full(tensor.CPU(), dt, 1, shape...))
+		}
+		_, _ = m.Run(inputs...)
+	})
+}
+
