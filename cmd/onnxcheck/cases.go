@@ -42,6 +42,7 @@ func checkCase(dir string, tol onnx.Tolerance) []onnx.CaseResult {
 // tally counts results overall and per operator.
 type tally struct {
 	passed, failed, unsupported int
+	known                       int // failures of cases with known wrong references
 	perOp                       map[string]*opCount
 }
 
@@ -101,4 +102,29 @@ func (t *tally) printByOp(w io.Writer) {
 		c := t.perOp[op]
 		fmt.Fprintf(w, "%-28s %6d %6d %11d\n", op, c.passed, c.failed, c.unsupported)
 	}
+}
+
+// readKnown reads a file of cases with known wrong references: one per
+// line, the case's folder name and then the reason; # starts a comment.
+func readKnown(path string) (map[string]string, error) {
+	known := map[string]string{}
+	if path == "" {
+		return known, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, reason, _ := strings.Cut(line, " ")
+		if reason = strings.TrimSpace(reason); reason == "" {
+			return nil, fmt.Errorf("%s:%d: %q has no reason", path, i+1, name)
+		}
+		known[name] = reason
+	}
+	return known, nil
 }
