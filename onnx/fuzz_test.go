@@ -47,4 +47,3 @@ func FuzzImport(f *testing.F) {
 		_, _ = m.Run(inputs...)
 	})
 }
-
