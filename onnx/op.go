@@ -302,3 +302,25 @@ func clampIndex(v, lo, hi int64) int64 {
 	}
 	return v
 }
+
+// maxOutputElements bounds the size of a tensor whose shape an operator
+// takes from its input values (ConstantOfShape, Expand, Tile, Range, Pad,
+// OneHot, Resize), so that a corrupt or hostile model gets an error
+// instead of exhausting memory.
+const maxOutputElements = 1 << 30
+
+// checkElements returns an error when shape has more than
+// maxOutputElements elements.
+func (c *nodeCtx) checkElements(shape []int) error {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return fmt.Errorf("output shape %v has a negative dimension", shape)
+		}
+		if d > 0 && n > maxOutputElements/d {
+			return fmt.Errorf("output shape %v has more than %d elements", shape, maxOutputElements)
+		}
+		n *= d
+	}
+	return nil
+}

@@ -210,6 +210,9 @@ func oneHotOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		return nil, c.Errorf("input depth must be a positive integer, found %v", depthF)
 	}
 	depth := int(depthF)
+	if err := c.checkElements(append(indices.Shape(), depth)); err != nil {
+		return nil, err
+	}
 	if values.Value.Len() != 2 || values.Value.Rank() != 1 {
 		return nil, c.Errorf("input values must have shape [2] (off, on), found %v", values.Shape())
 	}
@@ -266,7 +269,7 @@ func rangeOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 			// ceil(d / delta) for d and delta of one sign.
 			n = (d + delta - sign64(delta)) / delta
 		}
-		if n > maxElements {
+		if n > maxOutputElements {
 			return nil, c.Errorf("Range(%d, %d, %d) has %d elements, too many", start, limit, delta, n)
 		}
 		out := make([]int64, n)
@@ -280,7 +283,7 @@ func rangeOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		return nil, c.Errorf("input delta is %v", delta)
 	}
 	nf := math.Max(math.Ceil((limit-start)/delta), 0)
-	if math.IsNaN(nf) || nf > maxElements {
+	if math.IsNaN(nf) || nf > maxOutputElements {
 		return nil, c.Errorf("Range(%v, %v, %v) has too many elements", start, limit, delta)
 	}
 	n := int(nf)

@@ -91,6 +91,13 @@ func opPad(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 			return nil, c.Errorf("pads %v: %s padding of axis %d of input %v, which is (or is cropped to) empty", pads, mode, a, shape)
 		}
 	}
+	padded := x.Shape()
+	for i, a := range axes {
+		padded[a] += int(pads[i] + pads[i+k])
+	}
+	if err := c.checkElements(padded); err != nil {
+		return nil, err
+	}
 	out := x
 	for i, a := range axes {
 		b, e := int(pads[i]), int(pads[i+k])

@@ -767,6 +767,9 @@ func opConstantOfShape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) 
 		}
 	}
 	shape := shToInts(dims)
+	if err := c.checkElements(shape); err != nil {
+		return nil, err
+	}
 	dt, v := device.Float32, 0.0
 	var iv int64
 	if c.HasAttr("value") {
@@ -821,6 +824,9 @@ func opExpand(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if slices.Equal(out, x.Shape()) {
 		return []*autograd.Var{x}, nil
 	}
+	if err := c.checkElements(out); err != nil {
+		return nil, err
+	}
 	return []*autograd.Var{autograd.Expand(x, out...)}, nil
 }
 
@@ -862,6 +868,13 @@ func opTile(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 			return nil, c.Errorf("input repeats %v has the bad entry %d", reps, r)
 		}
 	}
+	tiled := x.Shape()
+	for i, r := range reps {
+		tiled[i] *= int(r)
+	}
+	if err := c.checkElements(tiled); err != nil {
+		return nil, err
+	}
 	return []*autograd.Var{shTile(x, shToInts(reps))}, nil
 }
 
@@ -897,6 +910,11 @@ func opTile1(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		reps[i] = 1
 	}
 	reps[axis] = int(tiles[0])
+	tiled := x.Shape()
+	tiled[axis] *= reps[axis]
+	if err := c.checkElements(tiled); err != nil {
+		return nil, err
+	}
 	return []*autograd.Var{shTile(x, reps)}, nil
 }
 
