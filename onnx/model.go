@@ -21,9 +21,12 @@ import (
 )
 
 // The opsets of the ai.onnx domain that Import accepts. Operators keep
-// the semantics of each version between MinOpset and MaxOpset.
+// the semantics of each of their versions up to MaxOpset. Opsets 7 to 17
+// are the supported range; older models (MinOpset to 6) import when every
+// operator they use has an implementation for their opset, except that
+// the legacy broadcast attribute with an axis (opset < 7) is refused.
 const (
-	MinOpset = 7
+	MinOpset = 1
 	MaxOpset = 17
 )
 
@@ -281,6 +284,9 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 			if a.GetG() != nil || len(a.GetGraphs()) > 0 {
 				return nil, fail(fmt.Errorf("%w: subgraph attribute %s", ErrUnsupported, a.GetName()))
 			}
+			if opset < 7 && a.GetName() == "axis" && hasIntAttr(np, "broadcast", 1) {
+				return nil, fail(fmt.Errorf("%w: legacy broadcast with attribute axis (opset %d < 7)", ErrUnsupported, opset))
+			}
 		}
 		for k, in := range n.inputs {
 			if in != "" && !defined[in] {
@@ -340,6 +346,16 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	m.markShapeOnly()
 	m.planRelease()
 	return m, nil
+}
+
+// hasIntAttr reports whether node n has the INT attribute name set to v.
+func hasIntAttr(n *onnxpb.NodeProto, name string, v int64) bool {
+	for _, a := range n.GetAttribute() {
+		if a.GetName() == name {
+			return a.GetI() == v
+		}
+	}
+	return false
 }
 
 // valueInfo converts a graph input or output declaration.
