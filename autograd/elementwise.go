@@ -12,67 +12,67 @@ import (
 // Add returns a + b.
 func Add(a, b *Var) *Var {
 	as, bs := a.Value.Shape(), b.Value.Shape()
-	return record(a.Value.Add(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return nameOp(record(a.Value.Add(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{when(needs[0], func() *tensor.Tensor { return g.SumTo(as) }),
 			when(needs[1], func() *tensor.Tensor { return g.SumTo(bs) })}
-	}, a, b)
+	}, a, b), "Add")
 }
 
 // Sub returns a - b.
 func Sub(a, b *Var) *Var {
 	as, bs := a.Value.Shape(), b.Value.Shape()
-	return record(a.Value.Sub(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return nameOp(record(a.Value.Sub(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{when(needs[0], func() *tensor.Tensor { return g.SumTo(as) }),
 			when(needs[1], func() *tensor.Tensor { return g.Neg().SumTo(bs) })}
-	}, a, b)
+	}, a, b), "Sub")
 }
 
 // Mul returns a · b elementwise.
 func Mul(a, b *Var) *Var {
-	return record(a.Value.Mul(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return nameOp(record(a.Value.Mul(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{when(needs[0], func() *tensor.Tensor { return g.Mul(b.Value).SumTo(a.Value.Shape()) }),
 			when(needs[1], func() *tensor.Tensor { return g.Mul(a.Value).SumTo(b.Value.Shape()) })}
-	}, a, b)
+	}, a, b), "Mul")
 }
 
 // Div returns a / b elementwise.
 func Div(a, b *Var) *Var {
-	return record(a.Value.Div(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return nameOp(record(a.Value.Div(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{when(needs[0], func() *tensor.Tensor { return g.Div(b.Value).SumTo(a.Value.Shape()) }),
 			when(needs[1], func() *tensor.Tensor {
 				// d(a/b)/db = -a/b²
 				return g.Mul(a.Value).Div(b.Value.Mul(b.Value)).Neg().SumTo(b.Value.Shape())
 			})}
-	}, a, b)
+	}, a, b), "Div")
 }
 
 // Pow returns aᵇ elementwise (a > 0 where b's gradient is needed).
 func Pow(a, b *Var) *Var {
 	y := a.Value.Pow(b.Value)
-	return record(y, func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return nameOp(record(y, func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{when(needs[0], func() *tensor.Tensor {
 			// b · a^(b-1)
 			return g.Mul(b.Value).Mul(a.Value.Pow(b.Value.AddScalar(-1))).SumTo(a.Value.Shape())
 		}), when(needs[1], func() *tensor.Tensor {
 			return g.Mul(y).Mul(a.Value.Log()).SumTo(b.Value.Shape())
 		})}
-	}, a, b)
+	}, a, b), "Pow")
 }
 
 // Maximum returns the elementwise maximum; ties send the gradient to a.
 func Maximum(a, b *Var) *Var {
-	return record(a.Value.Maximum(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return nameOp(record(a.Value.Maximum(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
 		mask := a.Value.Ge(b.Value)
 		return splitByMask(g, mask, a, b, needs)
-	}, a, b)
+	}, a, b), "Maximum")
 }
 
 // Minimum returns the elementwise minimum; ties send the gradient to a.
 func Minimum(a, b *Var) *Var {
-	return record(a.Value.Minimum(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return nameOp(record(a.Value.Minimum(b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
 		mask := a.Value.Le(b.Value)
 		return splitByMask(g, mask, a, b, needs)
-	}, a, b)
+	}, a, b), "Minimum")
 }
 
 // splitByMask sends g to a where mask is 1 and to b elsewhere.
@@ -85,13 +85,13 @@ func splitByMask(g, mask *tensor.Tensor, a, b *Var, needs []bool) []*tensor.Tens
 
 // Where returns a where cond (a constant tensor) is nonzero, b elsewhere.
 func Where(cond *tensor.Tensor, a, b *Var) *Var {
-	return record(tensor.Where(cond, a.Value, b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return describeOp(record(tensor.Where(cond, a.Value, b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
 		zero := tensor.FullLike(g, 0)
 		return []*tensor.Tensor{
 			when(needs[0], func() *tensor.Tensor { return tensor.Where(cond, g, zero).SumTo(a.Value.Shape()) }),
 			when(needs[1], func() *tensor.Tensor { return tensor.Where(cond, zero, g).SumTo(b.Value.Shape()) }),
 		}
-	}, a, b)
+	}, a, b), "Where", WhereAttrs{cond})
 }
 
 // unary records y = f(x) whose derivative is computed by dydx(x, y).
@@ -103,69 +103,69 @@ func unary(x *Var, y *tensor.Tensor, dydx func(x, y *tensor.Tensor) *tensor.Tens
 
 // Neg returns -x.
 func Neg(x *Var) *Var {
-	return record(x.Value.Neg(), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return nameOp(record(x.Value.Neg(), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Neg()}
-	}, x)
+	}, x), "Neg")
 }
 
 // AddScalar returns x + s.
 func AddScalar(x *Var, s float64) *Var {
-	return record(x.Value.AddScalar(s), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.AddScalar(s), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g}
-	}, x)
+	}, x), "AddScalar", ScalarAttrs{s})
 }
 
 // MulScalar returns x · s.
 func MulScalar(x *Var, s float64) *Var {
-	return record(x.Value.MulScalar(s), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.MulScalar(s), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.MulScalar(s)}
-	}, x)
+	}, x), "MulScalar", ScalarAttrs{s})
 }
 
 // PowScalar returns xˢ.
 func PowScalar(x *Var, s float64) *Var {
-	return unary(x, x.Value.PowScalar(s), func(x, _ *tensor.Tensor) *tensor.Tensor {
+	return describeOp(unary(x, x.Value.PowScalar(s), func(x, _ *tensor.Tensor) *tensor.Tensor {
 		return x.PowScalar(s - 1).MulScalar(s)
-	})
+	}), "PowScalar", ScalarAttrs{s})
 }
 
 // Exp returns eˣ.
 func Exp(x *Var) *Var {
-	return unary(x, x.Value.Exp(), func(_, y *tensor.Tensor) *tensor.Tensor { return y })
+	return nameOp(unary(x, x.Value.Exp(), func(_, y *tensor.Tensor) *tensor.Tensor { return y }), "Exp")
 }
 
 // Log returns ln x.
 func Log(x *Var) *Var {
-	return unary(x, x.Value.Log(), func(x, _ *tensor.Tensor) *tensor.Tensor { return x.Recip() })
+	return nameOp(unary(x, x.Value.Log(), func(x, _ *tensor.Tensor) *tensor.Tensor { return x.Recip() }), "Log")
 }
 
 // Sqrt returns √x.
 func Sqrt(x *Var) *Var {
-	return unary(x, x.Value.Sqrt(), func(_, y *tensor.Tensor) *tensor.Tensor { return y.Recip().MulScalar(0.5) })
+	return nameOp(unary(x, x.Value.Sqrt(), func(_, y *tensor.Tensor) *tensor.Tensor { return y.Recip().MulScalar(0.5) }), "Sqrt")
 }
 
 // Abs returns |x| (gradient 0 at 0).
 func Abs(x *Var) *Var {
-	return unary(x, x.Value.Abs(), func(x, _ *tensor.Tensor) *tensor.Tensor { return x.Sign() })
+	return nameOp(unary(x, x.Value.Abs(), func(x, _ *tensor.Tensor) *tensor.Tensor { return x.Sign() }), "Abs")
 }
 
 // Tanh returns tanh x.
 func Tanh(x *Var) *Var {
-	return unary(x, x.Value.Tanh(), func(_, y *tensor.Tensor) *tensor.Tensor {
+	return nameOp(unary(x, x.Value.Tanh(), func(_, y *tensor.Tensor) *tensor.Tensor {
 		return y.Mul(y).Neg().AddScalar(1)
-	})
+	}), "Tanh")
 }
 
 // Sigmoid returns 1/(1+e⁻ˣ).
 func Sigmoid(x *Var) *Var {
-	return unary(x, x.Value.Sigmoid(), func(_, y *tensor.Tensor) *tensor.Tensor {
+	return nameOp(unary(x, x.Value.Sigmoid(), func(_, y *tensor.Tensor) *tensor.Tensor {
 		return y.Mul(y.Neg().AddScalar(1))
-	})
+	}), "Sigmoid")
 }
 
 // Relu returns max(x, 0) (gradient 0 at 0, as in PyTorch).
 func Relu(x *Var) *Var {
-	return unary(x, x.Value.Relu(), func(x, _ *tensor.Tensor) *tensor.Tensor { return x.GtScalar(0) })
+	return nameOp(unary(x, x.Value.Relu(), func(x, _ *tensor.Tensor) *tensor.Tensor { return x.GtScalar(0) }), "Relu")
 }
 
 // LeakyRelu returns x for x > 0 and slope·x otherwise.
@@ -173,29 +173,29 @@ func LeakyRelu(x *Var, slope float64) *Var {
 	pos := x.Value.GtScalar(0)
 	// factor = pos + slope·(1-pos)
 	factor := pos.MulScalar(1 - slope).AddScalar(slope)
-	return record(x.Value.Mul(factor), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.Mul(factor), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Mul(factor)}
-	}, x)
+	}, x), "LeakyRelu", ScalarAttrs{slope})
 }
 
 // GELU returns x·Φ(x) with the exact (erf) normal CDF Φ.
 func GELU(x *Var) *Var {
 	cdf := x.Value.MulScalar(1 / math.Sqrt2).Erf().AddScalar(1).MulScalar(0.5)
-	return record(x.Value.Mul(cdf), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return nameOp(record(x.Value.Mul(cdf), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		// d/dx = Φ(x) + x·φ(x), φ(x) = e^(-x²/2)/√(2π)
 		pdf := x.Value.Mul(x.Value).MulScalar(-0.5).Exp().MulScalar(1 / math.Sqrt(2*math.Pi))
 		return []*tensor.Tensor{g.Mul(cdf.Add(x.Value.Mul(pdf)))}
-	}, x)
+	}, x), "GELU")
 }
 
 // SiLU returns x·σ(x).
 func SiLU(x *Var) *Var {
 	s := x.Value.Sigmoid()
-	return record(x.Value.Mul(s), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return nameOp(record(x.Value.Mul(s), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		// σ + x·σ·(1-σ)
 		d := s.Add(x.Value.Mul(s).Mul(s.Neg().AddScalar(1)))
 		return []*tensor.Tensor{g.Mul(d)}
-	}, x)
+	}, x), "SiLU")
 }
 
 // when returns f() if need is set and nil otherwise.

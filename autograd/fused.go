@@ -34,7 +34,7 @@ func LinearAct(x, w, b *Var, act device.Activation) *Var {
 	if in != nil {
 		out = y.Reshape(append(in[:len(in)-1:len(in)-1], w.Value.Dim(0))...)
 	}
-	return recordInto(out, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+	return describeOp(recordInto(out, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		g2 := g
 		if in != nil {
 			g2 = g.Reshape(-1, g.Dim(-1))
@@ -53,7 +53,7 @@ func LinearAct(x, w, b *Var, act device.Activation) *Var {
 		if b != nil && needs[2] {
 			grads[2] = tensor.BiasGrad(g2)
 		}
-	}, operands(inputs)...)
+	}, operands(inputs)...), "Linear", LinearAttrs{act})
 }
 
 // Conv2D returns the 2-D cross-correlation of x (N×C×H×W) with w
@@ -74,9 +74,9 @@ func Conv2DAct(x, w, b *Var, o tensor.ConvOptions, act device.Activation) *Var {
 	if b != nil || act != device.ActNone {
 		y = tensor.BiasAct(y, bv, act, true)
 	}
-	return recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+	return describeOp(recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		convGrads(tensor.ActGrad(g, y, act), x, w, b, o, needs, grads)
-	}, operands(inputs)...)
+	}, operands(inputs)...), "Conv2D", ConvAttrs{Conv: o, Act: act})
 }
 
 // convGrads writes the gradients of a convolution's input, weight and bias
@@ -105,13 +105,13 @@ func SoftmaxCrossEntropy(logits *Var, labels *tensor.Tensor, smoothing float64) 
 	if err != nil {
 		return nil, err
 	}
-	return recordInto(loss, func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
+	return describeOp(recordInto(loss, func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
 		if g.Len() == 1 && g.Item() == 1 {
 			grads[0] = grad
 			return
 		}
 		grads[0] = grad.Mul(g)
-	}, logits), nil
+	}, logits), "SoftmaxCrossEntropy", IndexAttrs{Axis: -1, Index: labels}), nil
 }
 
 // operands returns x, w and, when there is one, the bias b.
@@ -138,11 +138,11 @@ func Conv2DActMaxPool(x, w, b *Var, co tensor.ConvOptions, act device.Activation
 	n, oc := x.Value.Dim(0), w.Value.Dim(0)
 	convShape := []int{n, oc, 0, 0} // the convolution's output, for the pooling gradient
 	convShape[2], convShape[3] = tensor.ConvOutSize(x.Value, w.Value, co)
-	return recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+	return describeOp(recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		// ReLU passes a gradient where its output, the pooled maximum, is
 		// positive; max pooling routes it to the maximum.
 		convGrads(tensor.MaxPool2DGrad(tensor.ActGrad(g, y, act), argmax, convShape, po), x, w, b, co, needs, grads)
-	}, operands([3]*Var{x, w, b})...)
+	}, operands([3]*Var{x, w, b})...), "Conv2DMaxPool", ConvAttrs{Conv: co, Act: act, Pool: po})
 }
 
 // BatchNorm normalises x (N×C×…) per channel with the statistics of the
@@ -164,7 +164,7 @@ func BatchNorm(x, weight, bias *Var, eps float64) (y *Var, mean, variance *tenso
 	if weight != nil {
 		n = 3
 	}
-	return recordInto(out, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+	return describeOp(recordInto(out, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		wantParams := weight != nil && (needs[1] || needs[2])
 		dx, dw, db, ok := tensor.BatchNormGrad(g, x.Value, mean, variance, wv, eps, wantParams)
 		if !ok {
@@ -174,5 +174,67 @@ func BatchNorm(x, weight, bias *Var, eps float64) (y *Var, mean, variance *tenso
 		if wantParams {
 			grads[1], grads[2] = dw, db
 		}
-	}, in[:n]...), mean, variance
+	}, in[:n]...), "BatchNorm", NormAttrs{Eps: eps}), mean, variance
+}
+
+// BatchNormInference normalises x (N×C×…) per channel with given
+// statistics, mean and variance (C, constants such as BatchNorm's running
+// statistics), and applies the optional affine weight and bias (C):
+//
+//	y = (x - mean) / √(variance + eps) · weight + bias
+//
+// This is batch normalisation in evaluation mode, recorded as one
+// operation (ONNX BatchNormalization); gradients flow to x, weight and
+// bias. weight and bias are both nil or both set.
+func BatchNormInference(x, weight, bias *Var, mean, variance *tensor.Tensor, eps float64) *Var {
+	s := x.Value.Shape()
+	if len(s) < 2 || mean.Len() != s[1] || variance.Len() != s[1] || (weight == nil) != (bias == nil) ||
+		(weight != nil && (weight.Value.Len() != s[1] || bias.Value.Len() != s[1])) {
+		ws, bs := []int(nil), []int(nil)
+		if weight != nil {
+			ws = weight.Value.Shape()
+		}
+		if bias != nil {
+			bs = bias.Value.Shape()
+		}
+		panic(fmt.Sprintf("autograd: BatchNormInference: input %v needs per-channel mean, variance, weight and bias; found %v, %v, %v, %v",
+			s, mean.Shape(), variance.Shape(), ws, bs))
+	}
+	bshape := make([]int, len(s))
+	for i := range bshape {
+		bshape[i] = 1
+	}
+	bshape[1] = s[1]
+	axes := make([]int, 0, len(s)-1) // every axis but the channels
+	for i := range s {
+		if i != 1 {
+			axes = append(axes, i)
+		}
+	}
+	rm := mean.Reshape(bshape...)
+	rs := variance.AddScalar(eps).Sqrt().Reshape(bshape...)
+	xhat := x.Value.Sub(rm).Div(rs)
+	y := xhat
+	in, n := [3]*Var{x, weight, bias}, 1
+	var w *tensor.Tensor
+	if weight != nil {
+		n = 3
+		w = weight.Value.Reshape(bshape...)
+		y = xhat.Mul(w).Add(bias.Value.Reshape(bshape...))
+	}
+	return describeOp(recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+		if needs[0] {
+			if w != nil {
+				grads[0] = g.Mul(w).Div(rs)
+			} else {
+				grads[0] = g.Div(rs)
+			}
+		}
+		if n == 3 && needs[1] {
+			grads[1] = g.Mul(xhat).SumAxes(axes, false).Reshape(weight.Value.Shape()...)
+		}
+		if n == 3 && needs[2] {
+			grads[2] = g.SumAxes(axes, false).Reshape(bias.Value.Shape()...)
+		}
+	}, in[:n]...), "BatchNormInference", NormAttrs{Eps: eps, Mean: mean, Variance: variance})
 }

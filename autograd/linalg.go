@@ -6,25 +6,25 @@ import (
 
 // MatMul returns the (batched, broadcasting) matrix product a×b.
 func MatMul(a, b *Var) *Var {
-	return record(tensor.MatMul(a.Value, b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+	return nameOp(record(tensor.MatMul(a.Value, b.Value), func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{
 			when(needs[0], func() *tensor.Tensor { return tensor.MatMul(g, b.Value.T()).SumTo(a.Value.Shape()) }),
 			when(needs[1], func() *tensor.Tensor { return tensor.MatMul(a.Value.T(), g).SumTo(b.Value.Shape()) }),
 		}
-	}, a, b)
+	}, a, b), "MatMul")
 }
 
 // MaxPool2D takes the maximum of each window of x (N×C×H×W).
 func MaxPool2D(x *Var, o tensor.PoolOptions) *Var {
 	y, argmax := tensor.MaxPool2D(x.Value, o)
-	return recordInto(y, func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
+	return describeOp(recordInto(y, func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
 		grads[0] = tensor.MaxPool2DGradLike(g, argmax, x.Value, o)
-	}, x)
+	}, x), "MaxPool2D", o)
 }
 
 // AvgPool2D averages each window of x (N×C×H×W).
 func AvgPool2D(x *Var, o tensor.PoolOptions) *Var {
-	return record(tensor.AvgPool2D(x.Value, o), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(tensor.AvgPool2D(x.Value, o), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.AvgPool2DGrad(g, x.Value.Shape(), o)}
-	}, x)
+	}, x), "AvgPool2D", o)
 }

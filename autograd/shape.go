@@ -1,6 +1,8 @@
 package autograd
 
 import (
+	"slices"
+
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -9,70 +11,73 @@ import (
 // Reshape returns x with a new shape (see tensor.Reshape).
 func Reshape(x *Var, shape ...int) *Var {
 	in := x.Value.Shape()
-	return record(x.Value.Reshape(shape...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return nameOp(record(x.Value.Reshape(shape...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Reshape(in...)}
-	}, x)
+	}, x), "Reshape")
 }
 
 // Flatten merges axes from..Rank-1 into one.
 func Flatten(x *Var, from int) *Var {
-	return recordInto(x.Value.Flatten(from), func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
+	return describeOp(recordInto(x.Value.Flatten(from), func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
 		grads[0] = g.ReshapeLike(x.Value)
-	}, x)
+	}, x), "Flatten", AxisAttrs{opAxis(from, x.Value.Rank())})
 }
 
 // Permute reorders axes.
 func Permute(x *Var, axes ...int) *Var {
-	inv := make([]int, len(axes))
+	inv, perm := make([]int, len(axes)), make([]int, len(axes))
 	for i, a := range axes {
 		if a < 0 {
 			a += len(axes)
 		}
-		inv[a] = i
+		if a >= 0 && a < len(axes) { // else Permute below panics
+			inv[a] = i
+		}
+		perm[i] = a
 	}
-	return record(x.Value.Permute(axes...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.Permute(axes...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Permute(inv...)}
-	}, x)
+	}, x), "Permute", PermuteAttrs{perm})
 }
 
 // Transpose swaps two axes.
 func Transpose(x *Var, a, b int) *Var {
-	return record(x.Value.Transpose(a, b), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.Transpose(a, b), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Transpose(a, b)}
-	}, x)
+	}, x), "Transpose", PermuteAttrs{swapPerm(x.Value.Rank(), a, b)})
 }
 
 // Slice takes elements [start, end) of axis.
 func Slice(x *Var, axis, start, end int) *Var {
-	return record(x.Value.Slice(axis, start, end), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.Slice(axis, start, end), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		dx := tensor.ZerosLike(x.Value)
 		dx.Slice(axis, start, end).CopyFrom(g)
 		return []*tensor.Tensor{dx}
-	}, x)
+	}, x), "Slice", SliceAttrs{opAxis(axis, x.Value.Rank()), start, end})
 }
 
 // Expand broadcasts x to shape.
 func Expand(x *Var, shape ...int) *Var {
 	in := x.Value.Shape()
-	return record(x.Value.Expand(shape...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return nameOp(record(x.Value.Expand(shape...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.SumTo(in)}
-	}, x)
+	}, x), "Expand")
 }
 
 // Squeeze removes an axis of length 1.
 func Squeeze(x *Var, axis int) *Var {
 	in := x.Value.Shape()
-	return record(x.Value.Squeeze(axis), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.Squeeze(axis), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Reshape(in...)}
-	}, x)
+	}, x), "Squeeze", AxisAttrs{opAxis(axis, len(in))})
 }
 
 // Unsqueeze inserts an axis of length 1.
 func Unsqueeze(x *Var, axis int) *Var {
 	in := x.Value.Shape()
-	return record(x.Value.Unsqueeze(axis), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.Unsqueeze(axis), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Reshape(in...)}
-	}, x)
+	}, x), "Unsqueeze", AxisAttrs{opAxis(axis, len(in)+1)})
 }
 
 // Concat joins Vars along axis.
@@ -86,9 +91,9 @@ func Concat(axis int, xs ...*Var) *Var {
 	for i, x := range xs {
 		sizes[i] = x.Value.Dim(axis)
 	}
-	return record(out, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(out, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return g.Split(axis, sizes...)
-	}, xs...)
+	}, xs...), "Concat", AxisAttrs{opAxis(axis, out.Rank())})
 }
 
 // Stack joins Vars of one shape along a new axis.
@@ -116,9 +121,9 @@ func SumAxes(x *Var, axes []int, keep bool) *Var {
 	in := x.Value.Shape()
 	out := x.Value.SumAxes(axes, keep)
 	kept := x.Value.SumAxes(axes, true).Shape()
-	return record(out, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(out, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{g.Reshape(kept...).Expand(in...)}
-	}, x)
+	}, x), "SumAxes", AxesAttrs{reducedAxes(axes, len(in)), keep})
 }
 
 // Sum sums over one axis.
@@ -152,11 +157,15 @@ func VarAxes(x *Var, axes []int, unbiased, keep bool) *Var {
 
 // Max returns the maximum over axis; the gradient is shared equally among
 // tied maxima.
-func Max(x *Var, axis int, keep bool) *Var { return extremum(x, x.Value.Max(axis, true), axis, keep) }
+func Max(x *Var, axis int, keep bool) *Var {
+	return describeOp(extremum(x, x.Value.Max(axis, true), axis, keep), "Max", AxesAttrs{[]int{opAxis(axis, x.Value.Rank())}, keep})
+}
 
 // Min returns the minimum over axis; the gradient is shared equally among
 // tied minima.
-func Min(x *Var, axis int, keep bool) *Var { return extremum(x, x.Value.Min(axis, true), axis, keep) }
+func Min(x *Var, axis int, keep bool) *Var {
+	return describeOp(extremum(x, x.Value.Min(axis, true), axis, keep), "Min", AxesAttrs{[]int{opAxis(axis, x.Value.Rank())}, keep})
+}
 
 // extremum records a max or min reduction whose result, with the axis
 // kept, is kept: the gradient flows to the elements equal to it.
@@ -175,31 +184,67 @@ func extremum(x *Var, kept *tensor.Tensor, axis int, keep bool) *Var {
 // Softmax normalises exp(x) along axis.
 func Softmax(x *Var, axis int) *Var {
 	y := x.Value.Softmax(axis)
-	return record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		// y ⊙ (g - Σ g⊙y)
 		return []*tensor.Tensor{y.Mul(g.Sub(g.Mul(y).Sum(axis, true)))}
-	}, x)
+	}, x), "Softmax", AxisAttrs{opAxis(axis, y.Rank())})
 }
 
 // LogSoftmax returns log(Softmax(x)) along axis.
 func LogSoftmax(x *Var, axis int) *Var {
 	y := x.Value.LogSoftmax(axis)
-	return record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		// g - softmax ⊙ Σ g
 		return []*tensor.Tensor{g.Sub(y.Exp().Mul(g.Sum(axis, true)))}
-	}, x)
+	}, x), "LogSoftmax", AxisAttrs{opAxis(axis, y.Rank())})
 }
 
 // Gather picks x along axis at the int64 positions idx (torch.gather).
 func Gather(x *Var, axis int, idx *tensor.Tensor) *Var {
-	return record(x.Value.Gather(axis, idx), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.Gather(axis, idx), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.ZerosLike(x.Value).ScatterAdd(axis, idx, g)}
-	}, x)
+	}, x), "Gather", IndexAttrs{opAxis(axis, x.Value.Rank()), idx})
 }
 
 // IndexSelect picks whole slices of x along axis at the 1-D int64 idx.
 func IndexSelect(x *Var, axis int, idx *tensor.Tensor) *Var {
-	return record(x.Value.IndexSelect(axis, idx), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+	return describeOp(record(x.Value.IndexSelect(axis, idx), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		return []*tensor.Tensor{tensor.ZerosLike(x.Value).IndexAdd(axis, idx, g)}
-	}, x)
+	}, x), "IndexSelect", IndexAttrs{opAxis(axis, x.Value.Rank()), idx})
+}
+
+// Embedding returns the rows of the table w (Num×Dim) named by the Int64
+// indices idx of any shape S: a result of shape S×Dim (torch's
+// F.embedding). Rows picked several times accumulate their gradients.
+func Embedding(w *Var, idx *tensor.Tensor) *Var {
+	flat := idx.Reshape(-1)
+	out := w.Value.IndexSelect(0, flat)
+	return describeOp(record(out.Reshape(append(idx.Shape(), w.Value.Dim(-1))...), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.ZerosLike(w.Value).IndexAdd(0, flat, g.Reshape(flat.Len(), w.Value.Dim(-1)))}
+	}, w), "Embedding", IndexAttrs{0, idx})
+}
+
+// swapPerm returns the permutation of rank axes that swaps a and b.
+func swapPerm(rank, a, b int) []int {
+	perm := make([]int, rank)
+	for i := range perm {
+		perm[i] = i
+	}
+	a, b = opAxis(a, rank), opAxis(b, rank)
+	perm[a], perm[b] = b, a
+	return perm
+}
+
+// reducedAxes returns axes made non-negative and sorted (nil stays nil:
+// all axes).
+func reducedAxes(axes []int, rank int) []int {
+	if axes == nil {
+		return nil
+	}
+	out := make([]int, len(axes))
+	for i, a := range axes {
+		out[i] = opAxis(a, rank)
+	}
+	slices.Sort(out)
+	return out
 }

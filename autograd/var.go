@@ -1,6 +1,11 @@
 package autograd
 
 import (
+	"reflect"
+	"runtime"
+	"strings"
+
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -41,6 +46,11 @@ type node struct {
 	// backwardInto, when set instead of backward, writes the gradients
 	// into out (one entry per input), which the node provides.
 	backwardInto func(g *tensor.Tensor, needs []bool, out []*tensor.Tensor)
+
+	// op and attrs describe what the node computed (see OpInfo); op is
+	// empty for operations that record no description.
+	op    string
+	attrs any
 
 	in   [3]*Var // inline storage for up to 3 inputs
 	need [3]bool
@@ -147,4 +157,196 @@ func recordInto(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bo
 	}
 	r.v.node = n
 	return &r.v
+}
+
+// OpInfo describes the operation that computed a recorded Var, for tools
+// that translate the tape into another form (the ONNX exporter). It is
+// read-only metadata: changing it changes nothing in Backward.
+//
+// Name is the autograd function that recorded the node ("Add", "Conv2D",
+// "Reshape", …; fused variants use their base name and say what they fuse
+// in Attrs, so LinearAct is "Linear" and Conv2DAct "Conv2D"). Attrs holds
+// the operation's options, one of the *Attrs types of this package or
+// tensor.PoolOptions, or nil for operations without any:
+//
+//	Add Sub Mul Div Pow Maximum Minimum Neg Exp Log Sqrt Abs Tanh
+//	Sigmoid Relu GELU SiLU MatMul             nil
+//	Reshape Expand                            nil (the target is the output's shape)
+//	AddScalar MulScalar PowScalar LeakyRelu   ScalarAttrs (LeakyRelu: the slope)
+//	Where                                     WhereAttrs
+//	Linear                                    LinearAttrs (input, weight[, bias])
+//	Conv2D Conv2DMaxPool                      ConvAttrs (input, weight[, bias])
+//	MaxPool2D AvgPool2D                       tensor.PoolOptions
+//	BatchNorm                                 NormAttrs (batch statistics; input[, weight, bias])
+//	BatchNormInference                        NormAttrs (given statistics; input[, weight, bias])
+//	SoftmaxCrossEntropy                       IndexAttrs (Index: the labels; Axis: -1)
+//	Flatten Softmax LogSoftmax Concat
+//	Squeeze Unsqueeze                         AxisAttrs
+//	Permute Transpose                         PermuteAttrs (the full permutation)
+//	Slice                                     SliceAttrs
+//	SumAxes Max Min                           AxesAttrs
+//	Gather IndexSelect Embedding              IndexAttrs
+//
+// Operations defined outside this package's files that record no
+// description have an empty Name; Recorder then names the Go function
+// that recorded them, for error messages.
+type OpInfo struct {
+	// Name is the operation, empty when it recorded no description.
+	Name string
+	// Attrs holds the operation's options (see above).
+	Attrs any
+	// Inputs are the Var operands in order (tensor operands such as
+	// indices live in Attrs).
+	Inputs []*Var
+	// Recorder is the Go function whose gradient rule the node holds,
+	// such as "autograd.Erf" (empty when unknown).
+	Recorder string
+}
+
+// Op returns the description of the operation that computed v, or nil
+// when v is a leaf or was computed without recording (no input required a
+// gradient, or no-grad mode).
+func (v *Var) Op() *OpInfo {
+	n := v.node
+	if n == nil {
+		return nil
+	}
+	info := &OpInfo{Name: n.op, Attrs: n.attrs, Inputs: append([]*Var(nil), n.inputs...)}
+	if n.op == "" {
+		var f any = n.backward
+		if n.backward == nil {
+			f = n.backwardInto
+		}
+		info.Recorder = funcName(f)
+	}
+	return info
+}
+
+// funcName returns the package-qualified name of the function that made
+// the closure f ("autograd.Erf"), or "".
+func funcName(f any) string {
+	rv := reflect.ValueOf(f)
+	if rv.Kind() != reflect.Func || rv.IsNil() {
+		return ""
+	}
+	fn := runtime.FuncForPC(rv.Pointer())
+	if fn == nil {
+		return ""
+	}
+	name := fn.Name()
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:]
+	}
+	// Drop closure suffixes: "autograd.Erf.func1" -> "autograd.Erf".
+	for {
+		i := strings.LastIndex(name, ".")
+		if i < 0 || !isClosureSuffix(name[i+1:]) {
+			break
+		}
+		name = name[:i]
+	}
+	return name
+}
+
+func isClosureSuffix(s string) bool {
+	if strings.HasPrefix(s, "func") {
+		s = s[len("func"):]
+	}
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// describeOp attaches the description of its operation to v when v was
+// recorded, and returns v. attrs is boxed only then.
+func describeOp[A any](v *Var, op string, attrs A) *Var {
+	if v.node != nil {
+		v.node.op = op
+		v.node.attrs = attrs
+	}
+	return v
+}
+
+// nameOp attaches an operation name without attributes (see describeOp).
+func nameOp(v *Var, op string) *Var {
+	if v.node != nil {
+		v.node.op = op
+	}
+	return v
+}
+
+// ScalarAttrs is the OpInfo.Attrs of AddScalar, MulScalar and PowScalar
+// (the scalar operand) and of LeakyRelu (the slope).
+type ScalarAttrs struct{ Value float64 }
+
+// WhereAttrs is the OpInfo.Attrs of Where: the condition (nonzero picks
+// the first input), a tensor of the inputs' floating-point type.
+type WhereAttrs struct{ Cond *tensor.Tensor }
+
+// LinearAttrs is the OpInfo.Attrs of Linear: the activation applied after
+// x×wᵀ + b.
+type LinearAttrs struct{ Act device.Activation }
+
+// ConvAttrs is the OpInfo.Attrs of Conv2D and Conv2DMaxPool: the
+// convolution, the activation after its bias and, for Conv2DMaxPool, the
+// max pooling after the activation (Pool is the zero value otherwise).
+type ConvAttrs struct {
+	Conv tensor.ConvOptions
+	Act  device.Activation
+	Pool tensor.PoolOptions
+}
+
+// NormAttrs is the OpInfo.Attrs of BatchNorm and BatchNormInference: the
+// epsilon added to the variance and, for BatchNormInference, the
+// per-channel statistics used (for BatchNorm, Mean and Variance are nil:
+// the batch's statistics are used).
+type NormAttrs struct {
+	Eps            float64
+	Mean, Variance *tensor.Tensor
+}
+
+// AxisAttrs is the OpInfo.Attrs of operations with one axis: Flatten (the
+// first merged axis), Softmax, LogSoftmax, Concat, Squeeze and Unsqueeze.
+// Axis is normalised to be non-negative (for Unsqueeze, an axis of the
+// output).
+type AxisAttrs struct{ Axis int }
+
+// PermuteAttrs is the OpInfo.Attrs of Permute and Transpose: output axis
+// i is input axis Perm[i] (all non-negative).
+type PermuteAttrs struct{ Perm []int }
+
+// SliceAttrs is the OpInfo.Attrs of Slice: elements [Start, End) of Axis
+// (non-negative).
+type SliceAttrs struct{ Axis, Start, End int }
+
+// AxesAttrs is the OpInfo.Attrs of SumAxes, Max and Min: the reduced axes
+// (non-negative, sorted; nil for all) and whether they are kept with
+// length 1.
+type AxesAttrs struct {
+	Axes []int
+	Keep bool
+}
+
+// IndexAttrs is the OpInfo.Attrs of Gather and IndexSelect (the Int64
+// indices and the axis), of Embedding (the indices of any shape, whose
+// rows of the table are looked up; Axis 0) and of SoftmaxCrossEntropy
+// (the labels).
+type IndexAttrs struct {
+	Axis  int
+	Index *tensor.Tensor
+}
+
+// opAxis returns axis made non-negative for rank (unchecked beyond
+// that: the tensor operation has already validated it).
+func opAxis(axis, rank int) int {
+	if axis < 0 {
+		axis += rank
+	}
+	return axis
 }

@@ -51,6 +51,22 @@ const (
 	MaxScalar                    // max(x, s)
 	MinScalar                    // min(x, s)
 	GtScalar                     // 1 if x > s else 0
+	Floor                        // largest integer ≤ x
+	Ceil                         // smallest integer ≥ x
+	Round                        // nearest integer, halves to even
+	Sin                          // sin x
+	Cos                          // cos x
+	Tan                          // tan x
+	Asin                         // arcsin x
+	Acos                         // arccos x
+	Atan                         // arctan x
+	Sinh                         // sinh x
+	Cosh                         // cosh x
+	Asinh                        // arsinh x
+	Acosh                        // arcosh x
+	Atanh                        // artanh x
+	IsNaN                        // 1 if x is NaN else 0
+	IsInf                        // 1 if x is +Inf or -Inf else 0
 )
 
 // BinaryOp names an elementwise function of two inputs.
@@ -58,6 +74,9 @@ type BinaryOp int
 
 // The binary operations. Comparisons return 1 or 0 in the output type;
 // Maximum and Minimum return NaN when either input is NaN (as PyTorch).
+// Mod is the floored remainder x - y·⌊x/y⌋, which has the sign of y (as
+// Python's %); Rem is the truncated remainder (C's fmod), which has the
+// sign of x. Both are NaN when y is 0.
 const (
 	Add BinaryOp = iota + 1
 	Sub
@@ -72,6 +91,8 @@ const (
 	LessEqual
 	Greater
 	GreaterEqual
+	Mod
+	Rem
 )
 
 // ReduceOp names a reduction along one axis.

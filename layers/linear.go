@@ -111,6 +111,5 @@ func (e *Embedding) lookup(w *autograd.Var, idx *tensor.Tensor) *autograd.Var {
 			panic(fmt.Sprintf("layers: Embedding(%d, %d): index %d at position %d of indices %v is out of range [0, %d)", e.num, e.dim, v, i, idx.Shape(), e.num))
 		}
 	}
-	out := autograd.IndexSelect(w, 0, idx.Reshape(-1))
-	return autograd.Reshape(out, append(idx.Shape(), e.dim)...)
+	return autograd.Embedding(w, idx)
 }

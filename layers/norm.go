@@ -125,29 +125,29 @@ func (bn *BatchNorm) Forward(x *autograd.Var) *autograd.Var {
 		axes = append(axes, i)
 		bshape = append(bshape, 1)
 	}
-	if bn.training || bn.runningMean == nil {
-		if y := bn.forwardFused(x); y != nil {
-			return y
+	if !bn.training && bn.runningMean != nil {
+		// Evaluation with running statistics: one recorded operation, which
+		// the ONNX exporter writes as BatchNormalization.
+		var w, b *autograd.Var
+		if bn.weight != nil {
+			w, b = bn.weight.Var, bn.bias.Var
 		}
+		return autograd.BatchNormInference(x, w, b, bn.runningMean.Value, bn.runningVar.Value, bn.eps)
 	}
-	var xhat *autograd.Var
-	if bn.training || bn.runningMean == nil {
-		n := x.Value.Len() / bn.c
-		if n <= 1 && bn.training {
-			panic(fmt.Sprintf("layers: %s(%d): input shape %v has %d value per channel; training needs more than 1", bn.name, bn.c, s, n))
-		}
-		mean := autograd.MeanAxes(x, axes, true)
-		d := autograd.Sub(x, mean)
-		v := autograd.MeanAxes(autograd.Mul(d, d), axes, true)
-		if bn.training && bn.runningMean != nil {
-			bn.update(mean.Value.Reshape(bn.c), v.Value.Reshape(bn.c).MulScalar(float64(n)/float64(n-1)))
-		}
-		xhat = autograd.Div(d, autograd.Sqrt(autograd.AddScalar(v, bn.eps)))
-	} else {
-		rm := bn.runningMean.Value.Reshape(bshape...)
-		rs := bn.runningVar.Value.AddScalar(bn.eps).Sqrt().Reshape(bshape...)
-		xhat = autograd.Div(autograd.Sub(x, autograd.Constant(rm)), autograd.Constant(rs))
+	if y := bn.forwardFused(x); y != nil {
+		return y
 	}
+	n := x.Value.Len() / bn.c
+	if n <= 1 && bn.training {
+		panic(fmt.Sprintf("layers: %s(%d): input shape %v has %d value per channel; training needs more than 1", bn.name, bn.c, s, n))
+	}
+	mean := autograd.MeanAxes(x, axes, true)
+	d := autograd.Sub(x, mean)
+	v := autograd.MeanAxes(autograd.Mul(d, d), axes, true)
+	if bn.training && bn.runningMean != nil {
+		bn.update(mean.Value.Reshape(bn.c), v.Value.Reshape(bn.c).MulScalar(float64(n)/float64(n-1)))
+	}
+	xhat := autograd.Div(d, autograd.Sqrt(autograd.AddScalar(v, bn.eps)))
 	if bn.weight == nil {
 		return xhat
 	}

@@ -140,7 +140,7 @@ func TestImportRunsAndTrains(t *testing.T) {
 		names = append(names, p.Name)
 	}
 	assert.Equal(t, []string{"fc1.weight", "fc1.bias", "fc2.weight"}, names, "float initializers are the parameters; int ones are constants")
-	assert.Contains(t, m.Summary(), "3 parameters (13 values)")
+	assert.Contains(t, m.Summary(), "3 parameters (12 values)")
 
 	// Two batch sizes: the shape chain is recomputed per input shape.
 	for _, batch := range []int{4, 1, 4} {

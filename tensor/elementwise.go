@@ -69,6 +69,54 @@ func (t *Tensor) MinScalar(s float64) *Tensor { return t.unary("MinScalar", devi
 // GtScalar returns 1 where t > s and 0 elsewhere.
 func (t *Tensor) GtScalar(s float64) *Tensor { return t.unary("GtScalar", device.GtScalar, s) }
 
+// Floor returns the largest integer not above each element.
+func (t *Tensor) Floor() *Tensor { return t.unary("Floor", device.Floor, 0) }
+
+// Ceil returns the smallest integer not below each element.
+func (t *Tensor) Ceil() *Tensor { return t.unary("Ceil", device.Ceil, 0) }
+
+// Round rounds each element to the nearest integer, halves to even.
+func (t *Tensor) Round() *Tensor { return t.unary("Round", device.Round, 0) }
+
+// Sin returns the sine elementwise.
+func (t *Tensor) Sin() *Tensor { return t.unary("Sin", device.Sin, 0) }
+
+// Cos returns the cosine elementwise.
+func (t *Tensor) Cos() *Tensor { return t.unary("Cos", device.Cos, 0) }
+
+// Tan returns the tangent elementwise.
+func (t *Tensor) Tan() *Tensor { return t.unary("Tan", device.Tan, 0) }
+
+// Asin returns the arcsine elementwise.
+func (t *Tensor) Asin() *Tensor { return t.unary("Asin", device.Asin, 0) }
+
+// Acos returns the arccosine elementwise.
+func (t *Tensor) Acos() *Tensor { return t.unary("Acos", device.Acos, 0) }
+
+// Atan returns the arctangent elementwise.
+func (t *Tensor) Atan() *Tensor { return t.unary("Atan", device.Atan, 0) }
+
+// Sinh returns the hyperbolic sine elementwise.
+func (t *Tensor) Sinh() *Tensor { return t.unary("Sinh", device.Sinh, 0) }
+
+// Cosh returns the hyperbolic cosine elementwise.
+func (t *Tensor) Cosh() *Tensor { return t.unary("Cosh", device.Cosh, 0) }
+
+// Asinh returns the inverse hyperbolic sine elementwise.
+func (t *Tensor) Asinh() *Tensor { return t.unary("Asinh", device.Asinh, 0) }
+
+// Acosh returns the inverse hyperbolic cosine elementwise.
+func (t *Tensor) Acosh() *Tensor { return t.unary("Acosh", device.Acosh, 0) }
+
+// Atanh returns the inverse hyperbolic tangent elementwise.
+func (t *Tensor) Atanh() *Tensor { return t.unary("Atanh", device.Atanh, 0) }
+
+// IsNaN returns 1 where an element is NaN and 0 elsewhere, in t"s type.
+func (t *Tensor) IsNaN() *Tensor { return t.unary("IsNaN", device.IsNaN, 0) }
+
+// IsInf returns 1 where an element is +Inf or -Inf and 0 elsewhere, in t"s type.
+func (t *Tensor) IsInf() *Tensor { return t.unary("IsInf", device.IsInf, 0) }
+
 // binary applies a broadcasting device binary op.
 func binary(name string, op device.BinaryOp, a, b *Tensor) *Tensor {
 	sameFloat(name, a, b)
@@ -119,6 +167,14 @@ func (t *Tensor) Gt(u *Tensor) *Tensor { return binary("Gt", device.Greater, t, 
 
 // Ge returns 1 where t >= u and 0 elsewhere.
 func (t *Tensor) Ge(u *Tensor) *Tensor { return binary("Ge", device.GreaterEqual, t, u) }
+
+// Mod returns the floored remainder t - u·⌊t/u⌋ with broadcasting; it has
+// the sign of u (Python's %). It is NaN where u is 0.
+func (t *Tensor) Mod(u *Tensor) *Tensor { return binary("Mod", device.Mod, t, u) }
+
+// Rem returns the truncated remainder of t / u with broadcasting (C's
+// fmod); it has the sign of t. It is NaN where u is 0.
+func (t *Tensor) Rem(u *Tensor) *Tensor { return binary("Rem", device.Rem, t, u) }
 
 // Where returns a where cond is nonzero and b elsewhere; the three
 // broadcast together and share one floating-point type.

@@ -174,6 +174,10 @@ func TestConv2D(t *testing.T) {
 		{2, 4, 5, 6, 6, 3, 1, tensor.ConvOptions{Groups: 2, PadH: 1}},
 		{2, 3, 5, 5, 3, 3, 3, tensor.ConvOptions{Groups: 3, PadH: 1, PadW: 1}},
 		{2, 3, 7, 6, 5, 2, 3, tensor.ConvOptions{StrideH: 1, StrideW: 2, PadW: 1, DilH: 2}},
+		// Same-size convolutions of images smaller than the kernel.
+		{1, 4, 2, 2, 4, 5, 5, tensor.ConvOptions{Groups: 4, PadH: 2, PadW: 2}},
+		{2, 2, 1, 3, 3, 3, 7, tensor.ConvOptions{PadH: 1, PadW: 3}},
+		{1, 1, 3, 1, 2, 7, 3, tensor.ConvOptions{PadH: 3, PadW: 1}},
 	}
 	for ci, r := range cases {
 		for _, dt := range []device.DType{device.Float32, device.Float64} {

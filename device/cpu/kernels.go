@@ -146,26 +146,7 @@ func copyStrided[D, S number](dev *Device, dst []D, dl device.Layout, src []S, s
 		})
 		return
 	}
-	st := newStrided(dl, sl)
-	nrows, n := st.rows()
-	ds, ss := st.inner(0), st.inner(1)
-	dev.parallelFor(nrows, n, func(lo, hi int) {
-		offs := make([]int, 2)
-		for r := lo; r < hi; r++ {
-			st.rowStarts(r, offs)
-			do, so := offs[0], offs[1]
-			if ds == 1 && ss == 1 {
-				d, s := dst[do:do+n], src[so:so+n]
-				for i, v := range s {
-					d[i] = D(v)
-				}
-				continue
-			}
-			for i := 0; i < n; i++ {
-				dst[do+i*ds] = D(src[so+i*ss])
-			}
-		}
-	})
+	copyViews(dev, dst, dl, src, sl)
 }
 
 // isDense reports whether l is a row-major dense view (from its offset on)
@@ -344,6 +325,48 @@ func unaryFunc(op device.UnaryOp, s float64) func(float64) float64 {
 			}
 			return s
 		}
+	case device.Floor:
+		return math.Floor
+	case device.Ceil:
+		return math.Ceil
+	case device.Round:
+		return math.RoundToEven
+	case device.Sin:
+		return math.Sin
+	case device.Cos:
+		return math.Cos
+	case device.Tan:
+		return math.Tan
+	case device.Asin:
+		return math.Asin
+	case device.Acos:
+		return math.Acos
+	case device.Atan:
+		return math.Atan
+	case device.Sinh:
+		return math.Sinh
+	case device.Cosh:
+		return math.Cosh
+	case device.Asinh:
+		return math.Asinh
+	case device.Acosh:
+		return math.Acosh
+	case device.Atanh:
+		return math.Atanh
+	case device.IsNaN:
+		return func(x float64) float64 {
+			if x != x {
+				return 1
+			}
+			return 0
+		}
+	case device.IsInf:
+		return func(x float64) float64 {
+			if math.IsInf(x, 0) {
+				return 1
+			}
+			return 0
+		}
 	}
 	panic(fmt.Sprintf("cpu: unknown unary op %d", op))
 }
@@ -510,8 +533,22 @@ func binaryFunc[T float](op device.BinaryOp) func(x, y T) T {
 		return func(x, y T) T { return boolTo[T](x > y) }
 	case device.GreaterEqual:
 		return func(x, y T) T { return boolTo[T](x >= y) }
+	case device.Mod:
+		return func(x, y T) T { return T(floorMod(float64(x), float64(y))) }
+	case device.Rem:
+		return func(x, y T) T { return T(math.Mod(float64(x), float64(y))) }
 	}
 	panic(fmt.Sprintf("cpu: unknown binary op %d", op))
+}
+
+// floorMod returns x - y·⌊x/y⌋ computed exactly: the remainder with the
+// sign of y (NaN when y is 0).
+func floorMod(x, y float64) float64 {
+	r := math.Mod(x, y)
+	if r != 0 && (r < 0) != (y < 0) {
+		r += y
+	}
+	return r
 }
 
 // Where selects between two broadcast views.

@@ -164,6 +164,10 @@ func im2colShift[T float](s convShape, col []T, ld int, x []T, g int) {
 				// plane's ends; those are edge columns, zeroed below.
 				a, b := lo+d, hi+d
 				ca, cb := max(a, 0), min(b, s.inPlane)
+				if ca >= cb { // an image smaller than the kernel: nothing to copy
+					clear(dst)
+					continue
+				}
 				clear(dst[lo : lo+ca-a])
 				copy(dst[lo+ca-a:hi-(b-cb)], plane[ca:cb])
 				clear(dst[hi-(b-cb) : hi])

@@ -33,6 +33,22 @@ var unaryOps = []struct {
 	{"MaxScalar", device.MaxScalar, []float64{0, -1, 2.5}},
 	{"MinScalar", device.MinScalar, []float64{0, -1, 2.5}},
 	{"GtScalar", device.GtScalar, []float64{0, 0.5, -1}},
+	{"Floor", device.Floor, []float64{0}},
+	{"Ceil", device.Ceil, []float64{0}},
+	{"Round", device.Round, []float64{0}},
+	{"Sin", device.Sin, []float64{0}},
+	{"Cos", device.Cos, []float64{0}},
+	{"Tan", device.Tan, []float64{0}},
+	{"Asin", device.Asin, []float64{0}},
+	{"Acos", device.Acos, []float64{0}},
+	{"Atan", device.Atan, []float64{0}},
+	{"Sinh", device.Sinh, []float64{0}},
+	{"Cosh", device.Cosh, []float64{0}},
+	{"Asinh", device.Asinh, []float64{0}},
+	{"Acosh", device.Acosh, []float64{0}},
+	{"Atanh", device.Atanh, []float64{0}},
+	{"IsNaN", device.IsNaN, []float64{0}},
+	{"IsInf", device.IsInf, []float64{0}},
 }
 
 // unaryRef is the reference of UnaryOp op (see device.UnaryOp).
@@ -81,6 +97,38 @@ func unaryRef(op device.UnaryOp, x, s float64) float64 {
 			return 1
 		}
 		return 0
+	case device.Floor:
+		return math.Floor(x)
+	case device.Ceil:
+		return math.Ceil(x)
+	case device.Round:
+		return math.RoundToEven(x)
+	case device.Sin:
+		return math.Sin(x)
+	case device.Cos:
+		return math.Cos(x)
+	case device.Tan:
+		return math.Tan(x)
+	case device.Asin:
+		return math.Asin(x)
+	case device.Acos:
+		return math.Acos(x)
+	case device.Atan:
+		return math.Atan(x)
+	case device.Sinh:
+		return math.Sinh(x)
+	case device.Cosh:
+		return math.Cosh(x)
+	case device.Asinh:
+		return math.Asinh(x)
+	case device.Acosh:
+		return math.Acosh(x)
+	case device.Atanh:
+		return math.Atanh(x)
+	case device.IsNaN:
+		return b2f(math.IsNaN(x))
+	case device.IsInf:
+		return b2f(math.IsInf(x, 0))
 	}
 	panic(fmt.Sprintf("devicetest: unknown unary op %d", op))
 }
@@ -143,6 +191,29 @@ func TestUnary(t *testing.T, dev device.Device) {
 			}
 		})
 	}
+	// Special values: NaN and infinities for the predicates, halves for
+	// Round (ties go to the even neighbour), signed zeros for Floor/Ceil.
+	inf, nan := math.Inf(1), math.NaN()
+	special := []float64{nan, inf, -inf, 0, -1.5, -0.5, 0.5, 1.5, 2.5, -2.5, 3, 1e30}
+	for _, dt := range floatTypes {
+		t.Run("special/"+dt.String(), func(t *testing.T) {
+			for _, tc := range []struct {
+				op   device.UnaryOp
+				want []float64
+			}{
+				{device.IsNaN, []float64{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+				{device.IsInf, []float64{0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+				{device.Round, []float64{nan, inf, -inf, 0, -2, 0, 0, 2, 2, -2, 3, roundTo(dt, 1e30)}},
+				{device.Floor, []float64{nan, inf, -inf, 0, -2, -1, 0, 1, 2, -3, 3, roundTo(dt, 1e30)}},
+				{device.Ceil, []float64{nan, inf, -inf, 0, -1, 0, 1, 2, 3, -2, 3, roundTo(dt, 1e30)}},
+			} {
+				src := upload(t, dev, dt, special)
+				dst := upload(t, dev, dt, make([]float64, len(special)))
+				k.Unary(tc.op, dst, src, len(special), 0)
+				checkEqual(t, download(t, dev, dst), tc.want, "op %d on special values", tc.op)
+			}
+		})
+	}
 }
 
 // binaryOps lists every BinaryOp with its name.
@@ -154,6 +225,7 @@ var binaryOps = []struct {
 	{"Pow", device.Pow}, {"Maximum", device.Maximum}, {"Minimum", device.Minimum},
 	{"Equal", device.Equal}, {"NotEqual", device.NotEqual}, {"Less", device.Less},
 	{"LessEqual", device.LessEqual}, {"Greater", device.Greater}, {"GreaterEqual", device.GreaterEqual},
+	{"Mod", device.Mod}, {"Rem", device.Rem},
 }
 
 func b2f(c bool) float64 {
@@ -192,6 +264,14 @@ func binaryRef(op device.BinaryOp, x, y float64) float64 {
 		return b2f(x > y)
 	case device.GreaterEqual:
 		return b2f(x >= y)
+	case device.Mod:
+		r := math.Mod(x, y)
+		if r != 0 && (r < 0) != (y < 0) {
+			r += y
+		}
+		return r
+	case device.Rem:
+		return math.Mod(x, y)
 	}
 	panic(fmt.Sprintf("devicetest: unknown binary op %d", op))
 }
@@ -257,6 +337,27 @@ func TestBinary(t *testing.T, dev device.Device) {
 				})
 			}
 		}
+	}
+	// Mod takes the sign of the divisor, Rem that of the dividend; both
+	// are exact and NaN for a zero divisor.
+	for _, dt := range floatTypes {
+		t.Run("Mod-signs/"+dt.String(), func(t *testing.T) {
+			av := []float64{7, -7, 7, -7, 6, -6, 5.5, 1, 0}
+			bv := []float64{3, 3, -3, -3, 3, -3, 2, 0, 2}
+			nan := math.NaN()
+			for _, tc := range []struct {
+				op   device.BinaryOp
+				want []float64
+			}{
+				{device.Mod, []float64{1, 2, -2, -1, 0, 0, 1.5, nan, 0}},
+				{device.Rem, []float64{1, -1, 1, -1, 0, 0, 1.5, nan, 0}},
+			} {
+				a, b := upload(t, dev, dt, av), upload(t, dev, dt, bv)
+				dst := upload(t, dev, dt, make([]float64, len(av)))
+				k.Binary(tc.op, dst, a, dense(0, len(av)), b, dense(0, len(bv)))
+				checkEqual(t, download(t, dev, dst), tc.want, "op %d", tc.op)
+			}
+		})
 	}
 	// Maximum and Minimum propagate NaN from either side, as in PyTorch.
 	for _, dt := range floatTypes {
