@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,7 @@ type Model struct {
 	bufByVal map[string]*layers.Buffer
 	parByVal map[string]*autograd.Param
 	training bool
+	rng      *rand.Rand // Dropout's masks in training
 
 	mu        sync.Mutex
 	constDev  map[device.Device]map[string]*autograd.Var // consts moved to a device, built on demand
@@ -203,6 +205,7 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 		parByVal:  map[string]*autograd.Param{},
 		constDev:  map[device.Device]map[string]*autograd.Var{},
 		shapeMemo: map[string]map[string]*tensor.Tensor{},
+		rng:       rand.New(rand.NewPCG(0, 0)),
 		Producer:  strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()),
 	}
 	opset := -1
@@ -555,6 +558,10 @@ func (m *Model) Parameters() []*autograd.Param { return m.params }
 // Buffers returns the non-trainable state: BatchNormalization's running
 // mean and variance, named as in the file.
 func (m *Model) Buffers() []*layers.Buffer { return m.buffers }
+
+// SetSeed reseeds the generator that Dropout draws its training masks
+// from (seeded with 0 at import).
+func (m *Model) SetSeed(seed uint64) { m.rng = rand.New(rand.NewPCG(seed, 0)) }
 
 // SetTraining selects training mode (BatchNormalization uses and updates
 // batch statistics, Dropout drops) or inference mode. layers.Train and

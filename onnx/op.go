@@ -3,6 +3,7 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
 
@@ -96,7 +97,12 @@ type nodeCtx struct {
 	training bool
 	attrs    map[string]*onnxpb.AttributeProto
 	setState func(i int, t *tensor.Tensor) error
+	rng      *rand.Rand
 }
+
+// Rand returns the model's random number generator (Dropout in training
+// draws its masks from it), or nil while constants are folded.
+func (c *nodeCtx) Rand() *rand.Rand { return c.rng }
 
 // debugPanics adds the stack to the error of an operator that panicked
 // (HORA_ONNX_DEBUG=1).

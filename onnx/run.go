@@ -223,6 +223,7 @@ func (m *Model) constsOn(dev device.Device) map[string]*autograd.Var {
 func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool) (outs []*autograd.Var, err error) {
 	c := newNodeCtx(n.proto, n.index, m.Opset, dev, training)
 	c.name = n.label
+	c.rng = m.rng
 	c.setState = func(k int, t *tensor.Tensor) error {
 		if k >= len(n.inputs) || m.bufByVal[n.inputs[k]] == nil {
 			return fmt.Errorf("input %d is not a state initializer (running statistics)", k)

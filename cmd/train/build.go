@@ -7,6 +7,7 @@ import (
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/models"
+	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/optim"
 )
 
@@ -33,8 +34,37 @@ func buildModel(cfg *Config, rng *rand.Rand) (layers.Layer, error) {
 		return models.NewCNN(classes, rng), nil
 	case "lenet5":
 		return models.NewLeNet5(classes, rng), nil
+	case "onnx":
+		return importModel(cfg)
 	}
-	return nil, fmt.Errorf("%s: model.name: unknown model %q (known: mlp, lenet5, cnn)", cfg.File(), m.Name)
+	return nil, fmt.Errorf("%s: model.name: unknown model %q (known: mlp, lenet5, cnn, onnx)", cfg.File(), m.Name)
+}
+
+// importModel loads the ONNX model of model.file and checks that it maps
+// Fashion-MNIST images to class logits.
+func importModel(cfg *Config) (layers.Layer, error) {
+	m, err := onnx.Load(cfg.Model.File)
+	if err != nil {
+		return nil, fmt.Errorf("%s: model.file: %w", cfg.File(), err)
+	}
+	if len(m.Inputs) != 1 || len(m.Outputs) != 1 {
+		return nil, fmt.Errorf("%s: model.file %s: the model has %d inputs and %d outputs, want 1 and 1", cfg.File(), cfg.Model.File, len(m.Inputs), len(m.Outputs))
+	}
+	in := m.Inputs[0]
+	if in.Shape != nil {
+		want := []int{-1, 1, 28, 28}
+		ok := len(in.Shape) == len(want)
+		for d := 1; ok && d < len(want); d++ {
+			ok = in.Shape[d] < 0 || in.Shape[d] == want[d]
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: model.file %s: input %v, want images [batch, 1, 28, 28]", cfg.File(), cfg.Model.File, in)
+		}
+	}
+	if len(m.Parameters()) == 0 {
+		return nil, fmt.Errorf("%s: model.file %s: the model has no float initializers to train", cfg.File(), cfg.Model.File)
+	}
+	return m, nil
 }
 
 // buildOptimizer returns the optimizer the config names over params.

@@ -31,7 +31,7 @@ const DefaultDataDir = "/usr/share/datasets/fashion-mnist"
 // Names accepted by Validate. They are read only.
 var (
 	knownDatasets    = []string{"fashion-mnist"}
-	knownModels      = []string{"mlp", "lenet5", "cnn"}
+	knownModels      = []string{"mlp", "lenet5", "cnn", "onnx"}
 	knownActivations = []string{"relu", "gelu", "tanh", "sigmoid", "silu"}
 	knownOptimizers  = []string{"sgd", "adam", "adamw", "rmsprop", "adagrad"}
 	knownSchedules   = []string{"none", "step", "multistep", "cosine"}
@@ -70,6 +70,8 @@ type Config struct {
 	// chrome://tracing or Perfetto). The HORA_TIMELINE environment
 	// variable sets it too, and wins. Default "" (off).
 	Timeline string `yaml:"timeline"`
+	// Export lists the files the trained model is exported to.
+	Export ExportConfig `yaml:"export"`
 
 	// path is the file the configuration was read from ("" when built in Go).
 	path string
@@ -93,8 +95,14 @@ type DataConfig struct {
 
 // ModelConfig selects and shapes the network.
 type ModelConfig struct {
-	// Name is the architecture: "mlp", "lenet5" or "cnn". Required.
+	// Name is the architecture: "mlp", "lenet5", "cnn", or "onnx" for a
+	// model imported from the ONNX file named by File. Required.
 	Name string `yaml:"name"`
+	// File is the ONNX model that name "onnx" trains (fine-tunes): its
+	// float initializers are the parameters. It must take images
+	// [batch, 1, 28, 28] and return [batch, 10] logits. A relative path
+	// is relative to the working directory.
+	File string `yaml:"file"`
 	// Hidden lists the widths of the hidden layers of "mlp".
 	// Default [512, 256].
 	Hidden []int `yaml:"hidden"`
@@ -104,6 +112,16 @@ type ModelConfig struct {
 	// Dropout is the probability of zeroing an activation in training;
 	// 0 (the default) disables dropout.
 	Dropout float64 `yaml:"dropout"`
+}
+
+// ExportConfig lists the files the trained model is written to after the
+// last epoch, by rank 0.
+type ExportConfig struct {
+	// ONNX, when set, is the file the model is exported to as an opset-17
+	// ONNX graph with a dynamic batch dimension (input "input" of
+	// [batch, 1, 28, 28], output "output"). The -export-onnx flag sets it
+	// too. Default "" (no export).
+	ONNX string `yaml:"onnx"`
 }
 
 // OptimizerConfig selects the optimizer and its hyper-parameters. Fields an
@@ -1029,6 +1047,12 @@ func (c *Config) Validate() error {
 				v.fail(fmt.Sprintf("model.hidden[%d]", i), "a layer width >= 1", strconv.Itoa(h))
 			}
 		}
+	}
+	if c.Model.Name == "onnx" && c.Model.File == "" {
+		v.fail("model.file", `the ONNX file to train for model "onnx"`, `""`)
+	}
+	if c.Model.Name != "onnx" && c.Model.File != "" {
+		v.fail("model.file", `"" (a file is only read for model "onnx")`, strconv.Quote(c.Model.File))
 	}
 	v.oneOf("model.activation", c.Model.Activation, knownActivations)
 	v.inRange("model.dropout", c.Model.Dropout, 0, 1, false)

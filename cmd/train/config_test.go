@@ -222,7 +222,7 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "invalid values",
 			path: "testdata/invalid_values.yaml",
 			want: []string{
-				`testdata/invalid_values.yaml:3:9: model.name: expected one of mlp, lenet5, cnn, found "resnet"`,
+				`testdata/invalid_values.yaml:3:9: model.name: expected one of mlp, lenet5, cnn, onnx, found "resnet"`,
 				"testdata/invalid_values.yaml:6:7: optimizer.lr: expected a number > 0, found -0.1",
 				"testdata/invalid_values.yaml:8:11: train.epochs: expected an integer >= 1, found 0",
 			},
@@ -230,7 +230,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "unknown top-level key",
 			yaml: minimalTestYAML + "epochs: 3\n",
-			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, data, model, optimizer, schedule, train, output, dist, timeline)`},
+			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, data, model, optimizer, schedule, train, output, dist, timeline, export)`},
 		},
 		{
 			name: "string for int",
@@ -396,7 +396,7 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "required keys",
 			yaml: "seed: 2\n",
 			want: []string{
-				`inline.yaml: model.name: expected one of mlp, lenet5, cnn, found "" (the key is not set)`,
+				`inline.yaml: model.name: expected one of mlp, lenet5, cnn, onnx, found "" (the key is not set)`,
 				`inline.yaml: optimizer.name: expected one of sgd, adam, adamw, rmsprop, adagrad, found "" (the key is not set)`,
 				"inline.yaml: optimizer.lr: expected a number > 0, found 0 (the key is not set)",
 			},
@@ -451,7 +451,7 @@ func TestValidate(t *testing.T) {
 		}, ""},
 		{"nesterov", func(c *Config) { c.Optimizer.Momentum = 0.9; c.Optimizer.Nesterov = true }, ""},
 		{"unknown model", func(c *Config) { c.Model.Name = "resnet" },
-			`config: model.name: expected one of mlp, lenet5, cnn, found "resnet"`},
+			`config: model.name: expected one of mlp, lenet5, cnn, onnx, found "resnet"`},
 		{"unknown activation", func(c *Config) { c.Model.Activation = "elu" },
 			`model.activation: expected one of relu, gelu, tanh, sigmoid, silu, found "elu"`},
 		{"zero width", func(c *Config) { c.Model.Hidden = []int{512, 0} },

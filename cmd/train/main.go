@@ -40,10 +40,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "YAML config `file` (required)")
 	out := fs.String("out", "", "output `dir` (overrides output.dir)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file`")
+	exportONNX := fs.String("export-onnx", "", "after training, export the model to this ONNX `file` (overrides export.onnx)")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a config value, e.g. -set train.epochs=1 (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: train -config FILE [-set key=value ...] [-out DIR]")
+		fmt.Fprintln(stderr, "usage: train -config FILE [-set key=value ...] [-out DIR] [-export-onnx FILE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -69,6 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *out != "" {
 		cfg.Output.Dir = *out
+	}
+	if *exportONNX != "" {
+		cfg.Export.ONNX = *exportONNX
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

@@ -24,6 +24,7 @@ import (
 	"github.com/hora-dl/hora/dist/mpi"
 	"github.com/hora-dl/hora/internal/hostcpu"
 	"github.com/hora-dl/hora/layers"
+	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -100,6 +101,9 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 	if rank0 {
 		if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
 			return inputError{fmt.Errorf("output.dir: %w", err)}
+		}
+		if err := checkExportDir(cfg.Export.ONNX); err != nil {
+			return inputError{fmt.Errorf("export.onnx: %w", err)}
 		}
 	}
 	dev, err := device.Open(cfg.Device)
@@ -213,7 +217,29 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 			epoch, cfg.Train.Epochs, m.TrainLoss, m.TrainAccuracy, m.TestLoss, m.TestAccuracy, m.SamplesPerSec, m.Seconds)
 	}
 	fmt.Fprintf(stdout, "wrote metrics.jsonl, model.safetensors, optimizer.safetensors and config.yaml to %s\n", cfg.Output.Dir)
+	if rank0 && cfg.Export.ONNX != "" {
+		example := tensor.New(dev, device.Float32, 1, 1, 28, 28)
+		if err := onnx.ExportFile(cfg.Export.ONNX, model, []*tensor.Tensor{example}); err != nil {
+			return fmt.Errorf("export.onnx: %w", err)
+		}
+		fmt.Fprintf(stdout, "exported the model to %s (ONNX opset 17, input [batch, 1, 28, 28])\n", cfg.Export.ONNX)
+	}
 	return nil
+}
+
+// checkExportDir checks, before training starts, that the folder of the
+// export file exists and accepts new files.
+func checkExportDir(path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".hora-export-check*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // rankThreads returns the compute threads of one of localSize ranks on
