@@ -406,7 +406,9 @@ var constantInputs = map[string][]int{
 	"ReduceL1": {1}, "ReduceL2": {1}, "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1},
 	"Clip": {1, 2}, "CumSum": {1}, "TopK": {1}, "OneHot": {0, 1, 2}, "Range": {0, 1, 2},
 	"ConstantOfShape": {0}, "Dropout": {1, 2}, "Gather": {1}, "GatherElements": {1}, "Where": {0},
-	"LSTM": {4}, "GRU": {4}, "RNN": {4},
+	"LSTM": {4}, "GRU": {4}, "RNN": {4}, "NegativeLogLikelihoodLoss": {1, 2}, "SoftmaxCrossEntropyLoss": {1, 2},
+	"ScatterElements": {1}, "ScatterND": {1}, "Scatter": {1}, "GatherND": {1}, "Compress": {1}, "Trilu": {1},
+	"ReverseSequence": {1}, "MaxUnpool": {1, 2},
 }
 
 func initializerRoles(nodes []*graphNode) map[string]int {

@@ -92,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%d passed, %d failed (%d unsupported", tally.passed, tally.failed, tally.unsupported)
 	if tally.known > 0 {
-		fmt.Fprintf(stdout, ", %d with known wrong references", tally.known)
+		fmt.Fprintf(stdout, ", %d known: wrong or random references", tally.known)
 	}
 	fmt.Fprintln(stdout, ")")
 	if tally.failed > 0 {
