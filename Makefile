@@ -16,6 +16,7 @@ APT_DEPS  := dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc p
 # the models Hora exports (scripts/ort).
 ONNX_APT  := python3-onnx python3-torch python3-torchvision python3-numpy nodejs npm
 ONNX_SUITE := build/onnx-suite
+FUZZTIME  ?= 20s
 BENCH_APT := python3-torch python3-numpy
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -33,7 +34,7 @@ NCPU      := $(shell nproc 2>/dev/null || echo 1)
 MPIRUN    := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell [ $(NP) -gt $(NCPU) ] && echo y),--oversubscribe)
 MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
-.PHONY: all deps onnx-deps onnx-suite test-onnx onnx-ops proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean
+.PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean
 
 all: build
 
@@ -65,6 +66,12 @@ onnx-suite: onnx-deps
 # fails the build (unsupported cases are counted, not hidden).
 test-onnx: onnx-suite
 	$(GO) run ./cmd/onnxcheck -q -by-op -known onnx/testdata/conformance-known.txt $(ONNX_SUITE)/node
+	@# A short run of the loader's fuzzer (make fuzz-onnx runs it longer).
+	$(GO) test -run '^$$' -fuzz FuzzImport -fuzztime $(FUZZTIME) ./onnx
+
+# fuzz-onnx runs the ONNX loader's fuzzer for FUZZTIME (default 10m here).
+fuzz-onnx: onnx-suite
+	$(GO) test -run '^$$' -fuzz FuzzImport -fuzztime $(or $(FUZZ_LONG),10m) ./onnx
 
 # onnx-ops rewrites the operator coverage table in README.md from the
 # code (onnx.SupportedOps) and the conformance results.
