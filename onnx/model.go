@@ -115,6 +115,9 @@ type graphNode struct {
 	// release lists the values no later node reads, dropped after this
 	// node so that their memory can be reused.
 	release []string
+	// act is the activation of a Relu folded into this Conv or Gemm
+	// (see fuseActivations).
+	act device.Activation
 }
 
 // Option changes how a model is imported.
@@ -346,6 +349,7 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	if err := m.fold(); err != nil {
 		return nil, err
 	}
+	m.fuseActivations()
 	m.markShapeOnly()
 	m.planRelease()
 	return m, nil
@@ -475,6 +479,42 @@ func (m *Model) fold() error {
 	}
 	m.nodes = kept
 	return nil
+}
+
+// fusable lists the operators that can apply a following Relu in the
+// same pass over their output (nodeCtx.FusedActivation).
+var fusable = map[string]bool{"Conv": true, "Gemm": true}
+
+// fuseActivations folds each Relu that is the only reader of a Conv's or
+// Gemm's output into that node, which then writes the Relu's output: one
+// pass over the activations instead of two, the same values.
+func (m *Model) fuseActivations() {
+	readers := map[string]int{}
+	for _, n := range m.nodes {
+		for _, in := range n.inputs {
+			readers[in]++
+		}
+	}
+	for _, out := range m.Outputs {
+		readers[out.Name]++
+	}
+	producer := map[string]*graphNode{}
+	kept := m.nodes[:0]
+	for _, n := range m.nodes {
+		if n.proto.GetOpType() == "Relu" && len(n.inputs) == 1 && len(n.outputs) == 1 {
+			if p := producer[n.inputs[0]]; p != nil && readers[n.inputs[0]] == 1 && p.act == device.ActNone {
+				p.act = device.ActReLU
+				p.outputs = []string{n.outputs[0]}
+				producer[n.outputs[0]] = p
+				continue
+			}
+		}
+		if fusable[n.proto.GetOpType()] && len(n.outputs) == 1 {
+			producer[n.outputs[0]] = n
+		}
+		kept = append(kept, n)
+	}
+	m.nodes = kept
 }
 
 // shapeDriven lists the operators whose output shape depends on the

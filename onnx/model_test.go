@@ -3,6 +3,7 @@ package onnx
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -360,4 +361,33 @@ func TestTensorProtoRoundTrip(t *testing.T) {
 	assert.ErrorContains(t, err, `tensor "h": not supported: element type float16`)
 	_, err = tensorFromProto(&onnxpb.TensorProto{Name: ptr("big"), DataType: ptr(int32(f32)), Dims: []int64{1 << 40, 1 << 40}}, "")
 	assert.ErrorContains(t, err, "more than")
+}
+
+func TestReluFusedIntoConvAndGemm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	w := tensor.RandNormal(rng, 0, 1, 3, 2, 3, 3)
+	b := tensor.RandNormal(rng, 0, 1, 3)
+	fw := tensor.RandNormal(rng, 0, 1, 4, 3*4*4)
+	s := graphSpec{
+		nodes: []*onnxpb.NodeProto{
+			node("Conv", "conv", []string{"x", "w", "b"}, []string{"c"}, &onnxpb.AttributeProto{Name: ptr("pads"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{1, 1, 1, 1}}),
+			node("Relu", "relu1", []string{"c"}, []string{"r"}),
+			node("Flatten", "flat", []string{"r"}, []string{"f"}),
+			node("Gemm", "fc", []string{"f", "fw"}, []string{"g"}, intAttr("transB", 1)),
+			node("Relu", "relu2", []string{"g"}, []string{"y"}),
+		},
+		inits:   []*onnxpb.TensorProto{initTensor(t, "w", w, f32), initTensor(t, "b", b, f32), initTensor(t, "fw", fw, f32)},
+		inputs:  []*onnxpb.ValueInfoProto{tensorInfo("x", f32, -1, 2, 4, 4)},
+		outputs: []*onnxpb.ValueInfoProto{tensorInfo("y", f32, -1, 4)},
+	}
+	m := s.load(t)
+	assert.Contains(t, m.Summary(), "3 nodes: Conv×1 Flatten×1 Gemm×1", "both Relus are fused")
+	assert.Equal(t, []string{"Conv", "Relu", "Flatten", "Gemm"}, m.OpTypes(), "OpTypes lists the file's operators")
+
+	x := tensor.RandNormal(rng, 0, 1, 2, 2, 4, 4)
+	c := tensor.Conv2D(x, w, tensor.ConvOptions{PadH: 1, PadW: 1}).Add(b.Reshape(1, 3, 1, 1)).Relu()
+	want := tensor.MatMul(c.Reshape(2, -1), fw.T()).Relu()
+	outs, err := m.Run(autograd.Constant(x))
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, want.Float32s(), outs[0].Value.Float32s(), 1e-5)
 }

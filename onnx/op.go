@@ -98,6 +98,21 @@ type nodeCtx struct {
 	attrs    map[string]*onnxpb.AttributeProto
 	setState func(i int, t *tensor.Tensor) error
 	rng      *rand.Rand
+	act      device.Activation // a Relu fused into this node
+}
+
+// FusedActivation returns the activation the interpreter fused into this
+// node (a Relu that was the only reader of a Conv's or Gemm's output); the
+// operator applies it to its output, preferably in the same pass.
+func (c *nodeCtx) FusedActivation() device.Activation { return c.act }
+
+// applyAct applies activation act to y (for operators whose kernel could
+// not fuse it).
+func applyAct(y *autograd.Var, act device.Activation) *autograd.Var {
+	if act == device.ActReLU {
+		return autograd.Relu(y)
+	}
+	return y
 }
 
 // Rand returns the model's random number generator (Dropout in training

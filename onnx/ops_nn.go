@@ -275,10 +275,10 @@ func opConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		x = padAxis(c, x, 2+i, pb[i]-sym[i], pe[i]-sym[i], 0)
 	}
 	stride, dil := to2D(win.stride, 1), to2D(win.dil, 1)
-	y := autograd.Conv2D(x, w, b, tensor.ConvOptions{
+	y := autograd.Conv2DAct(x, w, b, tensor.ConvOptions{
 		StrideH: stride[0], StrideW: stride[1], PadH: sym[0], PadW: sym[1],
 		DilH: dil[0], DilW: dil[1], Groups: group,
-	})
+	}, c.FusedActivation())
 	if n == 1 {
 		y = autograd.Squeeze(y, 2)
 	}
@@ -487,7 +487,12 @@ func opGemm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		}
 	}
 	if !a.Value.DType().IsFloat() {
-		return gemmInt(c, a, bm, cv, alpha, beta, transA, transB)
+		outs, err := gemmInt(c, a, bm, cv, alpha, beta, transA, transB)
+		if err != nil || c.FusedActivation() == device.ActNone {
+			return outs, err
+		}
+		relu, _ := lookup("Relu", c.Opset())
+		return relu.run(c, outs)
 	}
 	if transA {
 		a = autograd.Transpose(a, 0, 1)
@@ -504,7 +509,12 @@ func opGemm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 			bias = autograd.Reshape(cv, nn)
 		}
 	}
-	y := autograd.Linear(a, bm, bias)
+	act := c.FusedActivation()
+	simple := alpha == 1 && (cv == nil || bias != nil || beta == 0)
+	if !simple {
+		act = device.ActNone // applied after the scaling and the addition
+	}
+	y := autograd.LinearAct(a, bm, bias, act)
 	if alpha != 1 {
 		y = autograd.MulScalar(y, alpha)
 	}
@@ -513,6 +523,9 @@ func opGemm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 			cv = autograd.MulScalar(cv, beta)
 		}
 		y = autograd.Add(y, cv)
+	}
+	if !simple {
+		y = applyAct(y, c.FusedActivation())
 	}
 	return []*autograd.Var{y}, nil
 }

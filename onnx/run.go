@@ -224,6 +224,7 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 	c := newNodeCtx(n.proto, n.index, m.Opset, dev, training)
 	c.name = n.label
 	c.rng = m.rng
+	c.act = n.act
 	c.setState = func(k int, t *tensor.Tensor) error {
 		if k >= len(n.inputs) || m.bufByVal[n.inputs[k]] == nil {
 			return fmt.Errorf("input %d is not a state initializer (running statistics)", k)

@@ -40,6 +40,7 @@ var allowedImports = map[string][]string{
 	"onnx/onnxpb":              {},
 	"cmd/onnxcheck":            {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb"},
 	"bench/onnx":               {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb"},
+	"examples/onnxrun":         {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "onnx", "onnx/onnxpb"},
 	"bench/hora":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models"},
 }
 
