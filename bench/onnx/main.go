@@ -1,0 +1,321 @@
+// Command onnx-bench times CNN inference of ONNX models in Hora (imported
+// with onnx.Load) and in onnxruntime, in the same run on the same machine,
+// and prints one table: model, batch, Hora ms, onnxruntime ms and their
+// ratio.
+//
+// Usage (from the repository root):
+//
+//	go run ./bench/onnx [-models DIR] [-batch 1,32] [-min-time 2s] [-repeat 1] [-threads N]
+//		[-hora-only] [-cpuprofile FILE] [MODEL ...]
+//
+// The models are torchvision's resnet18 and mobilenet_v2 (random seeded
+// weights, 3×224×224 input, 1000 classes, opset 17, dynamic batch) as
+// scripts/onnx_models.py --bench exports them; they are written to DIR
+// (default: hora-onnx-bench in the temporary folder) on the first run,
+// which needs Debian's python3-torch, python3-torchvision and python3-onnx,
+// and reused afterwards. onnxruntime runs in Node.js through
+// bench/onnx/ort_time.js, which loads onnxruntime-node from scripts/ort
+// (cd scripts/ort && npm install --ignore-scripts).
+//
+// Each measurement runs the model 3 times to warm up, then until -min-time
+// has passed (and at least 5 times), and takes the median time of one run;
+// Hora and onnxruntime take turns (the first swaps on every repetition) and
+// with -repeat N the table reports the median of the N measurements. Both
+// use -threads threads (default GOMAXPROCS): Hora's CPU device and
+// onnxruntime's intraOpNumThreads. Hora runs in inference mode
+// (layers.Eval) with no gradient recorded (autograd.NoGrad) and recycles
+// the memory of each run with a tensor.Arena, as a serving loop would.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device/cpu"
+	"github.com/hora-dl/hora/layers"
+	"github.com/hora-dl/hora/onnx"
+	"github.com/hora-dl/hora/tensor"
+)
+
+// models lists the benchmark models, the names scripts/onnx_models.py
+// --bench knows.
+var models = []string{"resnet18", "mobilenet_v2"}
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "onnx-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	dir     string
+	batches []int
+	minTime time.Duration
+	repeat  int
+	threads int
+	python  string
+	node    string
+	ortJS   string
+	script  string
+	// horaOnly skips onnxruntime.
+	horaOnly bool
+}
+
+// result is the median time of one run of a model at one batch size.
+type result struct {
+	model      string
+	batch      int
+	hora, ort  []float64 // ms, one per repetition
+	horaMedian float64
+	ortMedian  float64
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("onnx-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	var batches string
+	fs.StringVar(&c.dir, "models", filepath.Join(os.TempDir(), "hora-onnx-bench"), "folder of the .onnx files (written on the first run)")
+	fs.StringVar(&batches, "batch", "1,32", "comma-separated batch sizes")
+	fs.DurationVar(&c.minTime, "min-time", 2*time.Second, "least time of one measurement")
+	fs.IntVar(&c.repeat, "repeat", 1, "measurements per model and batch; the median is reported")
+	fs.IntVar(&c.threads, "threads", runtime.GOMAXPROCS(0), "threads for Hora and onnxruntime")
+	fs.StringVar(&c.python, "python", "/usr/bin/python3", "the Python with torch and torchvision, to export the models")
+	fs.StringVar(&c.node, "node", "node", "the Node.js binary, for onnxruntime")
+	fs.StringVar(&c.ortJS, "ort", filepath.Join("bench", "onnx", "ort_time.js"), "the onnxruntime timing script")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the Hora runs to this file")
+	fs.BoolVar(&c.horaOnly, "hora-only", false, "time Hora alone (no onnxruntime column), e.g. with -cpuprofile")
+	fs.StringVar(&c.script, "script", filepath.Join("scripts", "onnx_models.py"), "the export script")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: onnx-bench [flags] [MODEL ...]\nmodels: %s (default: all)\n", strings.Join(models, ", "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if c.batches, err = parseBatches(batches); err != nil {
+		return err
+	}
+	if c.repeat < 1 {
+		return fmt.Errorf("-repeat %d: expected at least 1", c.repeat)
+	}
+	if c.threads < 1 {
+		return fmt.Errorf("-threads %d: expected at least 1", c.threads)
+	}
+	todo := fs.Args()
+	if len(todo) == 0 {
+		todo = models
+	}
+	for _, m := range todo {
+		if !slices.Contains(models, m) {
+			return fmt.Errorf("unknown model %q (known: %s)", m, strings.Join(models, ", "))
+		}
+	}
+	if err := c.ensureModels(todo, stderr); err != nil {
+		return err
+	}
+	cpu.Default().SetThreads(c.threads)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	var results []*result
+	for _, name := range todo {
+		path := filepath.Join(c.dir, name+".onnx")
+		m, err := onnx.Load(path)
+		if err != nil {
+			return err
+		}
+		layers.Eval(m)
+		for _, batch := range c.batches {
+			r := &result{model: name, batch: batch}
+			for i := range c.repeat {
+				horaFirst := i%2 == 0
+				for k := range 2 {
+					if (k == 0) == horaFirst {
+						ms, err := timeHora(m, batch, c.minTime)
+						if err != nil {
+							return fmt.Errorf("%s batch %d: hora: %w", name, batch, err)
+						}
+						r.hora = append(r.hora, ms)
+					} else if !c.horaOnly {
+						ms, err := c.timeORT(path, batch)
+						if err != nil {
+							return fmt.Errorf("%s batch %d: onnxruntime: %w", name, batch, err)
+						}
+						r.ort = append(r.ort, ms)
+					}
+				}
+				if c.horaOnly {
+					r.ort = append(r.ort, math.NaN())
+				}
+				fmt.Fprintf(stderr, "onnx-bench: %s batch %d, run %d/%d: hora %.2f ms, ort %.2f ms\n",
+					name, batch, i+1, c.repeat, r.hora[i], r.ort[i])
+			}
+			r.horaMedian, r.ortMedian = median(r.hora), median(r.ort)
+			results = append(results, r)
+		}
+	}
+	return c.table(stdout, results)
+}
+
+func parseBatches(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || b < 1 {
+			return nil, fmt.Errorf("-batch %q: %q is not a positive integer", s, f)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// ensureModels exports the models missing from c.dir.
+func (c *config) ensureModels(names []string, stderr io.Writer) error {
+	var missing []string
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(c.dir, n+".onnx")); errors.Is(err, os.ErrNotExist) {
+			missing = append(missing, n)
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	fmt.Fprintf(stderr, "onnx-bench: exporting %s to %s with %s\n", strings.Join(missing, ", "), c.dir, c.script)
+	cmd := exec.Command(c.python, c.script, "--bench", "--only", strings.Join(missing, ","), c.dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w (needs python3-torch, python3-torchvision and python3-onnx)\n%s", cmd, err, out.Bytes())
+	}
+	return nil
+}
+
+// timeHora returns the median time in ms of one inference of m on a
+// random batch.
+func timeHora(m *onnx.Model, batch int, minTime time.Duration) (float64, error) {
+	if len(m.Inputs) != 1 || len(m.Inputs[0].Shape) != 4 {
+		return 0, fmt.Errorf("expected one image input [batch, C, H, W], found %v", m.Inputs)
+	}
+	shape := slices.Clone(m.Inputs[0].Shape)
+	shape[0] = batch
+	rng := rand.New(rand.NewPCG(1, uint64(batch)))
+	x := tensor.RandNormal(rng, 0, 1, shape...).To(tensor.CPU())
+	// The first run, without an arena, is the reference the arena's runs
+	// must reproduce (a check that recycling memory is safe here).
+	ref, err := m.Run(autograd.NoGrad(autograd.Constant(x)))
+	if err != nil {
+		return 0, err
+	}
+	want := ref[0].Value.Values()
+	arena := tensor.NewArena()
+	infer := func() ([]*autograd.Var, error) {
+		return m.Run(autograd.NoGrad(autograd.Constant(x.WithArena(arena))))
+	}
+	for range 2 {
+		outs, err := infer()
+		if err != nil {
+			return 0, err
+		}
+		if got := outs[0].Value.Values(); !slices.Equal(got, want) {
+			return 0, fmt.Errorf("a run with a tensor.Arena gives other outputs than one without")
+		}
+		arena.Reset()
+	}
+	return median(measure(minTime, func() {
+		_, _ = infer() // a serving loop would read the predictions here
+		arena.Reset()
+	})), nil
+}
+
+// measure calls f 3 times to warm up, then until minTime has passed and
+// at least 5 calls are timed, and returns the time of each timed call in
+// ms.
+func measure(minTime time.Duration, f func()) []float64 {
+	for range 3 {
+		f()
+	}
+	var times []float64
+	start := time.Now()
+	for {
+		t0 := time.Now()
+		f()
+		times = append(times, float64(time.Since(t0))/1e6)
+		if len(times) >= 5 && time.Since(start) >= minTime {
+			return times
+		}
+	}
+}
+
+// timeORT runs ort_time.js and returns its median time in ms.
+func (c *config) timeORT(path string, batch int) (float64, error) {
+	cmd := exec.Command(c.node, c.ortJS, path, strconv.Itoa(batch),
+		strconv.FormatInt(c.minTime.Milliseconds(), 10), strconv.Itoa(c.threads))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s: %w\n%s", cmd, err, stderr.Bytes())
+	}
+	var r struct {
+		MS float64 `json:"ms"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || r.MS <= 0 {
+		return 0, fmt.Errorf("%s: unexpected output %q", cmd, stdout.Bytes())
+	}
+	return r.MS, nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func (c *config) table(w io.Writer, results []*result) error {
+	host, _ := os.Hostname()
+	fmt.Fprintf(w, "# %s, %s, %d threads, GEMM backend %s, median of %d run(s) of >= %v each\n",
+		host, runtime.Version(), c.threads, cpu.Default().Backend(), c.repeat, c.minTime)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\tbatch\thora ms\tort ms\thora/ort\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t\n", r.model, r.batch, r.horaMedian, r.ortMedian, r.horaMedian/r.ortMedian)
+	}
+	return tw.Flush()
+}
