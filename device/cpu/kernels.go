@@ -420,50 +420,7 @@ func binary[T float](dev *Device, op device.BinaryOp, dst []T, dl device.Layout,
 		})
 		return
 	}
-	st := newStrided(dl, al, bl)
-	nrows, n := st.rows()
-	as, bs := st.inner(1), st.inner(2)
-	f := binaryFunc[T](op)
-	dev.parallelFor(nrows, n, func(lo, hi int) {
-		offs := make([]int, 3)
-		for r := lo; r < hi; r++ {
-			st.rowStarts(r, offs)
-			d := dst[offs[0] : offs[0]+n]
-			ao, bo := offs[1], offs[2]
-			switch {
-			case op == device.Add && as == 1 && bs == 1:
-				x, y := a[ao:ao+n], b[bo:bo+n]
-				for i := range d {
-					d[i] = x[i] + y[i]
-				}
-			case op == device.Mul && as == 1 && bs == 1:
-				x, y := a[ao:ao+n], b[bo:bo+n]
-				for i := range d {
-					d[i] = x[i] * y[i]
-				}
-			case op == device.Add:
-				for i := range d {
-					d[i] = a[ao+i*as] + b[bo+i*bs]
-				}
-			case op == device.Sub:
-				for i := range d {
-					d[i] = a[ao+i*as] - b[bo+i*bs]
-				}
-			case op == device.Mul:
-				for i := range d {
-					d[i] = a[ao+i*as] * b[bo+i*bs]
-				}
-			case op == device.Div:
-				for i := range d {
-					d[i] = a[ao+i*as] / b[bo+i*bs]
-				}
-			default:
-				for i := range d {
-					d[i] = f(a[ao+i*as], b[bo+i*bs])
-				}
-			}
-		}
-	})
+	binaryViews(dev, op, dst, dl, a, al, b, bl)
 }
 
 // binary32 runs the vectorised float32 loop of op, if there is one.

@@ -239,67 +239,42 @@ func checkIndex(i int64, n int) int {
 // Gather reads src at per-element indices along the middle axis.
 func (k kernels) Gather(dst, src, idx device.Buffer, outer, n, m, inner int) {
 	noHalf("Gather", dst, src, idx)
-	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, false, false)
+	gatherScatter(k.d, buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, false, false)
 }
 
 // ScatterAdd adds src into dst at per-element indices along the middle axis.
 func (k kernels) ScatterAdd(dst, src, idx device.Buffer, outer, n, m, inner int) {
 	noHalf("ScatterAdd", dst, src, idx)
-	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, true, false)
+	gatherScatter(k.d, buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, true, false)
 }
 
 // IndexSelect copies whole slices of src along the middle axis.
 func (k kernels) IndexSelect(dst, src, idx device.Buffer, outer, n, m, inner int) {
 	noHalf("IndexSelect", dst, src, idx)
-	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, false, true)
+	gatherScatter(k.d, buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, false, true)
 }
 
 // IndexAdd adds whole slices of src into dst along the middle axis.
 func (k kernels) IndexAdd(dst, src, idx device.Buffer, outer, n, m, inner int) {
 	noHalf("IndexAdd", dst, src, idx)
-	gatherScatter(buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, true, true)
+	gatherScatter(k.d, buf(dst), buf(src), buf(idx).i64, outer, n, m, inner, true, true)
 }
 
 // gatherScatter dispatches on the element type. The big (n-sized) tensor
 // is src for the gathers and dst for the scatters.
-func gatherScatter(dst, src *Buffer, idx []int64, outer, n, m, inner int, scatter, slices bool) {
+func gatherScatter(dev *Device, dst, src *Buffer, idx []int64, outer, n, m, inner int, scatter, slices bool) {
 	big, small := src, dst
 	if scatter {
 		big, small = dst, src
 	}
 	switch dst.dt {
 	case device.Float32:
-		indexed(big.f32, small.f32, idx, outer, n, m, inner, scatter, slices)
+		indexed(dev, big.f32, small.f32, idx, outer, n, m, inner, scatter, slices)
 	case device.Float64:
-		indexed(big.f64, small.f64, idx, outer, n, m, inner, scatter, slices)
+		indexed(dev, big.f64, small.f64, idx, outer, n, m, inner, scatter, slices)
 	case device.Int64:
-		indexed(big.i64, small.i64, idx, outer, n, m, inner, scatter, slices)
+		indexed(dev, big.i64, small.i64, idx, outer, n, m, inner, scatter, slices)
 	default:
 		panic(dtypeMsg("indexing", dst.dt))
-	}
-}
-
-// indexed is the common loop of Gather (scatter=false, slices=false),
-// ScatterAdd, IndexSelect (slices=true) and IndexAdd. The indexed axis has
-// length n in the big tensor and m in the small one.
-func indexed[T number](big, small []T, idx []int64, outer, n, m, inner int, scatter, slices bool) {
-	for o := 0; o < outer; o++ {
-		for j := 0; j < m; j++ {
-			for i := 0; i < inner; i++ {
-				var t int
-				if slices {
-					t = checkIndex(idx[j], n)
-				} else {
-					t = checkIndex(idx[(o*m+j)*inner+i], n)
-				}
-				s := (o*m+j)*inner + i
-				b := (o*n+t)*inner + i
-				if scatter {
-					big[b] += small[s]
-				} else {
-					small[s] = big[b]
-				}
-			}
-		}
 	}
 }

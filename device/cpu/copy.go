@@ -1,0 +1,138 @@
+package cpu
+
+import "github.com/hora-dl/hora/device"
+
+// copyViews is copyStrided for views that are not both dense. After
+// merging the axes that are contiguous in both views, it picks a loop by
+// the strides of the last axis:
+//
+//   - contiguous in both: copy (or convert) whole rows;
+//   - broadcast in the source (stride 0): fill rows with one value;
+//   - otherwise, one strided element at a time, row by row. When the last
+//     axis is contiguous in one view and another axis in the other (a
+//     transpose or permutation), that axis is walked next, so that
+//     consecutive rows read (or write) the next elements of the same cache
+//     lines; if the rows are short (under minRow), the two axes are copied
+//     in tiles instead, a band of rows at a time.
+//
+// The rows (or the tiles' bands) are split across the workers. Every
+// element is converted exactly as D(v), so the result does not depend on
+// the loop chosen.
+func copyViews[D, S number](dev *Device, dst []D, dl device.Layout, src []S, sl device.Layout) {
+	st := newStrided(dl, sl)
+	ds, ss := st.inner(0), st.inner(1)
+	switch {
+	case ds == 1 && ss == 1:
+		st.forEachRow(dev, 1, func() func([]int, int) {
+			return func(offs []int, n int) { convert(dst[offs[0]:offs[0]+n], src[offs[1]:offs[1]+n]) }
+		})
+	case ss == 0:
+		st.forEachRow(dev, 1, func() func([]int, int) {
+			return func(offs []int, n int) { fillStrided(dst, offs[0], ds, n, D(src[offs[1]])) }
+		})
+	default:
+		if ax := transposeAxis(st); ax >= 0 {
+			st = st.moveToEnd(ax)
+			if st.shape[len(st.shape)-1] < minRow {
+				copyTiled(dev, dst, src, st)
+				return
+			}
+		}
+		st.forEachRow(dev, 1, func() func([]int, int) {
+			return func(offs []int, n int) {
+				do, so := offs[0], offs[1]
+				for i := range n {
+					dst[do+i*ds] = D(src[so+i*ss])
+				}
+			}
+		})
+	}
+}
+
+// convert sets d[i] = D(s[i]): a memmove when the types are the same.
+func convert[D, S number](d []D, s []S) {
+	if dd, ok := any(d).([]S); ok {
+		copy(dd, s)
+		return
+	}
+	s = s[:len(d)]
+	for i, v := range s {
+		d[i] = D(v)
+	}
+}
+
+// fillStrided sets the n elements of dst from offset off, stride step, to v.
+func fillStrided[D number](dst []D, off, step, n int, v D) {
+	if step == 1 {
+		fill(dst[off:off+n], v)
+		return
+	}
+	for i := range n {
+		dst[off+i*step] = v
+	}
+}
+
+// minRow is the least length of the last axis for which copyViews walks
+// rows with strided reads (or writes) rather than tiles: the lines of one
+// row then stay in cache for the next row, which reads the next element of
+// each, as long as the axis contiguous in the other view comes next.
+const minRow = 64
+
+// minTiled is the least length of the two axes a tiled copy walks across:
+// below it, copyTiled's bookkeeping costs more than strided reads.
+const minTiled = 8
+
+// transposeAxis returns a merged axis of st (not the last) along which one
+// view is contiguous while the other is contiguous along the last axis, or
+// -1 if there is none (or the axes are too short to be worth tiling).
+func transposeAxis(st strided) int {
+	last := len(st.shape) - 1
+	var along int // the view that is not contiguous along the last axis
+	switch {
+	case st.inner(0) == 1:
+		along = 1
+	case st.inner(1) == 1:
+		along = 0
+	default:
+		return -1
+	}
+	if st.shape[last] < 2 {
+		return -1
+	}
+	for ax := last - 1; ax >= 0; ax-- {
+		if st.strides[along][ax] == 1 && st.shape[ax] >= minTiled {
+			return ax
+		}
+	}
+	return -1
+}
+
+// tileElems is about the number of elements copyTiled copies per block.
+const tileElems = 1024
+
+// copyTiled copies the views of st, whose last two axes are contiguous in
+// one view each and whose last axis is short (under minRow), in blocks of
+// about tileElems elements: a band of rows of the second-to-last axis,
+// walked along that axis for each element of the last one, so the band's
+// cache lines of both views stay in cache. The bands are split across the
+// workers.
+func copyTiled[D, S number](dev *Device, dst []D, src []S, st strided) {
+	last := len(st.shape) - 1
+	m, dm, sm := st.shape[last], st.strides[0][last], st.strides[1][last]
+	rows := st.dropLast()
+	dk, sk := rows.inner(0), rows.inner(1)
+	band := max(minTiled, tileElems/m)
+	rows.forEachRow(dev, m, func() func([]int, int) {
+		return func(offs []int, n int) {
+			for j0 := 0; j0 < n; j0 += band {
+				nb := min(band, n-j0)
+				for i := range m {
+					do, so := offs[0]+j0*dk+i*dm, offs[1]+j0*sk+i*sm
+					for x := range nb {
+						dst[do+x*dk] = D(src[so+x*sk])
+					}
+				}
+			}
+		}
+	})
+}
