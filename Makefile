@@ -14,7 +14,7 @@ APT_DEPS  := dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc p
 # ONNX: the conformance suite's generator (python3-onnx), the PyTorch models
 # the importer is checked against, and Node.js for onnxruntime, which runs
 # the models Hora exports (scripts/ort).
-ONNX_APT  := python3-onnx python3-torch python3-torchvision python3-numpy nodejs npm
+ONNX_APT  := python3-onnx python3-torch python3-torchvision python3-numpy
 ONNX_SUITE := build/onnx-suite
 FUZZTIME  ?= 20s
 BENCH_APT := python3-torch python3-numpy
@@ -34,7 +34,7 @@ NCPU      := $(shell nproc 2>/dev/null || echo 1)
 MPIRUN    := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell [ $(NP) -gt $(NCPU) ] && echo y),--oversubscribe)
 MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
-.PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean
+.PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean
 
 all: build
 
@@ -56,6 +56,7 @@ onnx-deps: deps
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
 	fi
+	@command -v npm >/dev/null || ($(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q nodejs npm)
 	@[ -d scripts/ort/node_modules/onnxruntime-node ] || (cd scripts/ort && npm ci --ignore-scripts --no-audit --no-fund)
 
 # onnx-suite generates the ONNX backend conformance suite (onnx 1.12).
@@ -146,6 +147,12 @@ bench: bench-deps build
 bench-dist: build
 	$(GO) build -tags mpi -o $(BIN)/hora-dist-bench ./bench/dist
 	@REPEAT=$(REPEAT) bench/dist.sh
+
+# bench-onnx times imported torchvision CNNs (resnet18, mobilenet_v2 at
+# 3×224×224, batch 1 and 32) in Hora and in onnxruntime in the same run;
+# REPEAT=N reports medians of N measurements.
+bench-onnx: onnx-deps
+	$(GO) run ./bench/onnx -repeat $(REPEAT) -models build/onnx-bench
 
 # golden regenerates the PyTorch fixtures (needs python3-torch).
 golden: bench-deps
