@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -118,6 +119,11 @@ type graphNode struct {
 	// act is the activation of a Relu folded into this Conv or Gemm
 	// (see fuseActivations).
 	act device.Activation
+	// subgraphs are the graph attributes (If's branches, Loop's and
+	// Scan's body) by attribute name; implicit lists the values of this
+	// graph they read.
+	subgraphs map[string]*subgraph
+	implicit  []string
 }
 
 // Option changes how a model is imported.
@@ -267,50 +273,11 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	}
 
 	// Nodes: check the operators and the order.
-	produced := map[string]int{}
-	for i, np := range g.GetNode() {
-		n := &graphNode{proto: np, index: i, inputs: np.GetInput(), outputs: np.GetOutput()}
-		n.label = fmt.Sprintf("#%d", i)
-		if np.GetName() != "" {
-			n.label = fmt.Sprintf("%q", np.GetName())
-		}
-		fail := func(err error) error { return &NodeError{Node: n.label, Op: np.GetOpType(), Opset: opset, Err: err} }
-		if d := np.GetDomain(); d != "" && d != "ai.onnx" {
-			return nil, fail(fmt.Errorf("%w: operator domain %q (Hora implements the ai.onnx domain)", ErrUnsupported, d))
-		}
-		impl, ok := lookup(np.GetOpType(), opset)
-		if !ok {
-			if vs := registry[np.GetOpType()]; len(vs) > 0 {
-				return nil, fail(fmt.Errorf("%w: operator %s before opset %d", ErrUnsupported, np.GetOpType(), vs[0].since))
-			}
-			return nil, fail(fmt.Errorf("%w: operator %s", ErrUnsupported, np.GetOpType()))
-		}
-		n.impl = impl
-		for _, a := range np.GetAttribute() {
-			if a.GetG() != nil || len(a.GetGraphs()) > 0 {
-				return nil, fail(fmt.Errorf("%w: subgraph attribute %s", ErrUnsupported, a.GetName()))
-			}
-			if opset < 7 && a.GetName() == "axis" && hasIntAttr(np, "broadcast", 1) {
-				return nil, fail(fmt.Errorf("%w: legacy broadcast with attribute axis (opset %d < 7)", ErrUnsupported, opset))
-			}
-		}
-		for k, in := range n.inputs {
-			if in != "" && !defined[in] {
-				return nil, fail(fmt.Errorf("input %d %q is not a graph input, an initializer or an output of an earlier node", k, in))
-			}
-		}
-		for _, out := range n.outputs {
-			if out == "" {
-				continue
-			}
-			if defined[out] {
-				return nil, fail(fmt.Errorf("output %q is already defined (by a graph input, an initializer or node #%d)", out, produced[out]))
-			}
-			defined[out] = true
-			produced[out] = i
-		}
-		m.nodes = append(m.nodes, n)
+	nodes, _, err := prepareNodes(g.GetNode(), opset, dir, defined, nil)
+	if err != nil {
+		return nil, err
 	}
+	m.nodes = nodes
 	for _, vi := range g.GetOutput() {
 		if !defined[vi.GetName()] {
 			return nil, fmt.Errorf("onnx: graph output %q is not computed by any node", vi.GetName())
@@ -363,6 +330,144 @@ func hasIntAttr(n *onnxpb.NodeProto, name string, v int64) bool {
 		}
 	}
 	return false
+}
+
+// prepareNodes checks a graph's nodes (operators, inputs defined before
+// use, outputs defined once) and prepares them for evaluation, building
+// the subgraphs of If, Loop and Scan. defined holds the names visible so
+// far and gains the nodes' outputs; outer, for a subgraph, holds the names
+// of the enclosing scopes, and the names the nodes read from there are
+// returned.
+func prepareNodes(protos []*onnxpb.NodeProto, opset int, dir string, defined, outer map[string]bool) ([]*graphNode, []string, error) {
+	var nodes []*graphNode
+	var outerReads []string
+	readOuter := map[string]bool{}
+	useOuter := func(name string) {
+		if !readOuter[name] {
+			readOuter[name] = true
+			outerReads = append(outerReads, name)
+		}
+	}
+	produced := map[string]int{}
+	for i, np := range protos {
+		n := &graphNode{proto: np, index: i, inputs: np.GetInput(), outputs: np.GetOutput()}
+		n.label = fmt.Sprintf("#%d", i)
+		if np.GetName() != "" {
+			n.label = fmt.Sprintf("%q", np.GetName())
+		}
+		fail := func(err error) error { return &NodeError{Node: n.label, Op: np.GetOpType(), Opset: opset, Err: err} }
+		if d := np.GetDomain(); d != "" && d != "ai.onnx" {
+			return nil, nil, fail(fmt.Errorf("%w: operator domain %q (Hora implements the ai.onnx domain)", ErrUnsupported, d))
+		}
+		impl, ok := lookup(np.GetOpType(), opset)
+		if !ok {
+			if vs := registry[np.GetOpType()]; len(vs) > 0 {
+				return nil, nil, fail(fmt.Errorf("%w: operator %s before opset %d", ErrUnsupported, np.GetOpType(), vs[0].since))
+			}
+			return nil, nil, fail(fmt.Errorf("%w: operator %s", ErrUnsupported, np.GetOpType()))
+		}
+		n.impl = impl
+		for k, in := range n.inputs {
+			switch {
+			case in == "" || defined[in]:
+			case outer[in]:
+				useOuter(in)
+			default:
+				return nil, nil, fail(fmt.Errorf("input %d %q is not a graph input, an initializer or an output of an earlier node", k, in))
+			}
+		}
+		for _, a := range np.GetAttribute() {
+			if len(a.GetGraphs()) > 0 {
+				return nil, nil, fail(fmt.Errorf("%w: attribute %s holds a list of graphs", ErrUnsupported, a.GetName()))
+			}
+			if a.GetG() != nil {
+				// The subgraph sees everything visible here.
+				scope := maps.Clone(outer)
+				if scope == nil {
+					scope = map[string]bool{}
+				}
+				maps.Copy(scope, defined)
+				sg, err := buildSubgraph(a.GetG(), opset, dir, scope)
+				if err != nil {
+					return nil, nil, fail(fmt.Errorf("attribute %s: %w", a.GetName(), err))
+				}
+				if n.subgraphs == nil {
+					n.subgraphs = map[string]*subgraph{}
+				}
+				n.subgraphs[a.GetName()] = sg
+				for _, name := range sg.outer {
+					n.implicit = append(n.implicit, name)
+					if !defined[name] {
+						useOuter(name)
+					}
+				}
+			}
+			if opset < 7 && a.GetName() == "axis" && hasIntAttr(np, "broadcast", 1) {
+				return nil, nil, fail(fmt.Errorf("%w: legacy broadcast with attribute axis (opset %d < 7)", ErrUnsupported, opset))
+			}
+		}
+		for _, out := range n.outputs {
+			if out == "" {
+				continue
+			}
+			if defined[out] {
+				return nil, nil, fail(fmt.Errorf("output %q is already defined (by a graph input, an initializer or node #%d)", out, produced[out]))
+			}
+			defined[out] = true
+			produced[out] = i
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, outerReads, nil
+}
+
+// subgraph is the graph of an If branch or of a Loop or Scan body. Its
+// nodes may read the values of the enclosing graphs by name.
+type subgraph struct {
+	nodes   []*graphNode
+	inputs  []string                  // the formal inputs, bound by the operator
+	outputs []string                  // the values it returns
+	consts  map[string]*tensor.Tensor // its own initializers
+	outer   []string                  // names it reads from the enclosing scopes
+}
+
+// buildSubgraph prepares a subgraph attribute; scope holds the names of
+// the enclosing scopes.
+func buildSubgraph(g *onnxpb.GraphProto, opset int, dir string, scope map[string]bool) (*subgraph, error) {
+	sg := &subgraph{consts: map[string]*tensor.Tensor{}}
+	defined := map[string]bool{}
+	for _, tp := range g.GetInitializer() {
+		t, err := tensorFromProto(tp, dir)
+		if err != nil {
+			return nil, fmt.Errorf("initializer: %w", err)
+		}
+		sg.consts[tp.GetName()] = t
+		defined[tp.GetName()] = true
+	}
+	for _, vi := range g.GetInput() {
+		if vi.GetType() != nil && vi.GetType().GetTensorType() == nil {
+			return nil, fmt.Errorf("input %q: %w: non-tensor value (sequence, map or optional)", vi.GetName(), ErrUnsupported)
+		}
+		sg.inputs = append(sg.inputs, vi.GetName())
+		defined[vi.GetName()] = true
+	}
+	nodes, outer, err := prepareNodes(g.GetNode(), opset, dir, defined, scope)
+	if err != nil {
+		return nil, fmt.Errorf("graph %q: %w", g.GetName(), err)
+	}
+	sg.nodes, sg.outer = nodes, outer
+	for _, vi := range g.GetOutput() {
+		name := vi.GetName()
+		switch {
+		case defined[name]:
+		case scope[name]:
+			sg.outer = append(sg.outer, name)
+		default:
+			return nil, fmt.Errorf("graph %q: output %q is not computed", g.GetName(), name)
+		}
+		sg.outputs = append(sg.outputs, name)
+	}
+	return sg, nil
 }
 
 // valueInfo converts a graph input or output declaration.
@@ -418,6 +523,9 @@ var constantInputs = map[string][]int{
 func initializerRoles(nodes []*graphNode) map[string]int {
 	role := map[string]int{}
 	for _, n := range nodes {
+		for _, in := range n.implicit {
+			role[in] = roleData
+		}
 		op := n.proto.GetOpType()
 		for k, in := range n.inputs {
 			if in == "" {
@@ -450,7 +558,7 @@ func (m *Model) fold() error {
 	var kept []*graphNode
 	cpu := tensor.CPU()
 	for _, n := range m.nodes {
-		foldable := !nondeterministic[n.proto.GetOpType()]
+		foldable := !nondeterministic[n.proto.GetOpType()] && n.subgraphs == nil
 		for _, in := range n.inputs {
 			if in != "" && m.consts[in] == nil {
 				foldable = false
@@ -467,7 +575,7 @@ func (m *Model) fold() error {
 				in[k] = autograd.Constant(m.consts[name])
 			}
 		}
-		outs, err := m.runNode(n, in, cpu, false)
+		outs, err := m.runNode(n, in, cpu, false, nil)
 		if err != nil {
 			return err
 		}
@@ -492,6 +600,9 @@ func (m *Model) fuseActivations() {
 	readers := map[string]int{}
 	for _, n := range m.nodes {
 		for _, in := range n.inputs {
+			readers[in]++
+		}
+		for _, in := range n.implicit {
 			readers[in]++
 		}
 	}
@@ -563,10 +674,10 @@ func (m *Model) markShapeOnly() {
 		switch {
 		case (op == "Shape" || op == "Size") && len(n.inputs) > 0 && shapeKnown[n.inputs[0]]:
 			n.shapeOnly = true
-		case allShapeOnly && !nondeterministic[op]:
+		case allShapeOnly && !nondeterministic[op] && n.subgraphs == nil:
 			n.shapeOnly = true
 		}
-		known := allKnown && (!shapeDriven[op] || restShapeOnly || op == "ConstantOfShape" && allShapeOnly)
+		known := allKnown && n.subgraphs == nil && (!shapeDriven[op] || restShapeOnly || op == "ConstantOfShape" && allShapeOnly)
 		for _, out := range n.outputs {
 			shapeOnly[out] = n.shapeOnly
 			shapeKnown[out] = known || n.shapeOnly
@@ -580,6 +691,9 @@ func (m *Model) planRelease() {
 	last := map[string]int{}
 	for i, n := range m.nodes {
 		for _, in := range n.inputs {
+			last[in] = i
+		}
+		for _, in := range n.implicit {
 			last[in] = i
 		}
 	}

@@ -99,6 +99,16 @@ type nodeCtx struct {
 	setState func(i int, t *tensor.Tensor) error
 	rng      *rand.Rand
 	act      device.Activation // a Relu fused into this node
+	runGraph func(attr string, args []*autograd.Var) ([]*autograd.Var, error)
+}
+
+// RunGraph evaluates the node's graph attribute attr (If's then_branch,
+// Loop's body) on args, its formal inputs, and returns its outputs.
+func (c *nodeCtx) RunGraph(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
+	if c.runGraph == nil {
+		return nil, fmt.Errorf("attribute %s: no graph to run", attr)
+	}
+	return c.runGraph(attr, args)
 }
 
 // FusedActivation returns the activation the interpreter fused into this

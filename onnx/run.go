@@ -72,25 +72,13 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 		if n.shapeOnly && memoOK {
 			continue // its outputs are in memo
 		}
-		in := make([]*autograd.Var, len(n.inputs))
-		for k, name := range n.inputs {
-			if name == "" {
-				continue
-			}
-			if in[k] = lookup(name); in[k] == nil {
-				return nil, m.nodeError(n, fmt.Errorf("input %d %q has no value", k, name))
-			}
-		}
-		outs, err := m.runNode(n, in, dev, m.training)
+		outs, err := m.evalNode(n, lookup, dev)
 		if err != nil {
 			return nil, err
 		}
 		for k, name := range n.outputs {
 			if name == "" {
 				continue
-			}
-			if k >= len(outs) || outs[k] == nil {
-				return nil, m.nodeError(n, fmt.Errorf("output %d %q was not computed", k, name))
 			}
 			values[name] = outs[k]
 			if n.shapeOnly {
@@ -218,10 +206,91 @@ func (m *Model) constsOn(dev device.Device) map[string]*autograd.Var {
 	return c
 }
 
+// evalNode reads node n's inputs with lookup and evaluates it; the
+// result has an entry for every named output.
+func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev device.Device) ([]*autograd.Var, error) {
+	in := make([]*autograd.Var, len(n.inputs))
+	for k, name := range n.inputs {
+		if name == "" {
+			continue
+		}
+		if in[k] = lookup(name); in[k] == nil {
+			return nil, m.nodeError(n, fmt.Errorf("input %d %q has no value", k, name))
+		}
+	}
+	outs, err := m.runNode(n, in, dev, m.training, lookup)
+	if err != nil {
+		return nil, err
+	}
+	for k, name := range n.outputs {
+		if name != "" && (k >= len(outs) || outs[k] == nil) {
+			return nil, m.nodeError(n, fmt.Errorf("output %d %q was not computed", k, name))
+		}
+	}
+	return outs, nil
+}
+
+// maxSubgraphRuns bounds the iterations of a Loop, so that a model whose
+// loop never ends gets an error instead of hanging.
+var maxSubgraphRuns = 1 << 24
+
+// runSubgraph evaluates a subgraph on args (its formal inputs); names it
+// does not define are read from the enclosing scope with outer.
+func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(string) *autograd.Var, dev device.Device) ([]*autograd.Var, error) {
+	if len(args) != len(sg.inputs) {
+		return nil, fmt.Errorf("the graph takes %d inputs, got %d", len(sg.inputs), len(args))
+	}
+	values := make(map[string]*autograd.Var, len(sg.nodes)+len(args))
+	for i, name := range sg.inputs {
+		values[name] = args[i]
+	}
+	lookup := func(name string) *autograd.Var {
+		if v, ok := values[name]; ok {
+			return v
+		}
+		if t, ok := sg.consts[name]; ok {
+			return autograd.Constant(t.To(dev))
+		}
+		return outer(name)
+	}
+	for _, n := range sg.nodes {
+		outs, err := m.evalNode(n, lookup, dev)
+		if err != nil {
+			return nil, err
+		}
+		for k, name := range n.outputs {
+			if name != "" {
+				values[name] = outs[k]
+			}
+		}
+	}
+	results := make([]*autograd.Var, len(sg.outputs))
+	for i, name := range sg.outputs {
+		if results[i] = lookup(name); results[i] == nil {
+			return nil, fmt.Errorf("the graph's output %q has no value", name)
+		}
+	}
+	return results, nil
+}
+
 // runNode evaluates one node, turning a panic in an operator into an
-// error naming the node.
-func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool) (outs []*autograd.Var, err error) {
+// error naming the node. lookup reads the values of the node's scope, for
+// the subgraphs of If, Loop and Scan (nil while folding constants).
+func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool, lookup func(string) *autograd.Var) (outs []*autograd.Var, err error) {
 	c := newNodeCtx(n.proto, n.index, m.Opset, dev, training)
+	if n.subgraphs != nil && lookup != nil {
+		c.runGraph = func(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
+			sg := n.subgraphs[attr]
+			if sg == nil {
+				return nil, fmt.Errorf("no graph attribute %s", attr)
+			}
+			outs, err := m.runSubgraph(sg, args, lookup, dev)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", attr, err)
+			}
+			return outs, nil
+		}
+	}
 	c.name = n.label
 	c.rng = m.rng
 	c.act = n.act
