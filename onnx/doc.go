@@ -9,17 +9,26 @@
 //	m, err := onnx.Load("resnet18.onnx")
 //	outs, err := m.Run(autograd.Constant(images)) // images: [batch, 3, 224, 224]
 //
-// Opsets 7 to 17 of the ai.onnx domain are supported; each operator keeps
-// the attribute and input conventions of its version (Squeeze's axes
-// attribute before opset 13 and input after, say). Values that depend
-// only on constants are folded at import, and the shape arithmetic that
-// exporters emit (Shape → Gather → Concat → Reshape) is computed once per
-// input shape. Element types map onto Hora's: float is float32, double is
-// float64, and all integer types and bool are int64.
+// Opsets 7 to 17 of the ai.onnx domain are supported (older files import
+// where their operators are implemented); each operator keeps the
+// attribute and input conventions of its version (Squeeze's axes attribute
+// before opset 13 and input after, say). SupportedOps lists them. Values
+// that depend only on constants are folded at import, the shape
+// arithmetic that exporters emit (Shape → Gather → Concat → Reshape) is
+// computed once per input shape, and a Relu after a Conv or Gemm runs
+// fused into it. If, Loop and Scan run their subgraphs, unrolled onto the
+// autograd tape. Element types map onto Hora's: float is float32, double
+// is float64, and all integer types and bool are int64; float16, bfloat16,
+// strings, sequences and optionals are not supported.
 //
-// Export traces one forward pass of a Hora model through the autograd tape
-// into an opset-17 graph with named initializers and a dynamic batch
-// dimension.
+// Export and ExportFile trace one forward pass of a Hora model through the
+// autograd tape (autograd.Var.Op) into an opset-17 graph whose
+// initializers are named as in the model's state dict and whose batch
+// dimension is dynamic.
+//
+// CheckBackendTest runs an ONNX backend-test folder (model.onnx and
+// test_data_set_N) and compares the outputs; cmd/onnxcheck is its command
+// line.
 //
 // Errors about a model name the node, its operator and the opset; errors
 // about inputs name the input and the expected and found shape or type.
