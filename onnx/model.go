@@ -57,6 +57,7 @@ type Model struct {
 	parByVal map[string]*autograd.Param
 	training bool
 	rng      *rand.Rand // Dropout's masks in training
+	declared map[string]DataType
 
 	mu        sync.Mutex
 	constDev  map[device.Device]map[string]*autograd.Var // consts moved to a device, built on demand
@@ -241,6 +242,7 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	g := mp.GetGraph()
 	m.allNodes = g.GetNode()
 
+	m.declared = declaredTypes(g)
 	inits := map[string]*onnxpb.TensorProto{}
 	var initOrder []string
 	for i, tp := range g.GetInitializer() {
@@ -320,6 +322,36 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	m.markShapeOnly()
 	m.planRelease()
 	return m, nil
+}
+
+// declaredTypes collects the element types the file states: those of
+// initializers, graph inputs and outputs, value_info entries and Constant
+// nodes, in this graph and its subgraphs.
+func declaredTypes(g *onnxpb.GraphProto) map[string]DataType {
+	types := map[string]DataType{}
+	var walk func(g *onnxpb.GraphProto)
+	walk = func(g *onnxpb.GraphProto) {
+		for _, vi := range slices.Concat(g.GetInput(), g.GetOutput(), g.GetValueInfo()) {
+			if tt := vi.GetType().GetTensorType(); tt != nil && tt.GetElemType() != 0 {
+				types[vi.GetName()] = DataType(tt.GetElemType())
+			}
+		}
+		for _, tp := range g.GetInitializer() {
+			types[tp.GetName()] = DataType(tp.GetDataType())
+		}
+		for _, n := range g.GetNode() {
+			for _, a := range n.GetAttribute() {
+				if n.GetOpType() == "Constant" && a.GetName() == "value" && len(n.GetOutput()) == 1 {
+					types[n.GetOutput()[0]] = DataType(a.GetT().GetDataType())
+				}
+				if a.GetG() != nil {
+					walk(a.GetG())
+				}
+			}
+		}
+	}
+	walk(g)
+	return types
 }
 
 // hasIntAttr reports whether node n has the INT attribute name set to v.

@@ -100,6 +100,18 @@ type nodeCtx struct {
 	rng      *rand.Rand
 	act      device.Activation // a Relu fused into this node
 	runGraph func(attr string, args []*autograd.Var) ([]*autograd.Var, error)
+	declared map[string]DataType // ONNX element types known from the file
+}
+
+// InputType returns the ONNX element type the file declares for input i
+// (an initializer's type, a graph input's or a value_info entry's), or 0
+// when unknown. Integer types all run as Int64, so an operator whose
+// result depends on the width (int8 against uint8 saturation) asks here.
+func (c *nodeCtx) InputType(i int) DataType {
+	if i >= len(c.node.GetInput()) {
+		return 0
+	}
+	return c.declared[c.node.GetInput()[i]]
 }
 
 // RunGraph evaluates the node's graph attribute attr (If's then_branch,

@@ -294,6 +294,7 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 	c.name = n.label
 	c.rng = m.rng
 	c.act = n.act
+	c.declared = m.declared
 	c.setState = func(k int, t *tensor.Tensor) error {
 		if k >= len(n.inputs) || m.bufByVal[n.inputs[k]] == nil {
 			return fmt.Errorf("input %d is not a state initializer (running statistics)", k)
