@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/hora-dl/hora/autograd"
-	"github.com/hora-dl/hora/onnx/onnxpb"
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/onnx/onnxpb"
 	"github.com/hora-dl/hora/tensor"
 )
 
