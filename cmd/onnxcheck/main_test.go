@@ -83,7 +83,7 @@ func TestOnnxcheck(t *testing.T) {
 	run([]string{"-q", "-ops-markdown", md, root}, &out, &errOut)
 	table, err := os.ReadFile(md)
 	require.NoError(t, err)
-	assert.Contains(t, string(table), "| Add | 7–17")
+	assert.Contains(t, string(table), "| Add | 1–17")
 	assert.Contains(t, string(table), "Frobnicate (1)")
 
 	assert.Equal(t, 2, run(nil, &out, &errOut), "no folder is a usage error")
