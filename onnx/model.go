@@ -125,6 +125,7 @@ type graphNode struct {
 	// graph they read.
 	subgraphs map[string]*subgraph
 	implicit  []string
+	attrs     map[string]*onnxpb.AttributeProto // by name
 }
 
 // Option changes how a model is imported.
@@ -382,7 +383,7 @@ func prepareNodes(protos []*onnxpb.NodeProto, opset int, dir string, defined, ou
 	}
 	produced := map[string]int{}
 	for i, np := range protos {
-		n := &graphNode{proto: np, index: i, inputs: np.GetInput(), outputs: np.GetOutput()}
+		n := &graphNode{proto: np, index: i, inputs: np.GetInput(), outputs: np.GetOutput(), attrs: attrMap(np)}
 		n.label = fmt.Sprintf("#%d", i)
 		if np.GetName() != "" {
 			n.label = fmt.Sprintf("%q", np.GetName())

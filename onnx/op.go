@@ -159,16 +159,19 @@ func newNodeCtx(n *onnxpb.NodeProto, index, opset int, dev device.Device, traini
 	name := n.GetName()
 	if name == "" {
 		name = fmt.Sprintf("#%d", index)
+	} else {
+		name = fmt.Sprintf("%q", name)
 	}
-	c := &nodeCtx{node: n, name: fmt.Sprintf("%q", name), opset: opset, dev: dev, training: training,
-		attrs: make(map[string]*onnxpb.AttributeProto, len(n.GetAttribute()))}
-	if n.GetName() == "" {
-		c.name = name
-	}
+	return &nodeCtx{node: n, name: name, opset: opset, dev: dev, training: training, attrs: attrMap(n)}
+}
+
+// attrMap indexes a node's attributes by name.
+func attrMap(n *onnxpb.NodeProto) map[string]*onnxpb.AttributeProto {
+	attrs := make(map[string]*onnxpb.AttributeProto, len(n.GetAttribute()))
 	for _, a := range n.GetAttribute() {
-		c.attrs[a.GetName()] = a
+		attrs[a.GetName()] = a
 	}
-	return c
+	return attrs
 }
 
 // Op returns the operator type.

@@ -277,7 +277,7 @@ func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(strin
 // error naming the node. lookup reads the values of the node's scope, for
 // the subgraphs of If, Loop and Scan (nil while folding constants).
 func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool, lookup func(string) *autograd.Var) (outs []*autograd.Var, err error) {
-	c := newNodeCtx(n.proto, n.index, m.Opset, dev, training)
+	c := &nodeCtx{node: n.proto, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs}
 	if n.subgraphs != nil && lookup != nil {
 		c.runGraph = func(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
 			sg := n.subgraphs[attr]
@@ -291,7 +291,6 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 			return outs, nil
 		}
 	}
-	c.name = n.label
 	c.rng = m.rng
 	c.act = n.act
 	c.declared = m.declared
