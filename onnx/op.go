@@ -353,7 +353,7 @@ func clampIndex(v, lo, hi int64) int64 {
 // takes from its input values (ConstantOfShape, Expand, Tile, Range, Pad,
 // OneHot, Resize), so that a corrupt or hostile model gets an error
 // instead of exhausting memory.
-const maxOutputElements = 1 << 30
+var maxOutputElements = 1 << 30
 
 // checkElements returns an error when shape has more than
 // maxOutputElements elements.

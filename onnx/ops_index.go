@@ -269,7 +269,7 @@ func rangeOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 			// ceil(d / delta) for d and delta of one sign.
 			n = (d + delta - sign64(delta)) / delta
 		}
-		if n > maxOutputElements {
+		if n > int64(maxOutputElements) {
 			return nil, c.Errorf("Range(%d, %d, %d) has %d elements, too many", start, limit, delta, n)
 		}
 		out := make([]int64, n)
@@ -283,7 +283,7 @@ func rangeOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		return nil, c.Errorf("input delta is %v", delta)
 	}
 	nf := math.Max(math.Ceil((limit-start)/delta), 0)
-	if math.IsNaN(nf) || nf > maxOutputElements {
+	if math.IsNaN(nf) || nf > float64(maxOutputElements) {
 		return nil, c.Errorf("Range(%v, %v, %v) has too many elements", start, limit, delta)
 	}
 	n := int(nf)

@@ -293,6 +293,9 @@ func resize(c *nodeCtx, x *autograd.Var, s *resizeSpec) (*autograd.Var, error) {
 	if s.mode != "nearest" && dt != device.Float32 && dt != device.Float64 {
 		return nil, c.Unsupported("Resize mode %s on %v data (only float; nearest takes any type)", s.mode, dt)
 	}
+	if err := c.checkElements(s.out); err != nil {
+		return nil, err
+	}
 	in := x.Shape()
 	y := x
 	for a := len(in) - 1; a >= 0; a-- {
