@@ -24,30 +24,34 @@ func FuzzImport(f *testing.F) {
 	}
 	// Small models only: a fuzzed shape may legitimately ask for a
 	// gigabyte, which is slow rather than wrong.
-	defer func(n int) { maxOutputElements = n }(maxOutputElements)
-	maxOutputElements = 1 << 20
-	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := Import(bytes.NewReader(data))
-		if err != nil {
+	defer func(n, r int) { maxOutputElements, maxSubgraphRuns = n, r }(maxOutputElements, maxSubgraphRuns)
+	maxOutputElements, maxSubgraphRuns = 1<<20, 1000
+	f.Fuzz(func(t *testing.T, data []byte) { runFuzzInput(data) })
+}
+
+// runFuzzInput imports data and, when that works, runs the model on ones
+// of the declared shapes (dynamic dimensions 2).
+func runFuzzInput(data []byte) {
+	m, err := Import(bytes.NewReader(data))
+	if err != nil {
+		return
+	}
+	inputs := make([]*autograd.Var, len(m.Inputs))
+	for i, in := range m.Inputs {
+		shape := make([]int, len(in.Shape))
+		n := 1
+		for d, s := range in.Shape {
+			shape[d] = 2
+			if s >= 0 {
+				shape[d] = s
+			}
+			n *= shape[d]
+		}
+		dt, err := hostType(in.Type)
+		if err != nil || in.Shape == nil || n > 1<<16 {
 			return
 		}
-		inputs := make([]*autograd.Var, len(m.Inputs))
-		for i, in := range m.Inputs {
-			shape := make([]int, len(in.Shape))
-			n := 1
-			for d, s := range in.Shape {
-				shape[d] = 2
-				if s >= 0 {
-					shape[d] = s
-				}
-				n *= shape[d]
-			}
-			dt, err := hostType(in.Type)
-			if err != nil || in.Shape == nil || n > 1<<16 {
-				return
-			}
-			inputs[i] = autograd.Constant(tensor.Full(tensor.CPU(), dt, 1, shape...))
-		}
-		_, _ = m.Run(inputs...)
-	})
+		inputs[i] = autograd.Constant(tensor.Full(tensor.CPU(), dt, 1, shape...))
+	}
+	_, _ = m.Run(inputs...)
 }
