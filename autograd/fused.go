@@ -65,15 +65,12 @@ func Conv2D(x, w, b *Var, o tensor.ConvOptions) *Var {
 // Conv2DAct returns act(Conv2D(x, w, b)) as one operation: the bias and
 // activation take one pass over the output forward and one backward.
 func Conv2DAct(x, w, b *Var, o tensor.ConvOptions, act device.Activation) *Var {
-	y := tensor.Conv2D(x.Value, w.Value, o)
 	inputs := [3]*Var{x, w, b}
 	var bv *tensor.Tensor
 	if b != nil {
 		bv = b.Value
 	}
-	if b != nil || act != device.ActNone {
-		y = tensor.BiasAct(y, bv, act, true)
-	}
+	y := tensor.Conv2DBiasAct(x.Value, w.Value, bv, o, act)
 	return describeOp(recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		convGrads(tensor.ActGrad(g, y, act), x, w, b, o, needs, grads)
 	}, operands(inputs)...), "Conv2D", ConvAttrs{Conv: o, Act: act})
@@ -123,12 +120,12 @@ func operands(in [3]*Var) []*Var {
 }
 
 // Conv2DActMaxPool returns MaxPool2D(act(Conv2D(x, w, b)), po) as one
-// operation, for act ReLU or none: a CNN block whose convolution output is
+// operation, for act ReLU, ReLU6 or none: a CNN block whose convolution output is
 // never stored whole on devices with a fused kernel. Its gradients are
 // those of the three operations it replaces.
 func Conv2DActMaxPool(x, w, b *Var, co tensor.ConvOptions, act device.Activation, po tensor.PoolOptions) *Var {
-	if act != device.ActNone && act != device.ActReLU {
-		panic(fmt.Sprintf("autograd: Conv2DActMaxPool supports ReLU or no activation, not %v", act))
+	if act != device.ActNone && act != device.ActReLU && act != device.ActReLU6 {
+		panic(fmt.Sprintf("autograd: Conv2DActMaxPool supports ReLU, ReLU6 or no activation, not %v", act))
 	}
 	var bv *tensor.Tensor
 	if b != nil {

@@ -7,9 +7,34 @@ type Activation int
 
 // The activations fused kernels know.
 const (
-	ActNone Activation = iota // identity
-	ActReLU                   // max(x, 0)
+	ActNone  Activation = iota // identity
+	ActReLU                    // max(x, 0)
+	ActReLU6                   // min(max(x, 0), 6), as torch.nn.ReLU6 (ONNX Clip(0, 6))
 )
+
+// String returns the activation's name ("none", "relu", "relu6").
+func (a Activation) String() string {
+	switch a {
+	case ActNone:
+		return "none"
+	case ActReLU:
+		return "relu"
+	case ActReLU6:
+		return "relu6"
+	}
+	return fmt.Sprintf("Activation(%d)", int(a))
+}
+
+// ConvBiasActKernels is an optional kernel of a device whose Kernels()
+// value implements it: a convolution with its bias and activation in one
+// call, so a kernel that computes the convolution directly (a depthwise
+// one) applies them while its output is still in cache. Callers find it by
+// type assertion and otherwise compose Conv2D and FusedKernels.BiasAct.
+type ConvBiasActKernels interface {
+	// Conv2DBiasAct computes y = act(conv(x, w) + bias) for the
+	// convolution p; bias (OutC) may be nil.
+	Conv2DBiasAct(p ConvParams, act Activation, y, x, w, bias Buffer)
+}
 
 // FusedKernels is an optional set of fused kernels. A device whose
 // Kernels() value implements it runs training's hot spots in fewer passes
@@ -41,7 +66,8 @@ type FusedKernels interface {
 	BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
 
 	// ActGrad computes dx = dy * act'(·) from the activation's output y
-	// (for ReLU: dy where y > 0, else 0). dx may be dy.
+	// (for ReLU: dy where y > 0, else 0; for ReLU6, as PyTorch's hardtanh
+	// backward: 0 where y <= 0 or y >= 6, else dy). dx may be dy.
 	ActGrad(act Activation, dx, dy, y Buffer, n int)
 
 	// BiasGrad computes db[c] = Σ_{o,i} dy[o,c,i] (overwriting db).

@@ -64,12 +64,40 @@ func BiasAct(x, bias *Tensor, act device.Activation, inPlace bool) *Tensor {
 		shape[0] = channels
 		y = y.Add(bias.Reshape(shape...))
 	}
-	if act == device.ActReLU {
+	switch act {
+	case device.ActReLU:
 		y = y.Relu()
+	case device.ActReLU6:
+		y = y.Relu().MinScalar(6)
 	}
 	if inPlace {
 		x.CopyFrom(y)
 		return x
+	}
+	return y
+}
+
+// Conv2DBiasAct returns act(Conv2D(x, w) + bias), bias (OutC) optional,
+// as one kernel call on devices with a fused convolution (a depthwise
+// convolution then applies the bias and activation while each output row
+// is in cache); else it composes Conv2D and BiasAct.
+func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Tensor {
+	sameFloat("Conv2DBiasAct", x, w)
+	p := convParams("Conv2DBiasAct", x, w, o)
+	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
+		panic(fmt.Sprintf("tensor: Conv2DBiasAct: bias %v does not match weight %v", bias.shape, w.shape))
+	}
+	ck, ok := x.kernels().(device.ConvBiasActKernels)
+	if !ok || fused(x, w, bias) == nil {
+		y := Conv2D(x, w, o)
+		if bias == nil && act == device.ActNone {
+			return y
+		}
+		return BiasAct(y, bias, act, true)
+	}
+	y := newOut(false, x.DType(), []int{p.N, p.OutC, p.OutH(), p.OutW()}, x, w)
+	if p.N > 0 {
+		ck.Conv2DBiasAct(p, act, y.buf, x.buf, w.buf, optBuf(bias))
 	}
 	return y
 }
@@ -157,7 +185,8 @@ func optBuf(t *Tensor) device.Buffer {
 }
 
 // ActGrad returns dy · act'(·), the gradient through an activation, from
-// the activation's output y (for ReLU: dy where y > 0, else 0).
+// the activation's output y (for ReLU: dy where y > 0, else 0; for ReLU6,
+// as PyTorch's hardtanh backward: 0 where y <= 0 or y >= 6, else dy).
 func ActGrad(dy, y *Tensor, act device.Activation) *Tensor {
 	if !sameShape(dy, y) {
 		panic(fmt.Sprintf("tensor: ActGrad: gradient %v and output %v differ", dy.shape, y.shape))
@@ -165,10 +194,17 @@ func ActGrad(dy, y *Tensor, act device.Activation) *Tensor {
 	if act == device.ActNone {
 		return dy
 	}
+	if fused(dy, y) == nil && act == device.ActReLU6 {
+		dy, y = dy.Contiguous(), y.Contiguous()
+	}
 	if fk := fused(dy, y); fk != nil {
 		out := newOut(false, dy.DType(), dy.shape, dy, y)
 		fk.ActGrad(act, out.buf, dy.buf, y.buf, dy.Len())
 		return out
+	}
+	if act == device.ActReLU6 {
+		// 0 < y < 6 (a NaN y gets no gradient here, unlike the fused kernel).
+		return dy.Mul(y.GtScalar(0)).Mul(y.MulScalar(-1).AddScalar(6).GtScalar(0))
 	}
 	return dy.Mul(y.GtScalar(0))
 }

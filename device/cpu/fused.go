@@ -60,9 +60,13 @@ func (a *biasActArgs[T]) run(lo, hi int) {
 // per column.
 func biasActMatrix(act device.Activation, y, x, bias []float32, lo, hi int) {
 	n := len(bias)
-	if act == device.ActReLU {
+	switch act {
+	case device.ActReLU:
 		vec.AddRowsReLU(y[lo*n:hi*n], x[lo*n:hi*n], bias)
-	} else {
+	case device.ActReLU6:
+		vec.AddRows(y[lo*n:hi*n], x[lo*n:hi*n], bias)
+		vec.Clamp(y[lo*n:hi*n], y[lo*n:hi*n], 0, 6)
+	default:
 		vec.AddRows(y[lo*n:hi*n], x[lo*n:hi*n], bias)
 	}
 }
@@ -71,19 +75,40 @@ func biasActMatrix(act device.Activation, y, x, bias []float32, lo, hi int) {
 func biasActSlice[T float](act device.Activation, dst, src []T, b T) {
 	if d32, ok := any(dst).([]float32); ok {
 		s32 := any(src).([]float32)
-		if act == device.ActReLU {
+		switch act {
+		case device.ActReLU:
 			vec.AddScalarReLU(d32, s32, float32(b))
-		} else {
+		case device.ActReLU6:
+			vec.AddScalarClamp(d32, s32, float32(b), 0, 6)
+		default:
 			vec.AddScalar(d32, s32, float32(b))
 		}
 		return
 	}
-	for i, v := range src {
-		v += b
-		if act == device.ActReLU && v < 0 { // NaN stays NaN, as in PyTorch
-			v = 0
+	switch act {
+	case device.ActReLU:
+		for i, v := range src {
+			v += b
+			if v < 0 { // NaN stays NaN, as in PyTorch
+				v = 0
+			}
+			dst[i] = v
 		}
-		dst[i] = v
+	case device.ActReLU6:
+		for i, v := range src {
+			v += b
+			if v < 0 { // NaN stays NaN, as in PyTorch
+				v = 0
+			}
+			if v > 6 {
+				v = 6
+			}
+			dst[i] = v
+		}
+	default:
+		for i, v := range src {
+			dst[i] = v + b
+		}
 	}
 }
 
@@ -125,6 +150,20 @@ func (a *actGradArgs[T]) run(lo, hi int) {
 }
 
 func actGradRange[T float](act device.Activation, dx, dy, y []T, lo, hi int) {
+	if act == device.ActReLU6 {
+		// PyTorch's hardtanh backward: no gradient at or beyond the bounds
+		// (a NaN output passes its gradient).
+		dx, dy, y := dx[lo:hi], dy[lo:hi], y[lo:hi]
+		dy, y = dy[:len(dx)], y[:len(dx)]
+		for i := range dx {
+			g := dy[i]
+			if v := y[i]; v <= 0 || v >= 6 {
+				g = 0
+			}
+			dx[i] = g
+		}
+		return
+	}
 	if act != device.ActReLU {
 		copy(dx[lo:hi], dy[lo:hi])
 		return

@@ -235,6 +235,20 @@ func unary[T float](dev *Device, op device.UnaryOp, dst, src []T, s float64) {
 			for i, v := range x {
 				d[i] = v * ts
 			}
+		case device.MaxScalar: // as unaryFunc: a NaN x stays, ties keep s
+			for i, v := range x {
+				if !(v > ts || v != v) {
+					v = ts
+				}
+				d[i] = v
+			}
+		case device.MinScalar:
+			for i, v := range x {
+				if !(v < ts || v != v) {
+					v = ts
+				}
+				d[i] = v
+			}
 		case device.GtScalar:
 			for i, v := range x {
 				if v > ts {
@@ -269,6 +283,10 @@ func unary32[T float](op device.UnaryOp, dst, src []T, s float32) bool {
 		vec.MulScalar(d, x, s)
 	case device.Exp:
 		vec.Exp(d, x)
+	case device.MaxScalar:
+		vec.MaxScalar(d, x, s)
+	case device.MinScalar:
+		vec.MinScalar(d, x, s)
 	default:
 		return false
 	}

@@ -323,8 +323,49 @@ func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 }
 
 func conv2d[T float](dev *Device, s convShape, y, x, w []T) {
+	if s.depthwise() {
+		conv2dDepthwise(dev, s, device.ActNone, y, x, w, nil)
+		return
+	}
+	conv2dIm2col(dev, s, y, x, w)
+}
+
+// conv2dIm2col is conv2d through a GEMM per group of images and channels.
+func conv2dIm2col[T float](dev *Device, s convShape, y, x, w []T) {
 	gi := s.imagesPerGEMM()
 	launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, convArgs[T]{dev, s, y, x, w, gi})
+}
+
+// The CPU device implements the optional fused convolution.
+var _ device.ConvBiasActKernels = kernels{}
+
+// Conv2DBiasAct computes y = act(conv(x, w) + bias): a depthwise
+// convolution applies the bias and activation to each output row as it is
+// computed; other convolutions run Conv2D, then BiasAct.
+func (k kernels) Conv2DBiasAct(p device.ConvParams, act device.Activation, y, x, w, bias device.Buffer) {
+	noHalf("Conv2DBiasAct", y, x, w, bias)
+	s := newConvShape(p)
+	if !s.depthwise() {
+		k.Conv2D(p, y, x, w)
+		k.BiasAct(act, y, y, bias, s.N, s.OutC, s.l)
+		return
+	}
+	switch buf(y).dt {
+	case device.Float32:
+		var b []float32
+		if bias != nil {
+			b = buf(bias).f32
+		}
+		conv2dDepthwise(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b)
+	case device.Float64:
+		var b []float64
+		if bias != nil {
+			b = buf(bias).f64
+		}
+		conv2dDepthwise(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b)
+	default:
+		panic(dtypeMsg("Conv2DBiasAct", buf(y).dt))
+	}
 }
 
 // convArgs are the arguments of one convolution kernel call: a, b and c

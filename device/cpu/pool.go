@@ -20,7 +20,160 @@ func (k kernels) MaxPool2D(p device.PoolParams, y, argmax, x device.Buffer) {
 }
 
 func maxPool[T float](dev *Device, p device.PoolParams, y []T, arg []int64, x []T) {
-	launch(dev, p.N*p.C, p.OutH()*p.OutW()*p.KH*p.KW, poolArgs[T]{p: p, y: y, x: x, arg: arg})
+	if is2x2(p) {
+		launch(dev, p.N*p.C, p.OutH()*p.OutW()*p.KH*p.KW, poolArgs[T]{p: p, y: y, x: x, arg: arg})
+		return
+	}
+	// Output rows in parallel (a batch of one has few planes).
+	launch(dev, p.N*p.C*p.OutH(), p.OutW()*p.KH*p.KW, maxPoolRowArgs[T]{poolArgs[T]{p: p, y: y, x: x, arg: arg}})
+}
+
+// is2x2 reports whether p is the common 2×2 window with stride 2 and no
+// padding, which maxPool2x2 handles.
+func is2x2(p device.PoolParams) bool {
+	return p.KH == 2 && p.KW == 2 && p.StrideH == 2 && p.StrideW == 2 && p.PadH == 0 && p.PadW == 0
+}
+
+// maxPoolRowArgs are the arguments of MaxPool2D by output rows.
+type maxPoolRowArgs[T float] struct{ poolArgs[T] }
+
+func (a *maxPoolRowArgs[T]) run(lo, hi int) {
+	maxPoolRows(a.p, a.y, a.arg, a.x, lo, hi)
+}
+
+// maxPoolRows pools output rows [lo, hi) of the N·C·OH rows of y (and
+// arg): rows whose windows lie inside the image take a branch-light loop
+// (the maximum, then the first position holding it, then the value there,
+// so a -0 before a +0 wins as in the reference loop of maxPoolPlane);
+// windows over the padding, and those holding a NaN, take the reference
+// loop.
+func maxPoolRows[T float](p device.PoolParams, y []T, arg []int64, x []T, lo, hi int) {
+	oh, ow, il := p.OutH(), p.OutW(), p.H*p.W
+	// Output columns [j0, j1) have windows inside the image's width.
+	j0 := min((p.PadW+p.StrideW-1)/p.StrideW, ow)
+	j1 := j0
+	if r := p.W + p.PadW - p.KW; r >= 0 {
+		j1 = max(j0, min(r/p.StrideW+1, ow))
+	}
+	for r := lo; r < hi; r++ {
+		i := r % oh
+		xp := x[r/oh*il : (r/oh+1)*il]
+		yr, ar := y[r*ow:(r+1)*ow], arg[r*ow:(r+1)*ow]
+		h0 := i*p.StrideH - p.PadH
+		inside := h0 >= 0 && h0+p.KH <= p.H
+		for j := range yr {
+			if inside && j == j0 && j1 > j0 {
+				if p.KH == 3 && p.KW == 3 {
+					maxPool3x3Run(yr[j0:j1], ar[j0:j1], xp, h0*p.W+j0*p.StrideW-p.PadW, p.W, p.StrideW)
+				} else {
+					maxPoolRun(p, yr[j0:j1], ar[j0:j1], xp, h0*p.W+j0*p.StrideW-p.PadW)
+				}
+			}
+			if inside && j >= j0 && j < j1 {
+				if yr[j] == yr[j] {
+					continue
+				}
+			}
+			yr[j], ar[j] = maxPoolWindow(p, xp, i, j)
+		}
+	}
+}
+
+// maxPoolWindow is the reference loop of MaxPool2D for the window of
+// output (i, j) of plane x: the first maximum in row-major window order
+// wins, and so does every NaN (the last NaN is kept).
+func maxPoolWindow[T float](p device.PoolParams, x []T, i, j int) (T, int64) {
+	best, where := T(0), int64(-1)
+	for kh := 0; kh < p.KH; kh++ {
+		h := i*p.StrideH - p.PadH + kh
+		if h < 0 || h >= p.H {
+			continue
+		}
+		for kw := 0; kw < p.KW; kw++ {
+			w := j*p.StrideW - p.PadW + kw
+			if w < 0 || w >= p.W {
+				continue
+			}
+			v := x[h*p.W+w]
+			if where < 0 || v > best || v != v {
+				best, where = v, int64(h*p.W+w)
+			}
+		}
+	}
+	return best, where
+}
+
+// maxPoolRun pools windows inside the image, the first at position b of
+// plane x and the next ones StrideW further. A window holding a NaN is
+// left with a NaN in y for the caller to redo.
+func maxPoolRun[T float](p device.PoolParams, y []T, arg []int64, x []T, b int) {
+	for j := range y {
+		m := x[b]
+		for kh := 0; kh < p.KH; kh++ {
+			for _, v := range x[b+kh*p.W : b+kh*p.W+p.KW] {
+				m = max(m, v) // NaN if any is
+			}
+		}
+		k := b
+		for kh := p.KH - 1; kh >= 0; kh-- {
+			row := x[b+kh*p.W : b+kh*p.W+p.KW]
+			for kw := len(row) - 1; kw >= 0; kw-- {
+				if row[kw] == m {
+					k = b + kh*p.W + kw
+				}
+			}
+		}
+		y[j], arg[j] = x[k], int64(k)
+		if m != m {
+			y[j] = m
+		}
+		b += p.StrideW
+	}
+}
+
+// maxPool3x3Run is maxPoolRun for 3×3 windows (ResNet's stem), rows w
+// apart and windows s apart.
+func maxPool3x3Run[T float](y []T, arg []int64, x []T, b, w, s int) {
+	for j := range y {
+		r0 := x[b : b+3]
+		r1 := x[b+w : b+w+3]
+		r2 := x[b+2*w : b+2*w+3]
+		a0, a1, a2 := r0[0], r0[1], r0[2]
+		b0, b1, b2 := r1[0], r1[1], r1[2]
+		c0, c1, c2 := r2[0], r2[1], r2[2]
+		m := max(max(a0, a1, a2), max(b0, b1, b2), max(c0, c1, c2))
+		k := b + 2*w + 2
+		if c1 == m {
+			k = b + 2*w + 1
+		}
+		if c0 == m {
+			k = b + 2*w
+		}
+		if b2 == m {
+			k = b + w + 2
+		}
+		if b1 == m {
+			k = b + w + 1
+		}
+		if b0 == m {
+			k = b + w
+		}
+		if a2 == m {
+			k = b + 2
+		}
+		if a1 == m {
+			k = b + 1
+		}
+		if a0 == m {
+			k = b
+		}
+		v := x[k]
+		if m != m {
+			v = m
+		}
+		y[j], arg[j] = v, int64(k)
+		b += s
+	}
 }
 
 // maxPoolPlane pools one H×W plane x into y (OH×OW), recording in arg the
@@ -28,32 +181,13 @@ func maxPool[T float](dev *Device, p device.PoolParams, y []T, arg []int64, x []
 // order; a NaN wins.
 func maxPoolPlane[T float](p device.PoolParams, y []T, arg []int64, x []T) {
 	oh, ow := p.OutH(), p.OutW()
-	if y32, ok := any(y).([]float32); ok && p.KH == 2 && p.KW == 2 && p.StrideH == 2 && p.StrideW == 2 && p.PadH == 0 && p.PadW == 0 {
+	if y32, ok := any(y).([]float32); ok && is2x2(p) {
 		maxPool2x2(p.W, oh, ow, y32, arg, any(x).([]float32))
 		return
 	}
-	for i := 0; i < oh; i++ {
-		for j := 0; j < ow; j++ {
-			best, where := T(0), int64(-1)
-			for kh := 0; kh < p.KH; kh++ {
-				h := i*p.StrideH - p.PadH + kh
-				if h < 0 || h >= p.H {
-					continue
-				}
-				for kw := 0; kw < p.KW; kw++ {
-					w := j*p.StrideW - p.PadW + kw
-					if w < 0 || w >= p.W {
-						continue
-					}
-					v := x[h*p.W+w]
-					if where < 0 || v > best || v != v {
-						best, where = v, int64(h*p.W+w)
-					}
-				}
-			}
-			y[i*ow+j], arg[i*ow+j] = best, where
-		}
-	}
+	q := p
+	q.N, q.C = 1, 1
+	maxPoolRows(q, y, arg, x, 0, oh)
 }
 
 // maxPool2x2 is maxPoolPlane for float32 and the common 2×2 window with

@@ -84,6 +84,16 @@ func TestConv2D(t *testing.T, dev device.Device) {
 		{"same-narrow", p(2, 2, 6, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1)},
 		{"same-many-images", p(40, 3, 8, 8, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1)},
 		{"parallel-groups", p(9, 8, 10, 11, 8, 3, 3, 1, 2, 1, 1, 1, 1, 4)},
+		// Depthwise (MobileNet's 3×3, stride 1 and 2; other geometries).
+		{"depthwise-3x3-s1", p(2, 8, 9, 21, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8)},
+		{"depthwise-3x3-s2", p(2, 8, 9, 10, 8, 3, 3, 2, 2, 1, 1, 1, 1, 8)},
+		{"depthwise-3x3-s2-odd", p(1, 5, 11, 13, 5, 3, 3, 2, 2, 1, 1, 1, 1, 5)},
+		{"depthwise-5x3-dil", p(1, 4, 11, 9, 4, 5, 3, 1, 2, 2, 1, 2, 1, 4)},
+		{"depthwise-s3", p(2, 3, 10, 11, 3, 3, 3, 3, 3, 0, 1, 1, 1, 3)},
+		{"depthwise-big-pad", p(1, 2, 4, 5, 2, 3, 3, 2, 1, 3, 3, 1, 1, 2)},
+		{"depthwise-wide-kernel", p(1, 3, 6, 30, 3, 1, 11, 1, 1, 0, 5, 1, 1, 3)},
+		{"depthwise-1x1-image", p(3, 6, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 6)},
+		{"depthwise-multiplier", p(2, 3, 6, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3)},
 	}
 	for _, tc := range cases {
 		for _, dt := range floatTypes {

@@ -30,6 +30,7 @@ func RunAll(t *testing.T, dev device.Device) {
 	t.Run("MaxPool2D", func(t *testing.T) { TestMaxPool2D(t, dev) })
 	t.Run("AvgPool2D", func(t *testing.T) { TestAvgPool2D(t, dev) })
 	t.Run("Indexing", func(t *testing.T) { TestIndexing(t, dev) })
+	t.Run("FusedAct", func(t *testing.T) { TestFusedAct(t, dev) })
 }
 
 // floatTypes are the types the floating-point kernels are checked in.

@@ -26,6 +26,11 @@ func poolCases() []struct {
 		{"global", p(2, 3, 4, 5, 4, 5, 1, 1, 0, 0)},
 		{"1x1", p(1, 2, 3, 3, 1, 1, 1, 1, 0, 0)},
 		{"parallel", p(16, 32, 14, 14, 2, 2, 2, 2, 0, 0)},
+		{"3x3-s2-pad1-big", p(2, 5, 17, 20, 3, 3, 2, 2, 1, 1)},
+		{"3x3-s2-nopad", p(1, 3, 9, 12, 3, 3, 2, 2, 0, 0)},
+		{"3x3-s1", p(1, 2, 8, 9, 3, 3, 1, 1, 0, 0)},
+		{"5x4-s3-pad2", p(2, 2, 13, 11, 5, 4, 3, 2, 2, 1)},
+		{"batch1-rows", p(1, 2, 40, 40, 3, 3, 2, 2, 1, 1)},
 	}
 }
 
@@ -106,6 +111,34 @@ func TestMaxPool2D(t *testing.T, dev device.Device) {
 		}
 	}
 	for _, dt := range floatTypes {
+		// Many ties (values from {-1, 0, 1}): the first maximum in row-major
+		// window order wins.
+		t.Run("ties/"+dt.String(), func(t *testing.T) {
+			for _, p := range []device.PoolParams{
+				{N: 2, C: 3, H: 11, W: 13, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+				{N: 1, C: 2, H: 9, W: 10, KH: 2, KW: 2, StrideH: 2, StrideW: 2},
+				{N: 1, C: 2, H: 9, W: 10, KH: 4, KW: 3, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1},
+			} {
+				nx, ny := p.N*p.C*p.H*p.W, p.N*p.C*p.OutH()*p.OutW()
+				xv := make([]float64, nx)
+				for i := range xv {
+					xv[i] = float64(rng.IntN(3) - 1)
+				}
+				wantY, wantArg := make([]float64, ny), make([]float64, ny)
+				for i := range wantArg {
+					wantArg[i] = -1
+				}
+				poolTaps(p, func(yi, xi int) {
+					if wantArg[yi] < 0 || xv[xi] > wantY[yi] {
+						wantY[yi], wantArg[yi] = xv[xi], float64(xi%(p.H*p.W))
+					}
+				})
+				y, arg := upload(t, dev, dt, sentinel(ny)), upload(t, dev, device.Int64, sentinel(ny))
+				k.MaxPool2D(p, y, arg, upload(t, dev, dt, xv))
+				checkEqual(t, download(t, dev, y), wantY, "MaxPool2D with ties %+v", p)
+				checkEqual(t, download(t, dev, arg), wantArg, "MaxPool2D argmax with ties %+v", p)
+			}
+		})
 		t.Run("NaN/"+dt.String(), func(t *testing.T) {
 			p := device.PoolParams{N: 1, C: 1, H: 2, W: 4, KH: 2, KW: 2, StrideH: 2, StrideW: 2}
 			nan := math.NaN()

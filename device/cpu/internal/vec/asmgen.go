@@ -248,6 +248,61 @@ func scalarOp(op string, relu bool) func(g *gen, f *frame) {
 	}
 }
 
+// Scalar max or min with Go's NaN rule: dst = a > s (a < s for min) or
+// a NaN ? a : s. Intel's VMAXPS(src1 = a, src2 = s) is a > s ? a : s, and
+// gives s when either is NaN; a NaN a is then merged back in.
+func maxMinScalar(op string) func(g *gen, f *frame) {
+	return func(g *gen, f *frame) {
+		g.in("MOVQ %s, DI", f.at("dst"))
+		g.in("MOVQ %s, SI", f.at("a"))
+		g.in("MOVQ %s, R12", f.at("n"))
+		g.in("VBROADCASTSS %s, %s", f.at("s"), g.r(14))
+		g.in("XORQ BX, BX")
+		g.loop("l", "R12", 4, func(k int, m bool) {
+			t, u := g.r(k), g.r(k+4)
+			g.ld(t, "SI", k, m)
+			g.in("%s %s, %s, %s", op, g.r(14), t, u)
+			if g.is512() {
+				g.in("VCMPPS $3, %s, %s, K2", t, t)
+				g.in("VMOVAPS %s, K2, %s", t, u)
+			} else {
+				v := g.r(k + 8)
+				g.in("VCMPPS $3, %s, %s, %s", t, t, v)
+				g.in("VBLENDVPS %s, %s, %s, %s", v, t, u, u)
+			}
+			g.st(u, "DI", k, m)
+		})
+	}
+}
+
+// Clamp: dst = min(max(a (+ s), lo), hi) with the reference loop
+// v := a[i] + s; if v < lo { v = lo }; if v > hi { v = hi }, so a NaN
+// passes: Intel max(src1 = lo, src2 = v) = lo > v ? lo : v, and
+// min(src1 = hi, src2 = v) = hi < v ? hi : v.
+func clampOp(add bool) func(g *gen, f *frame) {
+	return func(g *gen, f *frame) {
+		g.in("MOVQ %s, DI", f.at("dst"))
+		g.in("MOVQ %s, SI", f.at("a"))
+		g.in("MOVQ %s, R12", f.at("n"))
+		if add {
+			g.in("VBROADCASTSS %s, %s", f.at("s"), g.r(14))
+		}
+		g.in("VBROADCASTSS %s, %s", f.at("lo"), g.r(13))
+		g.in("VBROADCASTSS %s, %s", f.at("hi"), g.r(12))
+		g.in("XORQ BX, BX")
+		g.loop("l", "R12", 4, func(k int, m bool) {
+			t := g.r(k)
+			g.ld(t, "SI", k, m)
+			if add {
+				g.in("VADDPS %s, %s, %s", g.r(14), t, t)
+			}
+			g.in("VMAXPS %s, %s, %s", t, g.r(13), t)
+			g.in("VMINPS %s, %s, %s", t, g.r(12), t)
+			g.st(t, "DI", k, m)
+		})
+	}
+}
+
 func relu(g *gen, f *frame) {
 	g.in("MOVQ %s, DI", f.at("dst"))
 	g.in("MOVQ %s, SI", f.at("a"))
@@ -829,6 +884,10 @@ var fns = []*fn{
 	{name: "addScalar", params: ps("dst, a *float32; s float32; n int"), disp: "dst, a []float32, s float32", call: "&dst[0], &a[0], s, len(dst)", gocall: "dst, a, s", emit: scalarOp("VADDPS", false)},
 	{name: "mulScalar", params: ps("dst, a *float32; s float32; n int"), disp: "dst, a []float32, s float32", call: "&dst[0], &a[0], s, len(dst)", gocall: "dst, a, s", emit: scalarOp("VMULPS", false)},
 	{name: "addScalarReLU", params: ps("dst, a *float32; s float32; n int"), disp: "dst, a []float32, s float32", call: "&dst[0], &a[0], s, len(dst)", gocall: "dst, a, s", emit: scalarOp("VADDPS", true)},
+	{name: "maxScalar", params: ps("dst, a *float32; s float32; n int"), disp: "dst, a []float32, s float32", call: "&dst[0], &a[0], s, len(dst)", gocall: "dst, a, s", emit: maxMinScalar("VMAXPS")},
+	{name: "minScalar", params: ps("dst, a *float32; s float32; n int"), disp: "dst, a []float32, s float32", call: "&dst[0], &a[0], s, len(dst)", gocall: "dst, a, s", emit: maxMinScalar("VMINPS")},
+	{name: "clamp", params: ps("dst, a *float32; lo, hi float32; n int"), disp: "dst, a []float32, lo, hi float32", call: "&dst[0], &a[0], lo, hi, len(dst)", gocall: "dst, a, lo, hi", emit: clampOp(false)},
+	{name: "addScalarClamp", params: ps("dst, a *float32; s, lo, hi float32; n int"), disp: "dst, a []float32, s, lo, hi float32", call: "&dst[0], &a[0], s, lo, hi, len(dst)", gocall: "dst, a, s, lo, hi", emit: clampOp(true)},
 	{name: "axpy", params: ps("dst *float32; alpha float32; x *float32; n int"), disp: "dst []float32, alpha float32, x []float32", call: "&dst[0], alpha, &x[0], len(dst)", gocall: "dst, alpha, x", emit: axpy},
 	{name: "addRows", params: ps("dst, a, row *float32; rows, n int"), disp: "dst, a, row []float32", call: "&dst[0], &a[0], &row[0], len(dst)/len(row), len(row)", gocall: "dst, a, row", emit: addRows(false)},
 	{name: "addRowsReLU", params: ps("dst, a, row *float32; rows, n int"), disp: "dst, a, row []float32", call: "&dst[0], &a[0], &row[0], len(dst)/len(row), len(row)", gocall: "dst, a, row", emit: addRows(true)},

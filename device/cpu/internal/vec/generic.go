@@ -342,3 +342,53 @@ func adamGo(param, grad, m, v []float32, c *adamConsts, variant int) {
 		param[i] = p + float32(c.negStep*mi)/d
 	}
 }
+
+func maxScalarGo(dst, a []float32, s float32) {
+	a = a[:len(dst)]
+	for i := range dst {
+		v := a[i]
+		if !(v > s || v != v) {
+			v = s
+		}
+		dst[i] = v
+	}
+}
+
+func minScalarGo(dst, a []float32, s float32) {
+	a = a[:len(dst)]
+	for i := range dst {
+		v := a[i]
+		if !(v < s || v != v) {
+			v = s
+		}
+		dst[i] = v
+	}
+}
+
+func clampGo(dst, a []float32, lo, hi float32) {
+	a = a[:len(dst)]
+	for i := range dst {
+		v := a[i]
+		if v < lo {
+			v = lo
+		}
+		if v > hi {
+			v = hi
+		}
+		dst[i] = v
+	}
+}
+
+func addScalarClampGo(dst, a []float32, s, lo, hi float32) {
+	a = a[:len(dst)]
+	for i := range dst {
+		v := a[i] + s
+		if v < lo {
+			v = lo
+		}
+		if v > hi {
+			v = hi
+		}
+		dst[i] = v
+	}
+}

@@ -104,6 +104,52 @@ func AddScalarReLU(dst, a []float32, s float32) {
 	}
 }
 
+// MaxScalar sets dst[i] = max(a[i], s) with the reference loop
+//
+//	v := a[i]; if !(v > s || v != v) { v = s }; dst[i] = v
+//
+// so a NaN in a stays NaN and, of two equal values, s is kept. dst may be a.
+func MaxScalar(dst, a []float32, s float32) {
+	check2("MaxScalar", dst, a)
+	if len(dst) > 0 {
+		maxScalarK(dst, a, s)
+	}
+}
+
+// MinScalar sets dst[i] = min(a[i], s) with the reference loop
+//
+//	v := a[i]; if !(v < s || v != v) { v = s }; dst[i] = v
+//
+// so a NaN in a stays NaN and, of two equal values, s is kept. dst may be a.
+func MinScalar(dst, a []float32, s float32) {
+	check2("MinScalar", dst, a)
+	if len(dst) > 0 {
+		minScalarK(dst, a, s)
+	}
+}
+
+// Clamp sets dst[i] to a[i] limited to [lo, hi] (ReLU6 is Clamp(dst, a, 0,
+// 6)), with the reference loop
+//
+//	v := a[i]; if v < lo { v = lo }; if v > hi { v = hi }; dst[i] = v
+//
+// so a NaN passes unchanged. dst may be a.
+func Clamp(dst, a []float32, lo, hi float32) {
+	check2("Clamp", dst, a)
+	if len(dst) > 0 {
+		clampK(dst, a, lo, hi)
+	}
+}
+
+// AddScalarClamp is AddScalar followed by Clamp, in one pass:
+// dst[i] = clamp(a[i] + s, lo, hi). dst may be a.
+func AddScalarClamp(dst, a []float32, s, lo, hi float32) {
+	check2("AddScalarClamp", dst, a)
+	if len(dst) > 0 {
+		addScalarClampK(dst, a, s, lo, hi)
+	}
+}
+
 // Axpy sets dst[i] += alpha * x[i] (a fused multiply-add in the assembly
 // kernels). dst may be x.
 func Axpy(dst []float32, alpha float32, x []float32) {

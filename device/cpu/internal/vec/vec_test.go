@@ -198,6 +198,77 @@ func TestAddScalarReLU(t *testing.T) {
 	testUnary(t, AddScalarReLU, func(a, s float64) float64 { return relu64(float64(float32(a + s))) })
 }
 
+func maxScalar64(a, s float64) float64 {
+	if a > s || a != a {
+		return a
+	}
+	return s
+}
+
+func minScalar64(a, s float64) float64 {
+	if a < s || a != a {
+		return a
+	}
+	return s
+}
+
+func clamp64(v, lo, hi float64) float64 {
+	if v < lo {
+		v = lo
+	}
+	if v > hi {
+		v = hi
+	}
+	return v
+}
+
+func TestMaxMinScalar(t *testing.T) {
+	testUnary(t, MaxScalar, maxScalar64)
+	testUnary(t, MinScalar, minScalar64)
+	// Signed zeros, NaN bounds and NaN inputs, bit for bit.
+	negZero := float32(math.Copysign(0, -1))
+	nan := float32(math.NaN())
+	in := []float32{negZero, 0, nan, -1, 1, float32(math.Inf(1)), float32(math.Inf(-1)), 6, 7, -7, nan, negZero, 0, 2, -2, 0.5, 3}
+	forKernels(t, func(t *testing.T) {
+		for _, s := range []float32{0, negZero, nan, 6, -1} {
+			for _, n := range []int{len(in), 9, 16} {
+				a := in[:n]
+				gotMax, gotMin := make([]float32, n), make([]float32, n)
+				MaxScalar(gotMax, a, s)
+				MinScalar(gotMin, a, s)
+				for i, v := range a {
+					wantMax := float32(maxScalar64(float64(v), float64(s)))
+					wantMin := float32(minScalar64(float64(v), float64(s)))
+					require.True(t, same(wantMax, gotMax[i]) && math.Signbit(float64(wantMax)) == math.Signbit(float64(gotMax[i])),
+						"max(%v, %v) = %v, want %v", v, s, gotMax[i], wantMax)
+					require.True(t, same(wantMin, gotMin[i]) && math.Signbit(float64(wantMin)) == math.Signbit(float64(gotMin[i])),
+						"min(%v, %v) = %v, want %v", v, s, gotMin[i], wantMin)
+				}
+			}
+		}
+	})
+}
+
+func TestClamp(t *testing.T) {
+	testUnary(t, func(dst, a []float32, _ float32) { Clamp(dst, a, 0, 6) }, func(a, _ float64) float64 { return clamp64(a, 0, 6) })
+	testUnary(t, func(dst, a []float32, s float32) { Clamp(dst, a, s-1, s+2) }, func(a, s float64) float64 {
+		return clamp64(a, float64(float32(s-1)), float64(float32(s+2)))
+	})
+	testUnary(t, func(dst, a []float32, s float32) { AddScalarClamp(dst, a, s, 0, 6) }, func(a, s float64) float64 {
+		return clamp64(float64(float32(a+s)), 0, 6)
+	})
+	// NaN and -0 pass, as in ReLU.
+	forKernels(t, func(t *testing.T) {
+		negZero := float32(math.Copysign(0, -1))
+		a := []float32{float32(math.NaN()), negZero, -1, 2, 6, 7, float32(math.Inf(1)), float32(math.Inf(-1)), 5.5}
+		got := make([]float32, len(a))
+		Clamp(got, a, 0, 6)
+		assert.True(t, got[0] != got[0], "relu6(NaN)")
+		assert.Equal(t, math.Float32bits(negZero), math.Float32bits(got[1]), "relu6(-0)")
+		assert.Equal(t, []float32{0, 2, 6, 6, 6, 0, 5.5}, got[2:])
+	})
+}
+
 func TestReLU(t *testing.T) {
 	testUnary(t, func(dst, a []float32, _ float32) { ReLU(dst, a) }, func(a, _ float64) float64 { return relu64(a) })
 	// NaN and -0 pass unchanged, as in PyTorch.

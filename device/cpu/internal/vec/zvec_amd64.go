@@ -47,6 +47,30 @@ func addScalarReLUAVX2(dst *float32, a *float32, s float32, n int)
 func addScalarReLUAVX512(dst *float32, a *float32, s float32, n int)
 
 //go:noescape
+func maxScalarAVX2(dst *float32, a *float32, s float32, n int)
+
+//go:noescape
+func maxScalarAVX512(dst *float32, a *float32, s float32, n int)
+
+//go:noescape
+func minScalarAVX2(dst *float32, a *float32, s float32, n int)
+
+//go:noescape
+func minScalarAVX512(dst *float32, a *float32, s float32, n int)
+
+//go:noescape
+func clampAVX2(dst *float32, a *float32, lo float32, hi float32, n int)
+
+//go:noescape
+func clampAVX512(dst *float32, a *float32, lo float32, hi float32, n int)
+
+//go:noescape
+func addScalarClampAVX2(dst *float32, a *float32, s float32, lo float32, hi float32, n int)
+
+//go:noescape
+func addScalarClampAVX512(dst *float32, a *float32, s float32, lo float32, hi float32, n int)
+
+//go:noescape
 func axpyAVX2(dst *float32, alpha float32, x *float32, n int)
 
 //go:noescape
@@ -204,6 +228,50 @@ func addScalarReLUK(dst, a []float32, s float32) {
 		addScalarReLUAVX2(&dst[0], &a[0], s, len(dst))
 	default:
 		addScalarReLUGo(dst, a, s)
+	}
+}
+
+func maxScalarK(dst, a []float32, s float32) {
+	switch level {
+	case levelAVX512:
+		maxScalarAVX512(&dst[0], &a[0], s, len(dst))
+	case levelAVX2:
+		maxScalarAVX2(&dst[0], &a[0], s, len(dst))
+	default:
+		maxScalarGo(dst, a, s)
+	}
+}
+
+func minScalarK(dst, a []float32, s float32) {
+	switch level {
+	case levelAVX512:
+		minScalarAVX512(&dst[0], &a[0], s, len(dst))
+	case levelAVX2:
+		minScalarAVX2(&dst[0], &a[0], s, len(dst))
+	default:
+		minScalarGo(dst, a, s)
+	}
+}
+
+func clampK(dst, a []float32, lo, hi float32) {
+	switch level {
+	case levelAVX512:
+		clampAVX512(&dst[0], &a[0], lo, hi, len(dst))
+	case levelAVX2:
+		clampAVX2(&dst[0], &a[0], lo, hi, len(dst))
+	default:
+		clampGo(dst, a, lo, hi)
+	}
+}
+
+func addScalarClampK(dst, a []float32, s, lo, hi float32) {
+	switch level {
+	case levelAVX512:
+		addScalarClampAVX512(&dst[0], &a[0], s, lo, hi, len(dst))
+	case levelAVX2:
+		addScalarClampAVX2(&dst[0], &a[0], s, lo, hi, len(dst))
+	default:
+		addScalarClampGo(dst, a, s, lo, hi)
 	}
 }
 

@@ -18,6 +18,14 @@ func mulScalarK(dst, a []float32, s float32) { mulScalarGo(dst, a, s) }
 
 func addScalarReLUK(dst, a []float32, s float32) { addScalarReLUGo(dst, a, s) }
 
+func maxScalarK(dst, a []float32, s float32) { maxScalarGo(dst, a, s) }
+
+func minScalarK(dst, a []float32, s float32) { minScalarGo(dst, a, s) }
+
+func clampK(dst, a []float32, lo, hi float32) { clampGo(dst, a, lo, hi) }
+
+func addScalarClampK(dst, a []float32, s, lo, hi float32) { addScalarClampGo(dst, a, s, lo, hi) }
+
 func axpyK(dst []float32, alpha float32, x []float32) { axpyGo(dst, alpha, x) }
 
 func addRowsK(dst, a, row []float32) { addRowsGo(dst, a, row) }

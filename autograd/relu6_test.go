@@ -1,0 +1,89 @@
+package autograd_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/tensor"
+)
+
+// TestGradCheckReLU6 checks the gradients of the fused operations with
+// ReLU6 (inputs large enough for outputs on both sides of 0 and 6; the
+// kinks are hit with probability 0), and of depthwise convolutions, which
+// run on their own kernel forward.
+func TestGradCheckReLU6(t *testing.T) {
+	t.Parallel()
+	scaled := func(rng *rand.Rand, s float64, shape ...int) *tensor.Tensor {
+		return tensor.RandNormal(rng, 0, s, shape...).Cast(device.Float64)
+	}
+	type tc struct {
+		name string
+		f    func(x []*autograd.Var) *autograd.Var
+		in   func(rng *rand.Rand) []*tensor.Tensor
+	}
+	cases := []tc{
+		{"linear_relu6", func(x []*autograd.Var) *autograd.Var {
+			return autograd.LinearAct(x[0], x[1], x[2], device.ActReLU6)
+		}, func(rng *rand.Rand) []*tensor.Tensor {
+			return inputs(scaled(rng, 3, 6, 4), randn(rng, 5, 4), randn(rng, 5))
+		}},
+		{"conv2d_relu6", func(x []*autograd.Var) *autograd.Var {
+			return autograd.Conv2DAct(x[0], x[1], x[2], tensor.ConvOptions{PadH: 1, PadW: 1}, device.ActReLU6)
+		}, func(rng *rand.Rand) []*tensor.Tensor {
+			return inputs(scaled(rng, 3, 2, 3, 5, 6), randn(rng, 4, 3, 3, 3), randn(rng, 4))
+		}},
+		{"conv2d_relu6_maxpool", func(x []*autograd.Var) *autograd.Var {
+			po := tensor.PoolOptions{KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}
+			return autograd.Conv2DActMaxPool(x[0], x[1], x[2], tensor.ConvOptions{PadH: 1, PadW: 1}, device.ActReLU6, po)
+		}, func(rng *rand.Rand) []*tensor.Tensor {
+			return inputs(scaled(rng, 3, 2, 3, 6, 6), randn(rng, 4, 3, 3, 3), randn(rng, 4))
+		}},
+	}
+	for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
+		for _, o := range []tensor.ConvOptions{
+			{PadH: 1, PadW: 1, Groups: 4},
+			{StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, Groups: 4},
+			{StrideH: 1, StrideW: 2, DilH: 2, PadH: 2, PadW: 1, Groups: 4},
+		} {
+			act, o := act, o
+			cases = append(cases, tc{fmt.Sprintf("depthwise_%v_%+v", act, o), func(x []*autograd.Var) *autograd.Var {
+				return autograd.Conv2DAct(x[0], x[1], x[2], o, act)
+			}, func(rng *rand.Rand) []*tensor.Tensor {
+				return inputs(scaled(rng, 3, 2, 4, 7, 6), randn(rng, 4, 1, 3, 3), randn(rng, 4))
+			}})
+		}
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(i), 11))
+			require.NoError(t, autograd.GradCheck(c.f, c.in(rng), autograd.GradCheckOptions{}))
+		})
+	}
+}
+
+// TestReLU6Bounds pins ReLU6 and its gradient at the bounds, as PyTorch's
+// hardtanh backward: no gradient at exactly 0 and 6 (nor beyond), the
+// gradient strictly inside, and a NaN output passes its gradient.
+func TestReLU6Bounds(t *testing.T) {
+	t.Parallel()
+	nan := math.NaN()
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		x := tensor.FromFloat64([]float64{-1, 0, 0.5, 6, 7, 5.5, nan, 3}, 1, 8).Cast(dt)
+		y := tensor.BiasAct(x, nil, device.ActReLU6, false)
+		got := y.Values()
+		assert.Equal(t, []float64{0, 0, 0.5, 6, 6, 5.5}, got[:6], "%v", dt)
+		assert.True(t, math.IsNaN(got[6]), "relu6(NaN) on %v", dt)
+		dy := tensor.FromFloat64([]float64{1, 2, 3, 4, 5, 6, 7, 8}, 1, 8).Cast(dt)
+		assert.Equal(t, []float64{0, 0, 3, 0, 0, 6, 7, 8}, tensor.ActGrad(dy, y, device.ActReLU6).Values(), "%v", dt)
+		// A strided gradient takes the same kernel.
+		dyT := tensor.FromFloat64([]float64{1, 2, 3, 4, 5, 6, 7, 8}, 8, 1).Cast(dt).T()
+		assert.Equal(t, []float64{0, 0, 3, 0, 0, 6, 7, 8}, tensor.ActGrad(dyT, y, device.ActReLU6).Values(), "strided, %v", dt)
+	}
+}

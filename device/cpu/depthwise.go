@@ -1,0 +1,152 @@
+package cpu
+
+import (
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/vec"
+)
+
+// depthwise reports whether s is a depthwise convolution (MobileNet's):
+// groups of one input and one output channel. It runs directly, plane by
+// plane, rather than as one tiny im2col and GEMM per group.
+func (s convShape) depthwise() bool {
+	return s.Groups > 1 && s.cg == 1 && s.ocg == 1
+}
+
+// conv2dDepthwise computes y = act(conv(x, w) + bias) for a depthwise
+// convolution (bias may be nil), one N×C plane per task index. Its
+// reference loop, per plane (n, c) and output position (i, j), is
+//
+//	acc := 0
+//	for kh, kw: if the input (i*StrideH-PadH+kh*DilH, j*StrideW-PadW+kw*DilW) is inside the image:
+//		acc += w[c,0,kh,kw] * x[n,c,ih,iw]
+//	y[n,c,i,j] = act(acc + bias[c])
+//
+// accumulated in the element type in (kh, kw) order, a row of outputs at a
+// time.
+func conv2dDepthwise[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T) {
+	launch(dev, s.N*s.C, s.l*s.KH*s.KW, depthwiseArgs[T]{s: s, act: act, y: y, x: x, w: w, bias: bias})
+}
+
+// depthwiseArgs are the arguments of conv2dDepthwise.
+type depthwiseArgs[T float] struct {
+	s             convShape
+	act           device.Activation
+	y, x, w, bias []T
+}
+
+func (a *depthwiseArgs[T]) run(lo, hi int) {
+	g := newDWGeom(a.s)
+	sc := getScratch[T](g.scratch())
+	defer putScratch(sc)
+	ph, out := sc.s[:g.phaseLen*g.nPhase], sc.s[g.phaseLen*g.nPhase:]
+	s, kk := a.s, a.s.KH*a.s.KW
+	for plane := lo; plane < hi; plane++ {
+		c := plane % s.C
+		fillPhases(g, ph, a.x[plane*s.inPlane:(plane+1)*s.inPlane])
+		var b T
+		if a.bias != nil {
+			b = a.bias[c]
+		}
+		wc := a.w[c*kk : (c+1)*kk]
+		yp := a.y[plane*s.l : (plane+1)*s.l]
+		for i0 := 0; i0 < s.oh; i0 += g.rows {
+			i1 := min(i0+g.rows, s.oh)
+			blk := out[:(i1-i0)*g.wq]
+			clear(blk)
+			for kh := 0; kh < s.KH; kh++ {
+				for kw := 0; kw < s.KW; kw++ {
+					at := g.tapOffset(kh, kw) + i0*g.wq
+					axpyT(blk, wc[kh*s.KW+kw], ph[at:at+len(blk)])
+				}
+			}
+			for i := i0; i < i1; i++ {
+				row, src := yp[i*s.ow:(i+1)*s.ow], blk[(i-i0)*g.wq:][:s.ow]
+				if a.bias != nil || a.act != device.ActNone {
+					biasActSlice(a.act, row, src, b)
+				} else {
+					copy(row, src)
+				}
+			}
+		}
+	}
+}
+
+// dwGeom lays out one input plane of a depthwise convolution so that every
+// kernel tap is one contiguous multiply-add over a block of output rows:
+// the plane, zero-padded, is split into StrideH×StrideW phases (phase
+// (rr, rc) holds padded rows rr, rr+StrideH, … and columns rc,
+// rc+StrideW, …), each hq×wq. Output (i, j) of tap (kh, kw) then reads
+// element (i+qh)·wq + j+qw of phase ((kh·DilH) mod StrideH, (kw·DilW) mod
+// StrideW), where qh, qw are the quotients, so a block of output rows of
+// width wq (the columns past OW are computed and dropped) is one axpy.
+type dwGeom struct {
+	s                convShape
+	hq, wq           int // phase height and width
+	phaseLen, nPhase int // elements per phase (with a spare row), phases
+	rows             int // output rows per block
+}
+
+func newDWGeom(s convShape) dwGeom {
+	hp, wp := s.H+2*s.PadH, s.W+2*s.PadW
+	g := dwGeom{s: s, hq: (hp + s.StrideH - 1) / s.StrideH, wq: (wp + s.StrideW - 1) / s.StrideW}
+	// Reads run up to wq-1+qw past a row start: a spare row (or more, for
+	// wide dilated kernels) keeps them inside the phase.
+	spare := 1 + ((s.KW-1)*s.DilW/s.StrideW)/max(1, g.wq)
+	g.phaseLen = (g.hq + spare) * g.wq
+	g.nPhase = s.StrideH * s.StrideW
+	g.rows = max(1, min(s.oh, 2048/max(1, g.wq)))
+	return g
+}
+
+// scratch is the number of elements a worker needs: the phases and one
+// block of output rows.
+func (g dwGeom) scratch() int { return g.phaseLen*g.nPhase + g.rows*g.wq }
+
+// tapOffset is where tap (kh, kw) reads for output (0, 0).
+func (g dwGeom) tapOffset(kh, kw int) int {
+	s := g.s
+	dh, dw := kh*s.DilH, kw*s.DilW
+	phase := (dh%s.StrideH)*s.StrideW + dw%s.StrideW
+	return phase*g.phaseLen + (dh/s.StrideH)*g.wq + dw/s.StrideW
+}
+
+// fillPhases writes the padded phases of g for the H×W plane x into ph.
+func fillPhases[T float](g dwGeom, ph, x []T) {
+	s := g.s
+	clear(ph)
+	if s.StrideH == 1 && s.StrideW == 1 {
+		for h := 0; h < s.H; h++ {
+			copy(ph[(h+s.PadH)*g.wq+s.PadW:][:s.W], x[h*s.W:(h+1)*s.W])
+		}
+		return
+	}
+	for h := 0; h < s.H; h++ {
+		hp := h + s.PadH
+		in := x[h*s.W : (h+1)*s.W]
+		for rc := 0; rc < s.StrideW; rc++ {
+			// Padded columns rc, rc+StrideW, … of this row: input columns
+			// from the first w >= 0 with w+PadW ≡ rc.
+			w0 := ((rc-s.PadW)%s.StrideW + s.StrideW) % s.StrideW
+			if w0 >= s.W {
+				continue
+			}
+			phase := (hp%s.StrideH)*s.StrideW + rc
+			dst := ph[phase*g.phaseLen+(hp/s.StrideH)*g.wq+(w0+s.PadW)/s.StrideW:]
+			for w, k := w0, 0; w < s.W; w, k = w+s.StrideW, k+1 {
+				dst[k] = in[w]
+			}
+		}
+	}
+}
+
+// axpyT sets dst[i] += alpha·x[i].
+func axpyT[T float](dst []T, alpha T, x []T) {
+	if d32, ok := any(dst).([]float32); ok {
+		vec.Axpy(d32, float32(alpha), any(x).([]float32))
+		return
+	}
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] += alpha * x[i]
+	}
+}

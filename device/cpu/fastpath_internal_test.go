@@ -1,0 +1,311 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// These tests compare the direct depthwise convolution, the max-pooling
+// fast paths and the MaxScalar/MinScalar loops with the kernels they
+// replace (im2col and GEMM, the reference window loop, unaryFunc), and the
+// benchmarks time old against new in the same run.
+
+func randVals[T float](rng *rand.Rand, n int, lo, hi float64) []T {
+	v := make([]T, n)
+	for i := range v {
+		v[i] = T(lo + (hi-lo)*rng.Float64())
+	}
+	return v
+}
+
+func depthwiseParams(n, c, h, w, k, stride, pad, dil int) device.ConvParams {
+	return device.ConvParams{N: n, C: c, H: h, W: w, OutC: c, KH: k, KW: k, StrideH: stride, StrideW: stride,
+		PadH: pad, PadW: pad, DilH: dil, DilW: dil, Groups: c}
+}
+
+var depthwiseCases = []device.ConvParams{
+	depthwiseParams(1, 32, 112, 112, 3, 1, 1, 1), // MobileNetV2's first depthwise layer
+	depthwiseParams(2, 16, 15, 15, 3, 2, 1, 1),
+	depthwiseParams(3, 7, 9, 14, 3, 2, 1, 1),
+	depthwiseParams(1, 5, 7, 7, 3, 1, 1, 1),
+	depthwiseParams(2, 4, 12, 13, 5, 1, 2, 1),
+	depthwiseParams(2, 4, 12, 13, 3, 1, 2, 2),
+	depthwiseParams(1, 3, 13, 17, 3, 3, 0, 1),
+	depthwiseParams(1, 3, 5, 6, 3, 2, 3, 1), // padding wider than the kernel
+	depthwiseParams(2, 3, 2, 2, 3, 1, 1, 1),
+	{N: 1, C: 4, H: 9, W: 16, OutC: 4, KH: 2, KW: 5, StrideH: 1, StrideW: 3, PadH: 0, PadW: 2, DilH: 2, DilW: 1, Groups: 4},
+}
+
+// closeRel reports whether got and want agree to a relative 1e-5 of the
+// largest magnitude of want (float32 rounding in another order).
+func checkCloseRel[T float](t *testing.T, got, want []T, scale float64, msg string) {
+	t.Helper()
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*scale || got[i] != got[i] {
+			t.Fatalf("%s: element %d: got %v, want %v", msg, i, got[i], want[i])
+		}
+	}
+}
+
+func testDepthwise[T float](t *testing.T, dev *Device, rng *rand.Rand, p device.ConvParams) {
+	s := newConvShape(p)
+	require.True(t, s.depthwise())
+	x := randVals[T](rng, p.N*p.C*p.H*p.W, -1, 1)
+	w := randVals[T](rng, p.OutC*p.KH*p.KW, -1, 1)
+	bias := randVals[T](rng, p.OutC, -0.5, 0.5)
+	ny := p.N * p.OutC * s.l
+	want, got := make([]T, ny), make([]T, ny)
+	conv2dIm2col(dev, s, want, x, w)
+	for i := range got {
+		got[i] = T(math.NaN())
+	}
+	conv2d(dev, s, got, x, w)
+	scale := float64(p.KH * p.KW)
+	checkCloseRel(t, got, want, scale, fmt.Sprintf("Conv2D %+v", p))
+	for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
+		// Scale the inputs so that ReLU6 clips.
+		ref := make([]T, ny)
+		for i := range ref {
+			ref[i] = want[i] * 4
+		}
+		biasActRows(act, ref, ref, bias, p.OutC, s.l, 0, p.N*p.OutC)
+		x4 := make([]T, len(x))
+		for i, v := range x {
+			x4[i] = v * 4
+		}
+		conv2dDepthwise(dev, s, act, got, x4, w, bias)
+		checkCloseRel(t, got, ref, 4*scale, fmt.Sprintf("Conv2DBiasAct(%v) %+v", act, p))
+	}
+}
+
+func TestDepthwiseMatchesIm2col(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, threads := range threadCounts {
+		dev := New()
+		dev.SetThreads(threads)
+		for _, p := range depthwiseCases {
+			t.Run(fmt.Sprintf("%d/%+v", threads, p), func(t *testing.T) {
+				testDepthwise[float32](t, dev, rng, p)
+				testDepthwise[float64](t, dev, rng, p)
+			})
+		}
+	}
+}
+
+// maxPoolRef is the reference loop of MaxPool2D over every plane.
+func maxPoolRef[T float](p device.PoolParams, y []T, arg []int64, x []T) {
+	oh, ow, il := p.OutH(), p.OutW(), p.H*p.W
+	for plane := 0; plane < p.N*p.C; plane++ {
+		for i := 0; i < oh; i++ {
+			for j := 0; j < ow; j++ {
+				o := (plane*oh+i)*ow + j
+				y[o], arg[o] = maxPoolWindow(p, x[plane*il:(plane+1)*il], i, j)
+			}
+		}
+	}
+}
+
+var poolFastCases = []device.PoolParams{
+	{N: 1, C: 64, H: 112, W: 112, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}, // ResNet's stem
+	{N: 2, C: 3, H: 9, W: 10, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1},
+	{N: 1, C: 2, H: 8, W: 8, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1},
+	{N: 1, C: 2, H: 8, W: 9, KH: 3, KW: 3, StrideH: 2, StrideW: 2},
+	{N: 2, C: 2, H: 11, W: 12, KH: 4, KW: 2, StrideH: 3, StrideW: 1, PadH: 2, PadW: 1},
+	{N: 1, C: 3, H: 7, W: 7, KH: 7, KW: 7, StrideH: 1, StrideW: 1},
+	{N: 1, C: 2, H: 3, W: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1},
+	{N: 1, C: 2, H: 6, W: 6, KH: 2, KW: 2, StrideH: 2, StrideW: 2},
+}
+
+func testMaxPoolFast[T float](t *testing.T, dev *Device, rng *rand.Rand, p device.PoolParams) {
+	nx, ny := p.N*p.C*p.H*p.W, p.N*p.C*p.OutH()*p.OutW()
+	negZero := T(math.Copysign(0, -1))
+	for _, mode := range []string{"random", "ties", "specials"} {
+		x := randVals[T](rng, nx, -1, 1)
+		for i := range x {
+			switch mode {
+			case "ties":
+				x[i] = T(rng.IntN(3) - 1)
+			case "specials":
+				switch rng.IntN(8) {
+				case 0:
+					x[i] = T(math.NaN())
+				case 1:
+					x[i] = negZero
+				case 2:
+					x[i] = 0
+				case 3:
+					x[i] = T(math.Inf(-1))
+				}
+			}
+		}
+		wantY, gotY := make([]T, ny), make([]T, ny)
+		wantA, gotA := make([]int64, ny), make([]int64, ny)
+		maxPoolRef(p, wantY, wantA, x)
+		maxPool(dev, p, gotY, gotA, x)
+		for i := range wantY {
+			w, g := wantY[i], gotY[i]
+			if is2x2(p) && ((w == 0 && g == 0) || (w != w && g != g)) {
+				// maxPool2x2 (unchanged) picks +0 over an earlier -0 and the
+				// first NaN of a window, the reference loop the last.
+				continue
+			}
+			sameBits := math.Signbit(float64(w)) == math.Signbit(float64(g)) && (w == g || (w != w && g != g))
+			if !sameBits || wantA[i] != gotA[i] {
+				t.Fatalf("%s %+v: output %d: got %v at %d, want %v at %d", mode, p, i, g, gotA[i], w, wantA[i])
+			}
+		}
+	}
+}
+
+func TestMaxPoolFastMatchesReference(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, threads := range threadCounts {
+		dev := New()
+		dev.SetThreads(threads)
+		for _, p := range poolFastCases {
+			t.Run(fmt.Sprintf("%d/%+v", threads, p), func(t *testing.T) {
+				testMaxPoolFast[float32](t, dev, rng, p)
+				testMaxPoolFast[float64](t, dev, rng, p)
+			})
+		}
+	}
+}
+
+func testMaxMinScalar[T float](t *testing.T, dev *Device) {
+	nan, inf := math.NaN(), math.Inf(1)
+	negZero := math.Copysign(0, -1)
+	vals := []float64{nan, negZero, 0, 1, -1, 6, 7, -7, inf, -inf, 0.1, 1e30, -1e-40, 5.999999}
+	x := make([]T, 1000)
+	for i := range x {
+		x[i] = T(vals[i%len(vals)])
+	}
+	for _, op := range []device.UnaryOp{device.MaxScalar, device.MinScalar} {
+		for _, s := range []float64{0, negZero, 6, 0.1, nan, -inf, 1e40} {
+			got := make([]T, len(x))
+			unary(dev, op, got, x, s)
+			f := unaryFunc(op, s)
+			for i, v := range x {
+				want := T(f(float64(v)))
+				g := got[i]
+				if math.Signbit(float64(g)) != math.Signbit(float64(want)) || !(g == want || (g != g && want != want)) {
+					t.Fatalf("op %d, s = %v: x = %v: got %v, want %v", op, s, v, g, want)
+				}
+			}
+		}
+	}
+}
+
+func TestMaxMinScalarMatchUnaryFunc(t *testing.T) {
+	t.Parallel()
+	dev := New()
+	testMaxMinScalar[float32](t, dev)
+	testMaxMinScalar[float64](t, dev)
+}
+
+// ---------------------------------------------------------------- benchmarks
+
+func BenchmarkDepthwise(b *testing.B) {
+	dev := New()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		name string
+		p    device.ConvParams
+	}{
+		{"112x112x32-s1", depthwiseParams(1, 32, 112, 112, 3, 1, 1, 1)},
+		{"112x112x96-s2", depthwiseParams(1, 96, 112, 112, 3, 2, 1, 1)},
+		{"14x14x384-s1", depthwiseParams(1, 384, 14, 14, 3, 1, 1, 1)},
+		{"7x7x960-s1", depthwiseParams(1, 960, 7, 7, 3, 1, 1, 1)},
+		{"b32-28x28x192-s2", depthwiseParams(32, 192, 28, 28, 3, 2, 1, 1)},
+	} {
+		s := newConvShape(c.p)
+		x := randVals[float32](rng, c.p.N*c.p.C*c.p.H*c.p.W, -1, 1)
+		w := randVals[float32](rng, c.p.OutC*9, -1, 1)
+		y := make([]float32, c.p.N*c.p.OutC*s.l)
+		flop := float64(2 * len(y) * 9)
+		for _, impl := range []string{"im2col", "direct"} {
+			b.Run(c.name+"/"+impl, func(b *testing.B) {
+				for b.Loop() {
+					if impl == "direct" {
+						conv2d(dev, s, y, x, w)
+					} else {
+						conv2dIm2col(dev, s, y, x, w)
+					}
+				}
+				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+func BenchmarkMaxPool3x3(b *testing.B) {
+	dev := New()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 32} {
+		p := device.PoolParams{N: n, C: 64, H: 112, W: 112, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}
+		x := randVals[float32](rng, p.N*p.C*p.H*p.W, -1, 1)
+		ny := p.N * p.C * p.OutH() * p.OutW()
+		y, arg := make([]float32, ny), make([]int64, ny)
+		for _, impl := range []string{"reference", "fast"} {
+			b.Run(fmt.Sprintf("N%d/%s", n, impl), func(b *testing.B) {
+				for b.Loop() {
+					if impl == "fast" {
+						maxPool(dev, p, y, arg, x)
+					} else {
+						dev.parallelFor(p.N*p.C, ny/(p.N*p.C)*9, func(lo, hi int) {
+							q := p
+							q.N, q.C = 1, 1
+							il, ol := p.H*p.W, p.OutH()*p.OutW()
+							for plane := lo; plane < hi; plane++ {
+								maxPoolRef(q, y[plane*ol:(plane+1)*ol], arg[plane*ol:(plane+1)*ol], x[plane*il:(plane+1)*il])
+							}
+						})
+					}
+				}
+				b.ReportMetric(float64(len(x)*4)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}
+
+func BenchmarkClip(b *testing.B) {
+	dev := New()
+	rng := rand.New(rand.NewPCG(9, 10))
+	x := randVals[float32](rng, 32*112*112, -8, 8) // MobileNetV2's first activation, batch 1
+	y := make([]float32, len(x))
+	for _, impl := range []string{"unaryFunc", "fast", "relu6"} {
+		b.Run(impl, func(b *testing.B) {
+			for b.Loop() {
+				switch impl {
+				case "unaryFunc": // the loop MaxScalar and MinScalar ran before
+					for _, op := range []device.UnaryOp{device.MaxScalar, device.MinScalar} {
+						s := []float64{0, 6}[op-device.MaxScalar]
+						src := x
+						if op == device.MinScalar {
+							src = y
+						}
+						dev.parallelFor(len(y), 8, func(lo, hi int) {
+							f := unaryFunc(op, s)
+							for i, v := range src[lo:hi] {
+								y[lo+i] = float32(f(float64(v)))
+							}
+						})
+					}
+				case "fast":
+					unary(dev, device.MaxScalar, y, x, 0)
+					unary(dev, device.MinScalar, y, y, 6)
+				case "relu6":
+					biasAct(dev, device.ActReLU6, y, x, nil, 1, 32, 112*112)
+				}
+			}
+			b.ReportMetric(float64(len(x)*8)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
