@@ -816,14 +816,24 @@ func exportPoolAttrs(o tensor.PoolOptions) []*onnxpb.AttributeProto {
 	}
 }
 
-func exportAct(e *exporter, a device.Activation, in, out string) error {
+// exportAct emits the fused activation a from in to out: Relu, or Clip
+// with scalar bounds of type dt for ReLU6. It returns the output's name.
+func exportAct(e *exporter, a device.Activation, in, out string, dt device.DType) (string, error) {
 	switch a {
 	case device.ActReLU:
-		e.chain("Relu", out, []string{in})
-	default:
-		return exportErrorf("%w: fused activation %v", ErrUnsupported, a)
+		return e.chain("Relu", out, []string{in}), nil
+	case device.ActReLU6:
+		lo, err := e.initializer(fmt.Sprintf("_%s_min", e.curName), tensor.Full(tensor.CPU(), dt, 0), protoTypeOf(dt))
+		if err != nil {
+			return "", err
+		}
+		hi, err := e.initializer(fmt.Sprintf("_%s_max", e.curName), tensor.Full(tensor.CPU(), dt, 6), protoTypeOf(dt))
+		if err != nil {
+			return "", err
+		}
+		return e.chain("Clip", out, []string{in, lo, hi}), nil
 	}
-	return nil
+	return "", exportErrorf("%w: fused activation %v", ErrUnsupported, a)
 }
 
 // linear emits Gemm (2-D input) or MatMul and Add, then the activation.
@@ -850,7 +860,8 @@ func (e *exporter) linear(info *autograd.OpInfo, ins []string, out string) error
 	if a.Act == device.ActNone {
 		return nil
 	}
-	return exportAct(e, a.Act, y, out)
+	_, err := exportAct(e, a.Act, y, out, info.Inputs[0].Value.DType())
+	return err
 }
 
 // conv emits Conv, the activation and, for Conv2DMaxPool, MaxPool.
@@ -880,10 +891,10 @@ func (e *exporter) conv(info *autograd.OpInfo, ins []string, out string) error {
 		if pool {
 			t = ""
 		}
-		if a.Act != device.ActReLU {
-			return exportErrorf("%w: fused activation %v", ErrUnsupported, a.Act)
+		var err error
+		if y, err = exportAct(e, a.Act, y, t, info.Inputs[0].Value.DType()); err != nil {
+			return err
 		}
-		y = e.chain("Relu", t, []string{y})
 	}
 	if pool {
 		e.chain("MaxPool", out, []string{y}, exportPoolAttrs(a.Pool)...)

@@ -536,3 +536,33 @@ func TestExportFloat64(t *testing.T) {
 	require.NoError(t, err)
 	exportClose(t, horaForward(m, x), outs[0].Value, 1e-12, 1e-12, "float64")
 }
+
+// exportReLU6Model is a depthwise convolution and a linear layer, each
+// with a fused ReLU6 (as MobileNet uses).
+type exportReLU6Model struct{ w, b, fw *autograd.Param }
+
+func (m exportReLU6Model) Parameters() []*autograd.Param { return []*autograd.Param{m.w, m.b, m.fw} }
+func (m exportReLU6Model) Forward(x *autograd.Var) *autograd.Var {
+	y := autograd.Conv2DAct(x, m.w.Var, m.b.Var, tensor.ConvOptions{PadH: 1, PadW: 1, Groups: 3}, device.ActReLU6)
+	return autograd.LinearAct(autograd.Flatten(y, 1), m.fw.Var, nil, device.ActReLU6)
+}
+
+func TestExportReLU6(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	m := exportReLU6Model{
+		w:  autograd.NewParam("w", tensor.RandNormal(rng, 0, 2, 3, 1, 3, 3)),
+		b:  autograd.NewParam("b", tensor.RandNormal(rng, 0, 1, 3)),
+		fw: autograd.NewParam("fw", tensor.RandNormal(rng, 0, 1, 5, 3*4*4)),
+	}
+	x := tensor.RandNormal(rng, 0, 1, 2, 3, 4, 4)
+	imported, err := onnx.Import(bytes.NewReader(exportBytes(t, m, x)))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Conv", "Clip", "Flatten", "Gemm"}, imported.OpTypes(), "ReLU6 is exported as Clip(0, 6)")
+	assert.Contains(t, imported.Summary(), "Conv×1 Flatten×1 Gemm×1", "and fused back on import")
+	x2 := tensor.RandNormal(rng, 0, 1, 3, 3, 4, 4)
+	outs, err := imported.Run(autograd.Constant(x2))
+	require.NoError(t, err)
+	want := horaForward(m, x2)
+	assert.Equal(t, want.Float32s(), outs[0].Value.Float32s())
+	assert.Greater(t, want.MaxAll().Item(), 5.99, "the test reaches the upper bound")
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -626,9 +627,10 @@ func (m *Model) fold() error {
 // same pass over their output (nodeCtx.FusedActivation).
 var fusable = map[string]bool{"Conv": true, "Gemm": true}
 
-// fuseActivations folds each Relu that is the only reader of a Conv's or
-// Gemm's output into that node, which then writes the Relu's output: one
-// pass over the activations instead of two, the same values.
+// fuseActivations folds each Relu (or Clip(0, 6), ReLU6) that is the only
+// reader of a Conv's or Gemm's output into that node, which then writes
+// the activation's output: one pass over the activations instead of two
+// or three, the same values.
 func (m *Model) fuseActivations() {
 	readers := map[string]int{}
 	for _, n := range m.nodes {
@@ -645,9 +647,9 @@ func (m *Model) fuseActivations() {
 	producer := map[string]*graphNode{}
 	kept := m.nodes[:0]
 	for _, n := range m.nodes {
-		if n.proto.GetOpType() == "Relu" && len(n.inputs) == 1 && len(n.outputs) == 1 {
+		if act := m.activationOf(n); act != device.ActNone && len(n.inputs) > 0 && len(n.outputs) == 1 {
 			if p := producer[n.inputs[0]]; p != nil && readers[n.inputs[0]] == 1 && p.act == device.ActNone {
-				p.act = device.ActReLU
+				p.act = act
 				p.outputs = []string{n.outputs[0]}
 				producer[n.outputs[0]] = p
 				continue
@@ -659,6 +661,46 @@ func (m *Model) fuseActivations() {
 		kept = append(kept, n)
 	}
 	m.nodes = kept
+}
+
+// activationOf returns the fused activation that node n computes: ReLU
+// for Relu and for Clip(0, +inf), ReLU6 for Clip(0, 6) with constant
+// bounds; ActNone for anything else.
+func (m *Model) activationOf(n *graphNode) device.Activation {
+	switch n.proto.GetOpType() {
+	case "Relu":
+		if len(n.inputs) == 1 {
+			return device.ActReLU
+		}
+	case "Clip":
+		lo, hi := math.Inf(-1), math.Inf(1)
+		if m.Opset < 11 {
+			if a := n.attrs["min"]; a != nil {
+				lo = float64(a.GetF())
+			}
+			if a := n.attrs["max"]; a != nil {
+				hi = float64(a.GetF())
+			}
+		} else {
+			for k, bound := range []*float64{&lo, &hi} {
+				if k+1 >= len(n.inputs) || n.inputs[k+1] == "" {
+					continue
+				}
+				t := m.consts[n.inputs[k+1]]
+				if t == nil || t.Len() != 1 {
+					return device.ActNone // a bound computed at run time
+				}
+				*bound = t.Values()[0]
+			}
+		}
+		switch {
+		case lo == 0 && hi == 6:
+			return device.ActReLU6
+		case lo == 0 && math.IsInf(hi, 1):
+			return device.ActReLU
+		}
+	}
+	return device.ActNone
 }
 
 // shapeDriven lists the operators whose output shape depends on the

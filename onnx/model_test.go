@@ -391,3 +391,30 @@ func TestReluFusedIntoConvAndGemm(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDeltaSlice(t, want.Float32s(), outs[0].Value.Float32s(), 1e-5)
 }
+
+func TestClipFusedIntoConvAsReLU6(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 7))
+	w := tensor.RandNormal(rng, 0, 3, 4, 1, 3, 3) // depthwise: 4 groups
+	for _, opset := range []int64{11, 17} {
+		s := graphSpec{
+			opset: opset,
+			nodes: []*onnxpb.NodeProto{
+				node("Conv", "dw", []string{"x", "w"}, []string{"c"}, intAttr("group", 4),
+					&onnxpb.AttributeProto{Name: ptr("pads"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: []int64{1, 1, 1, 1}}),
+				node("Clip", "relu6", []string{"c", "lo", "hi"}, []string{"y"}),
+			},
+			inits: []*onnxpb.TensorProto{initTensor(t, "w", w, f32),
+				initTensor(t, "lo", tensor.FromFloat32([]float32{0}).Reshape(), f32), initTensor(t, "hi", tensor.FromFloat32([]float32{6}).Reshape(), f32)},
+			inputs:  []*onnxpb.ValueInfoProto{tensorInfo("x", f32, -1, 4, 5, 5)},
+			outputs: []*onnxpb.ValueInfoProto{tensorInfo("y", f32, -1, 4, 5, 5)},
+		}
+		m := s.load(t)
+		assert.Contains(t, m.Summary(), "1 nodes: Conv×1", "opset %d: Clip(0, 6) is fused", opset)
+		x := tensor.RandNormal(rng, 0, 1, 2, 4, 5, 5)
+		want := tensor.Conv2D(x, w, tensor.ConvOptions{PadH: 1, PadW: 1, Groups: 4}).MaxScalar(0).MinScalar(6)
+		outs, err := m.Run(autograd.Constant(x))
+		require.NoError(t, err)
+		assert.InDeltaSlice(t, want.Float32s(), outs[0].Value.Float32s(), 1e-5)
+		assert.Greater(t, want.MaxAll().Item(), 5.99, "the test reaches the upper bound")
+	}
+}

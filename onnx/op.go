@@ -3,6 +3,7 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -129,12 +130,22 @@ func (c *nodeCtx) RunGraph(attr string, args []*autograd.Var) ([]*autograd.Var, 
 func (c *nodeCtx) FusedActivation() device.Activation { return c.act }
 
 // applyAct applies activation act to y (for operators whose kernel could
-// not fuse it).
+// not fuse it). Integer tensors are clamped in float64, exactly.
 func applyAct(y *autograd.Var, act device.Activation) *autograd.Var {
+	hi := math.Inf(1)
+	switch act {
+	case device.ActNone:
+		return y
+	case device.ActReLU6:
+		hi = 6
+	}
+	if dt := y.Value.DType(); !dt.IsFloat() {
+		return autograd.Constant(y.Value.Cast(device.Float64).MaxScalar(0).MinScalar(hi).Cast(dt))
+	}
 	if act == device.ActReLU {
 		return autograd.Relu(y)
 	}
-	return y
+	return autograd.Clamp(y, 0, hi)
 }
 
 // Rand returns the model's random number generator (Dropout in training

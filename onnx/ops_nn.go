@@ -488,11 +488,11 @@ func opGemm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	}
 	if !a.Value.DType().IsFloat() {
 		outs, err := gemmInt(c, a, bm, cv, alpha, beta, transA, transB)
-		if err != nil || c.FusedActivation() == device.ActNone {
-			return outs, err
+		if err != nil {
+			return nil, err
 		}
-		relu, _ := lookup("Relu", c.Opset())
-		return relu.run(c, outs)
+		outs[0] = applyAct(outs[0], c.FusedActivation())
+		return outs, nil
 	}
 	if transA {
 		a = autograd.Transpose(a, 0, 1)
