@@ -53,5 +53,9 @@ func writeOpsMarkdown(w io.Writer, t *tally) {
 	if len(missing) > 0 {
 		fmt.Fprintf(w, "\nOperators of the conformance suite that Hora does not implement (number of tests): %s.\n", strings.Join(missing, ", "))
 	}
-	fmt.Fprintf(w, "\nConformance suite (onnx 1.12 node tests): %d passed, %d failed, %d unsupported.\n", t.passed, t.failed, t.unsupported)
+	fmt.Fprintf(w, "\nConformance suite (onnx 1.12 node tests): %d passed, %d failed, %d unsupported", t.passed, t.failed, t.unsupported)
+	if t.known > 0 {
+		fmt.Fprintf(w, ", and %d cases whose references no implementation can match (listed with the reasons in onnx/testdata/conformance-known.txt)", t.known)
+	}
+	fmt.Fprintln(w, ".")
 }
