@@ -19,33 +19,15 @@ import (
 // ewRun runs one node of operator op at the given opset on the CPU.
 // attrs values are int64, float64 or string; a nil input is omitted.
 func ewRun(op string, opset int, attrs map[string]any, ins ...*autograd.Var) ([]*autograd.Var, error) {
-	n := &onnxpb.NodeProto{OpType: ptr(op), Output: []string{"y"}}
-	for i, v := range ins {
-		name := ""
-		if v != nil {
-			name = fmt.Sprintf("x%d", i)
-		}
-		n.Input = append(n.Input, name)
-	}
+	var list []*onnxpb.AttributeProto
 	for k, v := range attrs {
-		a := &onnxpb.AttributeProto{Name: ptr(k)}
-		switch v := v.(type) {
-		case int64:
-			a.I, a.Type = ptr(v), onnxpb.AttributeProto_INT.Enum()
-		case float64:
-			a.F, a.Type = ptr(float32(v)), onnxpb.AttributeProto_FLOAT.Enum()
-		case string:
-			a.S, a.Type = []byte(v), onnxpb.AttributeProto_STRING.Enum()
-		default:
-			panic(fmt.Sprintf("ewRun: attribute %s of type %T", k, v))
+		a, err := attrOf(k, v)
+		if err != nil {
+			return nil, err
 		}
-		n.Attribute = append(n.Attribute, a)
+		list = append(list, a)
 	}
-	impl, ok := lookup(op, opset)
-	if !ok {
-		return nil, fmt.Errorf("%s is not registered at opset %d", op, opset)
-	}
-	return impl.run(newNodeCtx(n, 0, opset, tensor.CPU(), false), ins)
+	return callOp(op, opset, 1, list, ins...)
 }
 
 // ewConst returns a constant Var.

@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -21,49 +20,9 @@ import (
 // finite differences in float64, and errors (not panics) for bad
 // attributes and inputs.
 
-func lsInt(name string, v int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, I: &v, Type: onnxpb.AttributeProto_INT.Enum()}
-}
-
-func lsInts(name string, v ...int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, Ints: v, Type: onnxpb.AttributeProto_INTS.Enum()}
-}
-
-func lsStr(name, v string) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, S: []byte(v), Type: onnxpb.AttributeProto_STRING.Enum()}
-}
-
-// lsCall runs operator op of the given opset on in (nil: an omitted
-// input) with nOut outputs; a panic is returned as an error starting with
-// "panic".
-func lsCall(op string, opset, nOut int, attrs []*onnxpb.AttributeProto, in ...*autograd.Var) (out []*autograd.Var, err error) {
-	v, ok := lookup(op, opset)
-	if !ok {
-		return nil, fmt.Errorf("%s opset %d is not registered", op, opset)
-	}
-	outs := make([]string, nOut)
-	for i := range outs {
-		outs[i] = fmt.Sprintf("y%d", i)
-	}
-	ins := make([]string, len(in))
-	for i := range ins {
-		if in[i] != nil {
-			ins[i] = fmt.Sprintf("x%d", i)
-		}
-	}
-	n := &onnxpb.NodeProto{OpType: &op, Attribute: attrs, Input: ins, Output: outs}
-	c := newNodeCtx(n, 0, opset, tensor.CPU(), false)
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return v.run(c, in)
-}
-
 func lsMust(t *testing.T, op string, opset, nOut int, attrs []*onnxpb.AttributeProto, in ...*autograd.Var) []*autograd.Var {
 	t.Helper()
-	out, err := lsCall(op, opset, nOut, attrs, in...)
+	out, err := callOp(op, opset, nOut, attrs, in...)
 	require.NoError(t, err)
 	require.Len(t, out, nOut)
 	return out
@@ -155,9 +114,9 @@ func (lc lsLossCase) build(seed uint64) (x, w *tensor.Tensor, target []int64, at
 	if lc.weight {
 		w = tensor.FromFloat64([]float64{0.5, 2, 1.5, 0.25}[:c], c)
 	}
-	attrs = []*onnxpb.AttributeProto{lsStr("reduction", lc.reduction)}
+	attrs = []*onnxpb.AttributeProto{attrString("reduction", lc.reduction)}
 	if lc.ii != nil {
-		attrs = append(attrs, lsInt("ignore_index", *lc.ii))
+		attrs = append(attrs, attrInt("ignore_index", *lc.ii))
 	}
 	return x, w, target, attrs
 }
@@ -264,7 +223,7 @@ func TestLossGradients(t *testing.T) {
 		for _, axes := range [][]int64{nil, {1}, {0, 2}, {-1}} {
 			var attrs []*onnxpb.AttributeProto
 			if axes != nil {
-				attrs = append(attrs, lsInts("axes", axes...))
+				attrs = append(attrs, attrInts("axes", axes...))
 			}
 			err := autograd.GradCheck(func(xs []*autograd.Var) *autograd.Var {
 				return lsMust(t, "MeanVarianceNormalization", 13, 1, attrs, xs[0])[0]
@@ -276,7 +235,7 @@ func TestLossGradients(t *testing.T) {
 		for _, upper := range []int64{0, 1} {
 			k := lsConst(tensor.FromInt64([]int64{1}))
 			err := autograd.GradCheck(func(xs []*autograd.Var) *autograd.Var {
-				return lsMust(t, "Trilu", 14, 1, []*onnxpb.AttributeProto{lsInt("upper", upper)}, xs[0], k)[0]
+				return lsMust(t, "Trilu", 14, 1, []*onnxpb.AttributeProto{attrInt("upper", upper)}, xs[0], k)[0]
 			}, []*tensor.Tensor{lsRand(6, 2, 3, 4)}, opts)
 			assert.NoError(t, err, "upper %d", upper)
 		}
@@ -286,7 +245,7 @@ func TestLossGradients(t *testing.T) {
 func TestLossMVNValues(t *testing.T) {
 	t.Parallel()
 	x := lsRand(7, 2, 3, 4)
-	y := lsMust(t, "MeanVarianceNormalization", 13, 1, []*onnxpb.AttributeProto{lsInts("axes", 0, 2)}, lsConst(x))[0].Value
+	y := lsMust(t, "MeanVarianceNormalization", 13, 1, []*onnxpb.AttributeProto{attrInts("axes", 0, 2)}, lsConst(x))[0].Value
 	xv, yv := x.Float64s(), y.Float64s()
 	for ch := range 3 {
 		var idx []int
@@ -319,7 +278,7 @@ func TestLossTriluEyeLikeValues(t *testing.T) {
 	xv := lsConst(tensor.FromInt64(x, 2, 3, 4))
 	for _, upper := range []int64{0, 1} {
 		for _, k := range []int64{-5, -1, 0, 2, 9} {
-			y := lsMust(t, "Trilu", 14, 1, []*onnxpb.AttributeProto{lsInt("upper", upper)}, xv, lsConst(tensor.FromInt64([]int64{k})))[0].Value
+			y := lsMust(t, "Trilu", 14, 1, []*onnxpb.AttributeProto{attrInt("upper", upper)}, xv, lsConst(tensor.FromInt64([]int64{k})))[0].Value
 			require.Equal(t, device.Int64, y.DType())
 			got := y.Int64s()
 			for i, v := range x {
@@ -341,10 +300,10 @@ func TestLossTriluEyeLikeValues(t *testing.T) {
 	assert.Equal(t, []float64{1, 2, 0, 4}, y.Float64s())
 
 	in := lsConst(tensor.Zeros(3, 4))
-	e := lsMust(t, "EyeLike", 9, 1, []*onnxpb.AttributeProto{lsInt("k", 1), lsInt("dtype", int64(onnxpb.TensorProto_INT32))}, in)[0].Value
+	e := lsMust(t, "EyeLike", 9, 1, []*onnxpb.AttributeProto{attrInt("k", 1), attrInt("dtype", int64(onnxpb.TensorProto_INT32))}, in)[0].Value
 	require.Equal(t, device.Int64, e.DType())
 	assert.Equal(t, []int64{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, e.Int64s())
-	e = lsMust(t, "EyeLike", 9, 1, []*onnxpb.AttributeProto{lsInt("k", -2)}, in)[0].Value
+	e = lsMust(t, "EyeLike", 9, 1, []*onnxpb.AttributeProto{attrInt("k", -2)}, in)[0].Value
 	require.Equal(t, device.Float32, e.DType())
 	assert.Equal(t, []float32{0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, e.Float32s())
 }
@@ -364,32 +323,32 @@ func TestLossErrors(t *testing.T) {
 		want  string
 		unsup bool
 	}{
-		{"bad reduction", "NegativeLogLikelihoodLoss", 13, []*onnxpb.AttributeProto{lsStr("reduction", "avg")}, []*autograd.Var{x, tgt}, "reduction", false},
+		{"bad reduction", "NegativeLogLikelihoodLoss", 13, []*onnxpb.AttributeProto{attrString("reduction", "avg")}, []*autograd.Var{x, tgt}, "reduction", false},
 		{"missing target", "NegativeLogLikelihoodLoss", 13, nil, []*autograd.Var{x}, "target", false},
 		{"rank-1 input", "NegativeLogLikelihoodLoss", 13, nil, []*autograd.Var{lsConst(lsRand(1, 3)), tgt}, "rank >= 2", false},
 		{"int input", "NegativeLogLikelihoodLoss", 13, nil, []*autograd.Var{tgt, tgt}, "float", false},
 		{"float target", "NegativeLogLikelihoodLoss", 13, nil, []*autograd.Var{x, lsConst(tensor.FromFloat64([]float64{0, 1}, 2))}, "integers", false},
 		{"target shape", "NegativeLogLikelihoodLoss", 13, nil, []*autograd.Var{xnd, tgt}, "expected [2 2]", false},
 		{"target out of range", "NegativeLogLikelihoodLoss", 13, nil, []*autograd.Var{x, lsConst(tensor.FromInt64([]int64{3, 0}, 2))}, "outside [0, 3)", false},
-		{"negative target", "NegativeLogLikelihoodLoss", 13, []*onnxpb.AttributeProto{lsInt("ignore_index", 5)}, []*autograd.Var{x, lsConst(tensor.FromInt64([]int64{-1, 5}, 2))}, "outside [0, 3)", false},
+		{"negative target", "NegativeLogLikelihoodLoss", 13, []*onnxpb.AttributeProto{attrInt("ignore_index", 5)}, []*autograd.Var{x, lsConst(tensor.FromInt64([]int64{-1, 5}, 2))}, "outside [0, 3)", false},
 		{"weight shape", "NegativeLogLikelihoodLoss", 13, nil, []*autograd.Var{x, tgt, lsConst(tensor.FromFloat64([]float64{1, 2}, 2))}, "one weight per class", false},
 		{"weight type", "NegativeLogLikelihoodLoss", 13, nil, []*autograd.Var{x, tgt, lsConst(tensor.FromFloat32([]float32{1, 2, 3}, 3))}, "weight", false},
 		{"sce labels out of range", "SoftmaxCrossEntropyLoss", 13, nil, []*autograd.Var{x, lsConst(tensor.FromInt64([]int64{0, 7}, 2))}, "outside [0, 3)", false},
-		{"sce bad reduction", "SoftmaxCrossEntropyLoss", 13, []*onnxpb.AttributeProto{lsStr("reduction", "")}, []*autograd.Var{x, tgt, w}, "reduction", false},
+		{"sce bad reduction", "SoftmaxCrossEntropyLoss", 13, []*onnxpb.AttributeProto{attrString("reduction", "")}, []*autograd.Var{x, tgt, w}, "reduction", false},
 		{"sce weights shape", "SoftmaxCrossEntropyLoss", 13, nil, []*autograd.Var{xnd, lsConst(tensor.FromInt64([]int64{0, 1, 2, 0}, 2, 2)), lsConst(lsRand(1, 3, 1))}, "weights", false},
 		{"trilu rank 1", "Trilu", 14, nil, []*autograd.Var{lsConst(lsRand(1, 3))}, "rank >= 2", false},
 		{"trilu k shape", "Trilu", 14, nil, []*autograd.Var{x, lsConst(tensor.FromInt64([]int64{1, 2}, 2))}, "scalar", false},
 		{"trilu float k", "Trilu", 14, nil, []*autograd.Var{x, lsConst(tensor.FromFloat64([]float64{1}, 1))}, "integer", false},
 		{"eyelike 3-D", "EyeLike", 9, nil, []*autograd.Var{xnd}, "2-D", false},
-		{"eyelike bad dtype", "EyeLike", 9, []*onnxpb.AttributeProto{lsInt("dtype", 999)}, []*autograd.Var{x}, "dtype", false},
-		{"eyelike float16", "EyeLike", 9, []*onnxpb.AttributeProto{lsInt("dtype", int64(onnxpb.TensorProto_FLOAT16))}, []*autograd.Var{x}, "float16", true},
+		{"eyelike bad dtype", "EyeLike", 9, []*onnxpb.AttributeProto{attrInt("dtype", 999)}, []*autograd.Var{x}, "dtype", false},
+		{"eyelike float16", "EyeLike", 9, []*onnxpb.AttributeProto{attrInt("dtype", int64(onnxpb.TensorProto_FLOAT16))}, []*autograd.Var{x}, "float16", true},
 		{"mvn default axes on rank 3", "MeanVarianceNormalization", 13, nil, []*autograd.Var{xnd}, "out of range", false},
-		{"mvn repeated axes", "MeanVarianceNormalization", 9, []*onnxpb.AttributeProto{lsInts("axes", 1, -2)}, []*autograd.Var{xnd}, "repeats", false},
-		{"mvn int input", "MeanVarianceNormalization", 13, []*onnxpb.AttributeProto{lsInts("axes", 0)}, []*autograd.Var{tgt}, "float", false},
+		{"mvn repeated axes", "MeanVarianceNormalization", 9, []*onnxpb.AttributeProto{attrInts("axes", 1, -2)}, []*autograd.Var{xnd}, "repeats", false},
+		{"mvn int input", "MeanVarianceNormalization", 13, []*onnxpb.AttributeProto{attrInts("axes", 0)}, []*autograd.Var{tgt}, "float", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := lsCall(tc.op, tc.opset, 1, tc.attrs, tc.in...)
+			_, err := callOp(tc.op, tc.opset, 1, tc.attrs, tc.in...)
 			require.Error(t, err)
 			assert.False(t, strings.HasPrefix(err.Error(), "panic"), "%v", err)
 			assert.Contains(t, err.Error(), tc.want)

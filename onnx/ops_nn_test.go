@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -22,22 +21,6 @@ import (
 // inputs. Forward values are checked against PyTorch by the ONNX backend
 // suite (cmd/onnxcheck).
 
-func nnAttrInt(name string, v int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, I: &v, Type: onnxpb.AttributeProto_INT.Enum()}
-}
-
-func nnAttrInts(name string, v ...int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, Ints: v, Type: onnxpb.AttributeProto_INTS.Enum()}
-}
-
-func nnAttrFloat(name string, v float32) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, F: &v, Type: onnxpb.AttributeProto_FLOAT.Enum()}
-}
-
-func nnAttrString(name, v string) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, S: []byte(v), Type: onnxpb.AttributeProto_STRING.Enum()}
-}
-
 // nnAttrs is a shorthand for a list of attributes.
 func nnAttrs(a ...*onnxpb.AttributeProto) []*onnxpb.AttributeProto { return a }
 
@@ -46,34 +29,7 @@ func nnAttrs(a ...*onnxpb.AttributeProto) []*onnxpb.AttributeProto { return a }
 // updates); a panic comes back as an error starting with "panic".
 func nnCall(op string, opset, nOut int, attrs []*onnxpb.AttributeProto, setState func(int, *tensor.Tensor) error,
 	in ...*autograd.Var) (out []*autograd.Var, err error) {
-	return nnCallMode(op, opset, nOut, attrs, setState != nil, setState, in...)
-}
-
-// nnCallMode is nnCall with the mode given apart from setState (nil: no
-// input is model state).
-func nnCallMode(op string, opset, nOut int, attrs []*onnxpb.AttributeProto, training bool, setState func(int, *tensor.Tensor) error,
-	in ...*autograd.Var) (out []*autograd.Var, err error) {
-	v, ok := lookup(op, opset)
-	if !ok {
-		return nil, fmt.Errorf("%s opset %d is not registered", op, opset)
-	}
-	outs := make([]string, nOut)
-	for i := range outs {
-		outs[i] = fmt.Sprintf("y%d", i)
-	}
-	ins := make([]string, len(in))
-	for i := range ins {
-		ins[i] = fmt.Sprintf("x%d", i)
-	}
-	n := &onnxpb.NodeProto{OpType: &op, Attribute: attrs, Input: ins, Output: outs}
-	c := newNodeCtx(n, 0, opset, tensor.CPU(), training)
-	c.setState = setState
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return v.run(c, in)
+	return runTestOp(op, opset, nOut, attrs, setState != nil, setState, in...)
 }
 
 // nnRand returns a float64 tensor of standard normal values.
@@ -109,45 +65,45 @@ func TestNNGrad(t *testing.T) {
 		return []*tensor.Tensor{nnRand(rng, 2, 3, 2, 2), nnRand(rng, 3), nnRand(rng, 3), nnRand(rng, 3), nnPositive(rng, 3)}
 	}
 	cases := []nnGradCase{
-		{"conv group bias", "Conv", 13, nnAttrs(nnAttrInt("group", 2), nnAttrInts("pads", 1, 0, 1, 0), nnAttrInts("strides", 2, 1)),
+		{"conv group bias", "Conv", 13, nnAttrs(attrInt("group", 2), attrInts("pads", 1, 0, 1, 0), attrInts("strides", 2, 1)),
 			shapes(nnRand, []int{2, 4, 5, 4}, []int{4, 2, 3, 2}, []int{4})},
-		{"conv asymmetric dilated", "Conv", 13, nnAttrs(nnAttrInts("pads", 2, 0, 1, 1), nnAttrInts("dilations", 2, 1)),
+		{"conv asymmetric dilated", "Conv", 13, nnAttrs(attrInts("pads", 2, 0, 1, 1), attrInts("dilations", 2, 1)),
 			shapes(nnRand, []int{1, 2, 5, 5}, []int{3, 2, 2, 3})},
-		{"conv 1-D same", "Conv", 13, nnAttrs(nnAttrString("auto_pad", "SAME_LOWER"), nnAttrInts("strides", 2)),
+		{"conv 1-D same", "Conv", 13, nnAttrs(attrString("auto_pad", "SAME_LOWER"), attrInts("strides", 2)),
 			shapes(nnRand, []int{2, 2, 7}, []int{3, 2, 4}, []int{3})},
-		{"convtranspose direct", "ConvTranspose", 13, nnAttrs(nnAttrInts("strides", 2, 3), nnAttrInts("pads", 1, 0, 1, 0),
-			nnAttrInts("output_padding", 1, 2), nnAttrInt("group", 2)),
+		{"convtranspose direct", "ConvTranspose", 13, nnAttrs(attrInts("strides", 2, 3), attrInts("pads", 1, 0, 1, 0),
+			attrInts("output_padding", 1, 2), attrInt("group", 2)),
 			shapes(nnRand, []int{2, 4, 3, 2}, []int{4, 1, 3, 2}, []int{2})},
-		{"convtranspose cropped", "ConvTranspose", 13, nnAttrs(nnAttrInts("strides", 2, 2), nnAttrInts("pads", 2, 0, 1, 1)),
+		{"convtranspose cropped", "ConvTranspose", 13, nnAttrs(attrInts("strides", 2, 2), attrInts("pads", 2, 0, 1, 1)),
 			shapes(nnRand, []int{1, 2, 3, 3}, []int{2, 3, 3, 2}, []int{3})},
-		{"convtranspose 1-D output_shape", "ConvTranspose", 13, nnAttrs(nnAttrInts("strides", 2), nnAttrInts("output_shape", 10)),
+		{"convtranspose 1-D output_shape", "ConvTranspose", 13, nnAttrs(attrInts("strides", 2), attrInts("output_shape", 10)),
 			shapes(nnRand, []int{1, 2, 4}, []int{2, 2, 3}, []int{2})},
-		{"gemm linear", "Gemm", 13, nnAttrs(nnAttrInt("transB", 1)),
+		{"gemm linear", "Gemm", 13, nnAttrs(attrInt("transB", 1)),
 			shapes(nnRand, []int{3, 4}, []int{5, 4}, []int{5})},
-		{"gemm general", "Gemm", 13, nnAttrs(nnAttrInt("transA", 1), nnAttrFloat("alpha", 0.5), nnAttrFloat("beta", 2)),
+		{"gemm general", "Gemm", 13, nnAttrs(attrInt("transA", 1), attrFloat("alpha", 0.5), attrFloat("beta", 2)),
 			shapes(nnRand, []int{4, 3}, []int{4, 5}, []int{3, 1})},
 		{"matmul batched", "MatMul", 13, nil, shapes(nnRand, []int{2, 1, 3, 4}, []int{3, 4, 2})},
 		{"matmul vectors", "MatMul", 13, nil, shapes(nnRand, []int{4}, []int{2, 4, 3})},
-		{"batchnorm inference", "BatchNormalization", 15, nnAttrs(nnAttrFloat("epsilon", 0.01)), bnInputs},
-		{"batchnorm training_mode", "BatchNormalization", 15, nnAttrs(nnAttrInt("training_mode", 1)),
+		{"batchnorm inference", "BatchNormalization", 15, nnAttrs(attrFloat("epsilon", 0.01)), bnInputs},
+		{"batchnorm training_mode", "BatchNormalization", 15, nnAttrs(attrInt("training_mode", 1)),
 			bnInputs}, // the running statistics do not enter Y: zero gradient
 		{"instancenorm", "InstanceNormalization", 13, nil, shapes(nnRand, []int{2, 3, 2, 3}, []int{3}, []int{3})},
-		{"layernorm axis 1", "LayerNormalization", 17, nnAttrs(nnAttrInt("axis", 1)),
+		{"layernorm axis 1", "LayerNormalization", 17, nnAttrs(attrInt("axis", 1)),
 			shapes(nnRand, []int{2, 3, 4}, []int{3, 4}, []int{4})},
 		{"layernorm no bias", "LayerNormalization", 17, nil, shapes(nnRand, []int{3, 5}, []int{5})},
-		{"maxpool direct", "MaxPool", 12, nnAttrs(nnAttrInts("kernel_shape", 3, 3), nnAttrInts("strides", 2, 2), nnAttrInts("pads", 1, 1, 1, 1)),
+		{"maxpool direct", "MaxPool", 12, nnAttrs(attrInts("kernel_shape", 3, 3), attrInts("strides", 2, 2), attrInts("pads", 1, 1, 1, 1)),
 			shapes(nnRand, []int{1, 2, 5, 5})},
-		{"maxpool dilated ceil", "MaxPool", 12, nnAttrs(nnAttrInts("kernel_shape", 2, 2), nnAttrInts("dilations", 2, 1),
-			nnAttrInt("ceil_mode", 1), nnAttrInts("strides", 2, 2), nnAttrInts("pads", 0, 1, 1, 0)),
+		{"maxpool dilated ceil", "MaxPool", 12, nnAttrs(attrInts("kernel_shape", 2, 2), attrInts("dilations", 2, 1),
+			attrInt("ceil_mode", 1), attrInts("strides", 2, 2), attrInts("pads", 0, 1, 1, 0)),
 			shapes(nnRand, []int{1, 2, 6, 5})},
-		{"averagepool direct", "AveragePool", 11, nnAttrs(nnAttrInts("kernel_shape", 3), nnAttrInts("pads", 1, 1)),
+		{"averagepool direct", "AveragePool", 11, nnAttrs(attrInts("kernel_shape", 3), attrInts("pads", 1, 1)),
 			shapes(nnRand, []int{2, 2, 6})},
-		{"averagepool ceil count_include_pad", "AveragePool", 11, nnAttrs(nnAttrInts("kernel_shape", 3, 2), nnAttrInts("strides", 2, 2),
-			nnAttrInts("pads", 2, 0, 0, 1), nnAttrInt("ceil_mode", 1), nnAttrInt("count_include_pad", 1)),
+		{"averagepool ceil count_include_pad", "AveragePool", 11, nnAttrs(attrInts("kernel_shape", 3, 2), attrInts("strides", 2, 2),
+			attrInts("pads", 2, 0, 0, 1), attrInt("ceil_mode", 1), attrInt("count_include_pad", 1)),
 			shapes(nnRand, []int{1, 2, 6, 5})},
 		{"globalaveragepool", "GlobalAveragePool", 13, nil, shapes(nnRand, []int{2, 3, 2, 3})},
 		{"globalmaxpool", "GlobalMaxPool", 13, nil, shapes(nnRand, []int{2, 3, 4})},
-		{"lrn", "LRN", 13, nnAttrs(nnAttrInt("size", 4), nnAttrFloat("alpha", 0.5)), shapes(nnRand, []int{1, 5, 2, 2})},
+		{"lrn", "LRN", 13, nnAttrs(attrInt("size", 4), attrFloat("alpha", 0.5)), shapes(nnRand, []int{1, 5, 2, 2})},
 		{"dropout inference", "Dropout", 13, nil, shapes(nnRand, []int{2, 3})},
 	}
 	for i, tc := range cases {
@@ -175,7 +131,7 @@ func TestNNBatchNormTraining(t *testing.T) {
 	scale, bias := tensor.FromFloat64([]float64{1, 2}, 2), tensor.FromFloat64([]float64{0, -1}, 2)
 	mean, variance := tensor.FromFloat64([]float64{0.5, -0.5}, 2), tensor.FromFloat64([]float64{1, 4}, 2)
 	state := map[int]*tensor.Tensor{}
-	out, err := nnCall("BatchNormalization", 15, 3, nnAttrs(nnAttrFloat("momentum", 0.75)),
+	out, err := nnCall("BatchNormalization", 15, 3, nnAttrs(attrFloat("momentum", 0.75)),
 		func(i int, t *tensor.Tensor) error { state[i] = t; return nil },
 		autograd.Constant(x), autograd.Constant(scale), autograd.Constant(bias), autograd.Constant(mean), autograd.Constant(variance))
 	require.NoError(t, err)
@@ -226,7 +182,7 @@ func TestNNBatchNormTrainingModeAttr(t *testing.T) {
 	t.Parallel()
 	x := autograd.Constant(tensor.FromFloat64([]float64{1, 3, 5, 7}, 2, 2))
 	one, zero := autograd.Constant(tensor.FromFloat64([]float64{1, 1}, 2)), autograd.Constant(tensor.FromFloat64([]float64{0, 0}, 2))
-	attrs := nnAttrs(nnAttrInt("training_mode", 1), nnAttrFloat("epsilon", 0))
+	attrs := nnAttrs(attrInt("training_mode", 1), attrFloat("epsilon", 0))
 	isState := func(int, *tensor.Tensor) error { return nil }
 	for _, tc := range []struct {
 		name     string
@@ -238,7 +194,7 @@ func TestNNBatchNormTrainingModeAttr(t *testing.T) {
 		{"state in eval", false, isState, []float64{1, 3, 5, 7}},
 		{"state in training", true, isState, []float64{-1, -1, 1, 1}},
 	} {
-		out, err := nnCallMode("BatchNormalization", 15, 1, attrs, tc.training, tc.setState, x, one, zero, zero, one)
+		out, err := runTestOp("BatchNormalization", 15, 1, attrs, tc.training, tc.setState, x, one, zero, zero, one)
 		require.NoError(t, err, tc.name)
 		assert.InDeltaSlice(t, tc.want, out[0].Value.Values(), 1e-12, tc.name)
 	}
@@ -258,7 +214,7 @@ func TestNNDropout(t *testing.T) {
 	assert.Equal(t, []float32{1, 2, 3, 4}, out[0].Value.Float32s())
 	assert.Equal(t, []int64{1, 1, 1, 1}, out[1].Value.Int64s())
 	// Opset 7 reads the ratio from the attribute.
-	out, err = nnCall("Dropout", 7, 1, nnAttrs(nnAttrFloat("ratio", 0.3)), nil, x)
+	out, err = nnCall("Dropout", 7, 1, nnAttrs(attrFloat("ratio", 0.3)), nil, x)
 	require.NoError(t, err)
 	assert.Same(t, x, out[0])
 }
@@ -296,8 +252,8 @@ func TestNNMaxPoolIndices(t *testing.T) {
 		7, 0, 1, 2,
 	}, 1, 1, 3, 4)
 	for _, order := range []int64{0, 1} {
-		out, err := nnCall("MaxPool", 12, 2, nnAttrs(nnAttrInts("kernel_shape", 2, 2), nnAttrInts("strides", 2, 2),
-			nnAttrInt("ceil_mode", 1), nnAttrInt("storage_order", order)), nil, autograd.Constant(x))
+		out, err := nnCall("MaxPool", 12, 2, nnAttrs(attrInts("kernel_shape", 2, 2), attrInts("strides", 2, 2),
+			attrInt("ceil_mode", 1), attrInt("storage_order", order)), nil, autograd.Constant(x))
 		require.NoError(t, err)
 		assert.Equal(t, []float32{9, 8, 7, 2}, out[0].Value.Float32s())
 		// (row, col) of the maxima: (0,1), (1,2), (2,0), (2,3).
@@ -324,22 +280,22 @@ func TestNNErrors(t *testing.T) {
 	}{
 		{"conv missing weight", "Conv", 13, nil, []*autograd.Var{f(1, 2, 5, 5)}, false},
 		{"conv channel mismatch", "Conv", 13, nil, []*autograd.Var{f(1, 2, 5, 5), f(3, 3, 3, 3)}, false},
-		{"conv bad group", "Conv", 13, nnAttrs(nnAttrInt("group", 3)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
+		{"conv bad group", "Conv", 13, nnAttrs(attrInt("group", 3)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
 		{"conv weight rank", "Conv", 13, nil, []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3)}, false},
 		{"conv bias length", "Conv", 13, nil, []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3), f(4)}, false},
-		{"conv kernel_shape mismatch", "Conv", 13, nnAttrs(nnAttrInts("kernel_shape", 2, 2)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
-		{"conv pads length", "Conv", 13, nnAttrs(nnAttrInts("pads", 1, 1)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
-		{"conv negative pads", "Conv", 13, nnAttrs(nnAttrInts("pads", 1, -1, 1, 1)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
-		{"conv zero stride", "Conv", 13, nnAttrs(nnAttrInts("strides", 0, 1)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
-		{"conv bad auto_pad", "Conv", 13, nnAttrs(nnAttrString("auto_pad", "SAME")), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
+		{"conv kernel_shape mismatch", "Conv", 13, nnAttrs(attrInts("kernel_shape", 2, 2)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
+		{"conv pads length", "Conv", 13, nnAttrs(attrInts("pads", 1, 1)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
+		{"conv negative pads", "Conv", 13, nnAttrs(attrInts("pads", 1, -1, 1, 1)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
+		{"conv zero stride", "Conv", 13, nnAttrs(attrInts("strides", 0, 1)), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
+		{"conv bad auto_pad", "Conv", 13, nnAttrs(attrString("auto_pad", "SAME")), []*autograd.Var{f(1, 2, 5, 5), f(3, 2, 3, 3)}, false},
 		{"conv kernel too large", "Conv", 13, nil, []*autograd.Var{f(1, 2, 2, 2), f(3, 2, 3, 3)}, false},
 		{"conv integer", "Conv", 13, nil, []*autograd.Var{i64, i64}, false},
 		{"conv 3-D", "Conv", 13, nil, []*autograd.Var{f(1, 2, 3, 3, 3), f(3, 2, 1, 1, 1)}, true},
 		{"conv rank 2", "Conv", 13, nil, []*autograd.Var{f(2, 5), f(3, 2)}, false},
 		{"convtranspose channels", "ConvTranspose", 13, nil, []*autograd.Var{f(1, 2, 3, 3), f(3, 2, 3, 3)}, false},
-		{"convtranspose output_padding length", "ConvTranspose", 13, nnAttrs(nnAttrInts("output_padding", 1)),
+		{"convtranspose output_padding length", "ConvTranspose", 13, nnAttrs(attrInts("output_padding", 1)),
 			[]*autograd.Var{f(1, 2, 3, 3), f(2, 2, 3, 3)}, false},
-		{"convtranspose empty output", "ConvTranspose", 13, nnAttrs(nnAttrInts("pads", 3, 3, 3, 3)),
+		{"convtranspose empty output", "ConvTranspose", 13, nnAttrs(attrInts("pads", 3, 3, 3, 3)),
 			[]*autograd.Var{f(1, 2, 1, 1), f(2, 2, 3, 3)}, false},
 		{"convtranspose bias length", "ConvTranspose", 13, nil, []*autograd.Var{f(1, 2, 3, 3), f(2, 2, 3, 3), f(3)}, false},
 		{"gemm inner", "Gemm", 13, nil, []*autograd.Var{f(2, 3), f(4, 5)}, false},
@@ -351,26 +307,26 @@ func TestNNErrors(t *testing.T) {
 		{"matmul types", "MatMul", 13, nil, []*autograd.Var{f(2, 2), autograd.Constant(tensor.FromInt64([]int64{1, 2, 3, 4}, 2, 2))}, false},
 		{"batchnorm scale length", "BatchNormalization", 15, nil, []*autograd.Var{f(2, 3, 2), f(2), vec, vec, vec}, false},
 		{"batchnorm missing var", "BatchNormalization", 15, nil, []*autograd.Var{f(2, 3, 2), vec, vec, vec}, false},
-		{"batchnorm spatial 0", "BatchNormalization", 7, nnAttrs(nnAttrInt("spatial", 0)), []*autograd.Var{f(2, 3, 2), vec, vec, vec, vec}, true},
+		{"batchnorm spatial 0", "BatchNormalization", 7, nnAttrs(attrInt("spatial", 0)), []*autograd.Var{f(2, 3, 2), vec, vec, vec, vec}, true},
 		{"instancenorm rank", "InstanceNormalization", 13, nil, []*autograd.Var{f(2, 3), vec, vec}, false},
 		{"instancenorm scale", "InstanceNormalization", 13, nil, []*autograd.Var{f(2, 3, 4), f(2), vec}, false},
-		{"layernorm axis", "LayerNormalization", 17, nnAttrs(nnAttrInt("axis", 3)), []*autograd.Var{f(2, 3, 4), f(4)}, false},
+		{"layernorm axis", "LayerNormalization", 17, nnAttrs(attrInt("axis", 3)), []*autograd.Var{f(2, 3, 4), f(4)}, false},
 		{"layernorm scale", "LayerNormalization", 17, nil, []*autograd.Var{f(2, 3, 4), f(3)}, false},
 		{"maxpool no kernel", "MaxPool", 12, nil, []*autograd.Var{f(1, 1, 4, 4)}, false},
-		{"maxpool storage_order", "MaxPool", 12, nnAttrs(nnAttrInts("kernel_shape", 2, 2), nnAttrInt("storage_order", 2)),
+		{"maxpool storage_order", "MaxPool", 12, nnAttrs(attrInts("kernel_shape", 2, 2), attrInt("storage_order", 2)),
 			[]*autograd.Var{f(1, 1, 4, 4)}, false},
-		{"maxpool kernel too large", "MaxPool", 12, nnAttrs(nnAttrInts("kernel_shape", 5, 5)), []*autograd.Var{f(1, 1, 4, 4)}, false},
-		{"maxpool kernel length", "MaxPool", 12, nnAttrs(nnAttrInts("kernel_shape", 2)), []*autograd.Var{f(1, 1, 4, 4)}, false},
-		{"maxpool 3-D", "MaxPool", 12, nnAttrs(nnAttrInts("kernel_shape", 2, 2, 2)), []*autograd.Var{f(1, 1, 4, 4, 4)}, true},
-		{"averagepool integer", "AveragePool", 11, nnAttrs(nnAttrInts("kernel_shape", 2, 2)), []*autograd.Var{i64}, false},
-		{"averagepool dilation zero", "AveragePool", 11, nnAttrs(nnAttrInts("kernel_shape", 2, 2), nnAttrInts("dilations", 0, 1)),
+		{"maxpool kernel too large", "MaxPool", 12, nnAttrs(attrInts("kernel_shape", 5, 5)), []*autograd.Var{f(1, 1, 4, 4)}, false},
+		{"maxpool kernel length", "MaxPool", 12, nnAttrs(attrInts("kernel_shape", 2)), []*autograd.Var{f(1, 1, 4, 4)}, false},
+		{"maxpool 3-D", "MaxPool", 12, nnAttrs(attrInts("kernel_shape", 2, 2, 2)), []*autograd.Var{f(1, 1, 4, 4, 4)}, true},
+		{"averagepool integer", "AveragePool", 11, nnAttrs(attrInts("kernel_shape", 2, 2)), []*autograd.Var{i64}, false},
+		{"averagepool dilation zero", "AveragePool", 11, nnAttrs(attrInts("kernel_shape", 2, 2), attrInts("dilations", 0, 1)),
 			[]*autograd.Var{f(1, 1, 4, 4)}, false},
 		{"globalaveragepool rank", "GlobalAveragePool", 13, nil, []*autograd.Var{f(2, 3)}, false},
 		{"globalmaxpool empty", "GlobalMaxPool", 13, nil, []*autograd.Var{f(2, 3, 0)}, false},
 		{"dropout ratio", "Dropout", 13, nil, []*autograd.Var{f(2, 2), autograd.Constant(tensor.Scalar(1.5))}, false},
 		{"dropout ratio shape", "Dropout", 13, nil, []*autograd.Var{f(2, 2), f(2)}, false},
 		{"lrn size", "LRN", 13, nil, []*autograd.Var{f(1, 3, 2, 2)}, false},
-		{"lrn rank", "LRN", 13, nnAttrs(nnAttrInt("size", 3)), []*autograd.Var{f(1, 3)}, false},
+		{"lrn rank", "LRN", 13, nnAttrs(attrInt("size", 3)), []*autograd.Var{f(1, 3)}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,50 +12,6 @@ import (
 	"github.com/hora-dl/hora/onnx/onnxpb"
 	"github.com/hora-dl/hora/tensor"
 )
-
-// vqCall runs operator op of the given opset with attributes attrs (name,
-// value pairs: int, []int64, float64 or string) on inputs in, declaring
-// outs outputs. A panic fails the test.
-func vqCall(t testing.TB, op string, opset, outs int, attrs []any, in ...*autograd.Var) (res []*autograd.Var, err error) {
-	t.Helper()
-	n := &onnxpb.NodeProto{OpType: &op}
-	for i := 0; i < len(attrs); i += 2 {
-		name := attrs[i].(string)
-		a := &onnxpb.AttributeProto{Name: &name}
-		typ := func(k onnxpb.AttributeProto_AttributeType) { a.Type = &k }
-		switch v := attrs[i+1].(type) {
-		case int:
-			x := int64(v)
-			a.I = &x
-			typ(onnxpb.AttributeProto_INT)
-		case []int64:
-			a.Ints = v
-			typ(onnxpb.AttributeProto_INTS)
-		case float64:
-			f := float32(v)
-			a.F = &f
-			typ(onnxpb.AttributeProto_FLOAT)
-		case string:
-			a.S = []byte(v)
-			typ(onnxpb.AttributeProto_STRING)
-		default:
-			t.Fatalf("vqCall: attribute %s: unsupported %T", name, v)
-		}
-		n.Attribute = append(n.Attribute, a)
-	}
-	for i := range outs {
-		n.Output = append(n.Output, fmt.Sprintf("y%d", i))
-	}
-	impl, ok := lookup(op, opset)
-	require.True(t, ok, "%s opset %d is not registered", op, opset)
-	defer func() {
-		if r := recover(); r != nil {
-			t.Errorf("%s opset %d panicked: %v", op, opset, r)
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return impl.run(newNodeCtx(n, 0, opset, tensor.CPU(), false), in)
-}
 
 func vqF(vals []float64, shape ...int) *autograd.Var {
 	if len(shape) == 0 && len(vals) != 1 {
@@ -82,11 +37,11 @@ func TestQuantizeLinearSaturation(t *testing.T) {
 	t.Parallel()
 	x := vqF([]float64{2.5, 3.5, -2.5, 300, -300, 0.49})
 	// A negative zero point means int8; halves round to even.
-	out, err := vqCall(t, "QuantizeLinear", 13, 1, nil, x, vqF([]float64{1}), vqI([]int64{-1}))
+	out, err := callOpT(t, "QuantizeLinear", 13, 1, nil, x, vqF([]float64{1}), vqI([]int64{-1}))
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 3, -3, 127, -128, -1}, vqInts(t, out[0]))
 	// No zero point: uint8.
-	out, err = vqCall(t, "QuantizeLinear", 10, 1, nil, x, vqF([]float64{2}))
+	out, err = callOpT(t, "QuantizeLinear", 10, 1, nil, x, vqF([]float64{2}))
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 2, 0, 150, 0, 0}, vqInts(t, out[0]))
 }
@@ -94,10 +49,10 @@ func TestQuantizeLinearSaturation(t *testing.T) {
 func TestQuantizeLinearPerAxis(t *testing.T) {
 	t.Parallel()
 	x := vqF([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
-	out, err := vqCall(t, "QuantizeLinear", 13, 1, []any{"axis", 0}, x, vqF([]float64{1, 2}), vqI([]int64{10, 20}))
+	out, err := callOpT(t, "QuantizeLinear", 13, 1, []any{"axis", 0}, x, vqF([]float64{1, 2}), vqI([]int64{10, 20}))
 	require.NoError(t, err)
 	assert.Equal(t, []int64{11, 12, 13, 22, 22, 23}, vqInts(t, out[0]))
-	back, err := vqCall(t, "DequantizeLinear", 13, 1, []any{"axis", -2}, out[0], vqF([]float64{1, 2}), vqI([]int64{10, 20}))
+	back, err := callOpT(t, "DequantizeLinear", 13, 1, []any{"axis", -2}, out[0], vqF([]float64{1, 2}), vqI([]int64{10, 20}))
 	require.NoError(t, err)
 	assert.Equal(t, []float64{1, 2, 3, 4, 4, 6}, back[0].Value.Values())
 }
@@ -107,7 +62,7 @@ func TestDequantizeLinearGrad(t *testing.T) {
 	q := vqI([]int64{0, 3, 128, 255, 7, 9}, 2, 3)
 	zp := vqI([]int64{128, 100})
 	err := autograd.GradCheck(func(xs []*autograd.Var) *autograd.Var {
-		out, err := vqCall(t, "DequantizeLinear", 13, 1, []any{"axis", 0}, q, xs[0], zp)
+		out, err := callOpT(t, "DequantizeLinear", 13, 1, []any{"axis", 0}, q, xs[0], zp)
 		require.NoError(t, err)
 		return out[0]
 	}, []*tensor.Tensor{tensor.FromFloat64([]float64{0.5, 2}, 2)}, autograd.GradCheckOptions{})
@@ -116,7 +71,7 @@ func TestDequantizeLinearGrad(t *testing.T) {
 
 func TestDynamicQuantizeLinearZeros(t *testing.T) {
 	t.Parallel()
-	out, err := vqCall(t, "DynamicQuantizeLinear", 11, 3, nil, autograd.Constant(tensor.Zeros(2, 2)))
+	out, err := callOpT(t, "DynamicQuantizeLinear", 11, 3, nil, autograd.Constant(tensor.Zeros(2, 2)))
 	require.NoError(t, err)
 	assert.Equal(t, []int64{0, 0, 0, 0}, vqInts(t, out[0]))
 	assert.Equal(t, 0.0, out[1].Value.Item())
@@ -128,7 +83,7 @@ func TestMatMulIntegerZeroPoints(t *testing.T) {
 	a := vqI([]int64{1, 2, 3, 4}, 2, 2)
 	b := vqI([]int64{5, 6, 7, 8}, 2, 2)
 	// Per-row zero point of A, per-column zero point of B.
-	out, err := vqCall(t, "MatMulInteger", 10, 1, nil, a, b, vqI([]int64{1, 2}), vqI([]int64{5, 0}))
+	out, err := callOpT(t, "MatMulInteger", 10, 1, nil, a, b, vqI([]int64{1, 2}), vqI([]int64{5, 0}))
 	require.NoError(t, err)
 	// A-za = [[0 1] [1 2]], B-zb = [[0 6] [2 8]].
 	assert.Equal(t, []int64{2, 8, 4, 22}, vqInts(t, out[0]))
@@ -139,7 +94,7 @@ func TestQLinearMatMulInt8(t *testing.T) {
 	a := vqI([]int64{-10, 20, 30, -40}, 2, 2)
 	b := vqI([]int64{1, 2, 3, 4}, 2, 2)
 	one := vqF([]float64{1})
-	out, err := vqCall(t, "QLinearMatMul", 10, 1, nil, a, one, vqI([]int64{0}), b, one, vqI([]int64{0}), vqF([]float64{0.5}), vqI([]int64{-5}))
+	out, err := callOpT(t, "QLinearMatMul", 10, 1, nil, a, one, vqI([]int64{0}), b, one, vqI([]int64{0}), vqF([]float64{0.5}), vqI([]int64{-5}))
 	require.NoError(t, err)
 	// a·b = [[50 60] [-90 -100]]; /0.5 - 5 saturates to int8.
 	assert.Equal(t, []int64{95, 115, -128, -128}, vqInts(t, out[0]))
@@ -151,7 +106,7 @@ func TestQLinearConvBias(t *testing.T) {
 	w := vqI([]int64{2, 4}, 2, 1, 1, 1)
 	one := vqF([]float64{1})
 	// Per-channel w_scale and w_zero_point, int32 bias.
-	out, err := vqCall(t, "QLinearConv", 10, 1, nil, x, one, vqI([]int64{1}), w, vqF([]float64{1, 0.5}), vqI([]int64{1, 2}),
+	out, err := callOpT(t, "QLinearConv", 10, 1, nil, x, one, vqI([]int64{1}), w, vqF([]float64{1, 0.5}), vqI([]int64{1, 2}),
 		one, vqI([]int64{0}), vqI([]int64{10, 0}))
 	require.NoError(t, err)
 	// channel 0: (x-1)*1+10; channel 1: (x-1)*2*0.5.
@@ -162,7 +117,7 @@ func TestConvIntegerPadding(t *testing.T) {
 	t.Parallel()
 	x := vqI([]int64{5, 5, 5, 5}, 1, 1, 2, 2)
 	w := vqI([]int64{1}, 1, 1, 1, 1)
-	out, err := vqCall(t, "ConvInteger", 10, 1, []any{"pads", []int64{1, 0, 0, 0}}, x, w, vqI([]int64{5}))
+	out, err := callOpT(t, "ConvInteger", 10, 1, []any{"pads", []int64{1, 0, 0, 0}}, x, w, vqI([]int64{5}))
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 1, 3, 2}, out[0].Shape())
 	assert.Equal(t, []int64{0, 0, 0, 0, 0, 0}, vqInts(t, out[0]))
@@ -199,7 +154,7 @@ func TestQuantErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.op+"/"+tc.name, func(t *testing.T) {
-			_, err := vqCall(t, tc.op, tc.opset, 1, tc.attrs, tc.in...)
+			_, err := callOpT(t, tc.op, tc.opset, 1, tc.attrs, tc.in...)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.False(t, errors.Is(err, ErrUnsupported), "a bad input is not unsupported: %v", err)

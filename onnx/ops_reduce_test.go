@@ -20,47 +20,14 @@ import (
 // loops, finite-difference gradients in float64, and errors (not panics)
 // for bad attributes and inputs.
 
-func rdAttrInt(name string, v int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, I: &v, Type: onnxpb.AttributeProto_INT.Enum()}
-}
 
-func rdAttrInts(name string, v ...int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, Ints: v, Type: onnxpb.AttributeProto_INTS.Enum()}
-}
 
-func rdAttrString(name, v string) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, S: []byte(v), Type: onnxpb.AttributeProto_STRING.Enum()}
-}
 
-// rdCall runs operator op of the given opset on in, with nOut outputs;
-// a panic comes back as an error starting with "panic".
-func rdCall(op string, opset, nOut int, attrs []*onnxpb.AttributeProto, in ...*autograd.Var) (out []*autograd.Var, err error) {
-	v, ok := lookup(op, opset)
-	if !ok {
-		return nil, fmt.Errorf("%s opset %d is not registered", op, opset)
-	}
-	outs := make([]string, nOut)
-	for i := range outs {
-		outs[i] = fmt.Sprintf("y%d", i)
-	}
-	ins := make([]string, len(in))
-	for i := range ins {
-		ins[i] = fmt.Sprintf("x%d", i)
-	}
-	n := &onnxpb.NodeProto{OpType: &op, Attribute: attrs, Input: ins, Output: outs}
-	c := newNodeCtx(n, 0, opset, tensor.CPU(), false)
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return v.run(c, in)
-}
 
 // rdMust is rdCall for tests that expect success.
 func rdMust(t *testing.T, op string, opset, nOut int, attrs []*onnxpb.AttributeProto, in ...*autograd.Var) []*autograd.Var {
 	t.Helper()
-	out, err := rdCall(op, opset, nOut, attrs, in...)
+	out, err := callOp(op, opset, nOut, attrs, in...)
 	require.NoError(t, err)
 	return out
 }
@@ -83,7 +50,7 @@ func rdRand(seed uint64, shape ...int) *tensor.Tensor {
 func rdGrad(t *testing.T, op string, opset int, attrs []*onnxpb.AttributeProto, inputs []*tensor.Tensor, consts ...*autograd.Var) {
 	t.Helper()
 	f := func(xs []*autograd.Var) *autograd.Var {
-		out, err := rdCall(op, opset, 1, attrs, append(append([]*autograd.Var(nil), xs...), consts...)...)
+		out, err := callOp(op, opset, 1, attrs, append(append([]*autograd.Var(nil), xs...), consts...)...)
 		if err != nil {
 			panic(err)
 		}
@@ -109,9 +76,9 @@ func TestReduceGrad(t *testing.T) {
 				if op == "ReduceLogSum" {
 					x = x.Abs().AddScalar(0.5) // keep the sums positive
 				}
-				attrs := []*onnxpb.AttributeProto{rdAttrInt("keepdims", tc.keep)}
+				attrs := []*onnxpb.AttributeProto{attrInt("keepdims", tc.keep)}
 				if tc.axes != nil {
-					attrs = append(attrs, rdAttrInts("axes", tc.axes...))
+					attrs = append(attrs, attrInts("axes", tc.axes...))
 				}
 				attrOpset := 13
 				if op == "ReduceSum" {
@@ -132,7 +99,7 @@ func TestReduceGrad(t *testing.T) {
 func TestReduceValues(t *testing.T) {
 	t.Parallel()
 	x := rdF64([]float64{1, -2, 3, 0, 5, -6, 7, 8, -9, 10, 2, 4}, 2, 3, 2)
-	axes := []*onnxpb.AttributeProto{rdAttrInts("axes", 0, 2), rdAttrInt("keepdims", 0)}
+	axes := []*onnxpb.AttributeProto{attrInts("axes", 0, 2), attrInt("keepdims", 0)}
 	// The four values of each group j (axes 0 and 2 reduced).
 	group := func(j int) []float64 {
 		v := x.Value.Values()
@@ -182,18 +149,18 @@ func TestReduceValues(t *testing.T) {
 
 	// Integer inputs stay integers.
 	xi := rdI64([]int64{1, 2, 3, 4, 5, 6}, 2, 3)
-	y := rdMust(t, "ReduceSum", 13, 1, []*onnxpb.AttributeProto{rdAttrInt("keepdims", 1)}, xi, rdI64([]int64{1}, 1))[0]
+	y := rdMust(t, "ReduceSum", 13, 1, []*onnxpb.AttributeProto{attrInt("keepdims", 1)}, xi, rdI64([]int64{1}, 1))[0]
 	assert.Equal(t, device.Int64, y.Value.DType())
 	assert.Equal(t, []int64{6, 15}, y.Value.Int64s())
-	y = rdMust(t, "ReduceMax", 13, 1, []*onnxpb.AttributeProto{rdAttrInt("keepdims", 0)}, xi)[0]
+	y = rdMust(t, "ReduceMax", 13, 1, []*onnxpb.AttributeProto{attrInt("keepdims", 0)}, xi)[0]
 	assert.Equal(t, []int64{6}, y.Value.Reshape(1).Int64s())
 	assert.Empty(t, y.Shape())
 
 	// noop_with_empty_axes keeps the input (after the elementwise part).
-	y = rdMust(t, "ReduceSumSquare", 18, 1, []*onnxpb.AttributeProto{rdAttrInt("noop_with_empty_axes", 1)}, x)[0]
+	y = rdMust(t, "ReduceSumSquare", 18, 1, []*onnxpb.AttributeProto{attrInt("noop_with_empty_axes", 1)}, x)[0]
 	assert.Equal(t, x.Shape(), y.Shape())
 	assert.InDelta(t, 36.0, y.Value.Values()[5], 1e-12)
-	y = rdMust(t, "ReduceSum", 13, 1, []*onnxpb.AttributeProto{rdAttrInt("noop_with_empty_axes", 1)}, x, rdI64(nil, 0))[0]
+	y = rdMust(t, "ReduceSum", 13, 1, []*onnxpb.AttributeProto{attrInt("noop_with_empty_axes", 1)}, x, rdI64(nil, 0))[0]
 	assert.Equal(t, x.Value.Values(), y.Value.Values())
 	// ... and without it, empty axes reduce everything.
 	y = rdMust(t, "ReduceSum", 13, 1, nil, x, rdI64(nil, 0))[0]
@@ -203,7 +170,7 @@ func TestReduceValues(t *testing.T) {
 	// Reductions over nothing give the identity of the operation.
 	empty := autograd.Constant(tensor.New(tensor.CPU(), device.Float64, 2, 0))
 	for op, w := range map[string]float64{"ReduceSum": 0, "ReduceProd": 1, "ReduceMax": math.Inf(-1), "ReduceMin": math.Inf(1)} {
-		y := rdMust(t, op, 11, 1, []*onnxpb.AttributeProto{rdAttrInts("axes", 1), rdAttrInt("keepdims", 0)}, empty)[0]
+		y := rdMust(t, op, 11, 1, []*onnxpb.AttributeProto{attrInts("axes", 1), attrInt("keepdims", 0)}, empty)[0]
 		assert.Equal(t, []float64{w, w}, y.Value.Values(), op)
 	}
 }
@@ -214,17 +181,17 @@ func TestSoftmaxFamily(t *testing.T) {
 	for _, op := range []string{"Softmax", "LogSoftmax"} {
 		for _, opset := range []int{11, 13} {
 			for _, axis := range []int64{0, 1, -1} {
-				rdGrad(t, op, opset, []*onnxpb.AttributeProto{rdAttrInt("axis", axis)}, []*tensor.Tensor{x})
+				rdGrad(t, op, opset, []*onnxpb.AttributeProto{attrInt("axis", axis)}, []*tensor.Tensor{x})
 			}
 		}
 	}
 	// Opset 11 normalises over all axes from axis on; opset 13 over axis.
 	xv := autograd.Constant(x)
-	old := rdMust(t, "Softmax", 11, 1, []*onnxpb.AttributeProto{rdAttrInt("axis", 1)}, xv)[0]
+	old := rdMust(t, "Softmax", 11, 1, []*onnxpb.AttributeProto{attrInt("axis", 1)}, xv)[0]
 	require.Equal(t, []int{2, 3, 4}, old.Shape())
 	assert.InDeltaSlice(t, []float64{1, 1}, old.Value.SumAxes([]int{1, 2}, false).Values(), 1e-12)
 	assert.True(t, tensor.AllClose(old.Value, x.Reshape(2, 12).Softmax(1).Reshape(2, 3, 4), 1e-12, 1e-12))
-	cur := rdMust(t, "Softmax", 13, 1, []*onnxpb.AttributeProto{rdAttrInt("axis", 1)}, xv)[0]
+	cur := rdMust(t, "Softmax", 13, 1, []*onnxpb.AttributeProto{attrInt("axis", 1)}, xv)[0]
 	assert.True(t, tensor.AllClose(cur.Value, x.Softmax(1), 1e-12, 1e-12))
 	// The default axis is 1 before opset 13 and -1 from 13 on.
 	def := rdMust(t, "LogSoftmax", 1, 1, nil, xv)[0]
@@ -232,10 +199,10 @@ func TestSoftmaxFamily(t *testing.T) {
 	def = rdMust(t, "LogSoftmax", 13, 1, nil, xv)[0]
 	assert.True(t, tensor.AllClose(def.Value, x.LogSoftmax(2), 1e-12, 1e-12))
 
-	h := rdMust(t, "Hardmax", 13, 1, []*onnxpb.AttributeProto{rdAttrInt("axis", 0)},
+	h := rdMust(t, "Hardmax", 13, 1, []*onnxpb.AttributeProto{attrInt("axis", 0)},
 		rdF64([]float64{1, 5, 3, 5, 2, 5}, 3, 2))[0]
 	assert.Equal(t, []float64{0, 1, 1, 0, 0, 0}, h.Value.Values())
-	h = rdMust(t, "Hardmax", 11, 1, []*onnxpb.AttributeProto{rdAttrInt("axis", 0)},
+	h = rdMust(t, "Hardmax", 11, 1, []*onnxpb.AttributeProto{attrInt("axis", 0)},
 		rdF64([]float64{1, 5, 3, 5, 2, 5}, 3, 2))[0]
 	assert.Equal(t, []float64{0, 1, 0, 0, 0, 0}, h.Value.Values())
 }
@@ -267,7 +234,7 @@ func TestCumSum(t *testing.T) {
 	for _, n := range []int{5, rdCumSumMatMul + 45} {
 		for _, ex := range []int64{0, 1} {
 			for _, rev := range []int64{0, 1} {
-				attrs := []*onnxpb.AttributeProto{rdAttrInt("exclusive", ex), rdAttrInt("reverse", rev)}
+				attrs := []*onnxpb.AttributeProto{attrInt("exclusive", ex), attrInt("reverse", rev)}
 				x := rdRand(uint64(n), 2, n)
 				// Along axis 0 of the transposed input, to exercise the
 				// axis move.
@@ -368,7 +335,7 @@ func TestEinsum(t *testing.T) {
 				xs[i] = rdRand(uint64(10+i), s...)
 				vs[i] = autograd.Constant(xs[i])
 			}
-			attrs := []*onnxpb.AttributeProto{rdAttrString("equation", tc.eq)}
+			attrs := []*onnxpb.AttributeProto{attrString("equation", tc.eq)}
 			y := rdMust(t, "Einsum", 12, 1, attrs, vs...)[0]
 			var want []float64
 			if tc.eq == "ii->i" {
@@ -384,19 +351,19 @@ func TestEinsum(t *testing.T) {
 	// Ellipsis axes broadcast, and the batch diagonal of the suite.
 	a := rdRand(1, 2, 1, 2, 3)
 	b := rdRand(2, 3, 3, 2)
-	attrs := []*onnxpb.AttributeProto{rdAttrString("equation", "...ij,...jk->...ik")}
+	attrs := []*onnxpb.AttributeProto{attrString("equation", "...ij,...jk->...ik")}
 	y := rdMust(t, "Einsum", 12, 1, attrs, autograd.Constant(a), autograd.Constant(b))[0]
 	assert.Equal(t, []int{2, 3, 2, 2}, y.Shape())
 	assert.True(t, tensor.AllClose(y.Value, tensor.MatMul(a, b), 1e-12, 1e-12))
 	rdGrad(t, "Einsum", 12, attrs, []*tensor.Tensor{a, b})
 	d := rdRand(3, 2, 3, 3)
-	attrs = []*onnxpb.AttributeProto{rdAttrString("equation", "...ii ->...i")}
+	attrs = []*onnxpb.AttributeProto{attrString("equation", "...ii ->...i")}
 	y = rdMust(t, "Einsum", 12, 1, attrs, autograd.Constant(d))[0]
 	dv := d.Values()
 	assert.Equal(t, []float64{dv[0], dv[4], dv[8], dv[9], dv[13], dv[17]}, y.Value.Values())
 	rdGrad(t, "Einsum", 12, attrs, []*tensor.Tensor{d})
 	// Integers.
-	y = rdMust(t, "Einsum", 12, 1, []*onnxpb.AttributeProto{rdAttrString("equation", "i,i->")},
+	y = rdMust(t, "Einsum", 12, 1, []*onnxpb.AttributeProto{attrString("equation", "i,i->")},
 		rdI64([]int64{1, 2, 3}, 3), rdI64([]int64{4, 5, 6}, 3))[0]
 	assert.Equal(t, []int64{32}, y.Value.Reshape(1).Int64s())
 }
@@ -412,7 +379,7 @@ func TestArgMaxArgMin(t *testing.T) {
 		{"ArgMax", 0, []int64{1, 0}}, {"ArgMax", 1, []int64{2, 1}},
 		{"ArgMin", 0, []int64{0, 2}}, {"ArgMin", 1, []int64{0, 2}},
 	} {
-		attrs := []*onnxpb.AttributeProto{rdAttrInt("axis", -1), rdAttrInt("keepdims", 0), rdAttrInt("select_last_index", tc.last)}
+		attrs := []*onnxpb.AttributeProto{attrInt("axis", -1), attrInt("keepdims", 0), attrInt("select_last_index", tc.last)}
 		y := rdMust(t, tc.op, 13, 1, attrs, x)[0]
 		assert.Equal(t, tc.want, y.Value.Int64s(), "%s last=%d", tc.op, tc.last)
 	}
@@ -427,13 +394,13 @@ func TestTopK(t *testing.T) {
 	out := rdMust(t, "TopK", 11, 2, nil, x, rdI64([]int64{3}, 1))
 	assert.Equal(t, []float64{9, 5, 4, 8, 6, 5}, out[0].Value.Values())
 	assert.Equal(t, []int64{5, 4, 2, 5, 1, 2}, out[1].Value.Int64s())
-	out = rdMust(t, "TopK", 11, 2, []*onnxpb.AttributeProto{rdAttrInt("largest", 0), rdAttrInt("axis", 1)}, x, rdI64([]int64{2}, 1))
+	out = rdMust(t, "TopK", 11, 2, []*onnxpb.AttributeProto{attrInt("largest", 0), attrInt("axis", 1)}, x, rdI64([]int64{2}, 1))
 	assert.Equal(t, []float64{1, 1, 2, 3}, out[0].Value.Values())
 	assert.Equal(t, []int64{1, 3, 0, 3}, out[1].Value.Int64s())
-	out = rdMust(t, "TopK", 1, 2, []*onnxpb.AttributeProto{rdAttrInt("k", 1), rdAttrInt("axis", 0)}, x)
+	out = rdMust(t, "TopK", 1, 2, []*onnxpb.AttributeProto{attrInt("k", 1), attrInt("axis", 0)}, x)
 	assert.Equal(t, []float64{3, 6, 5, 3, 5, 9}, out[0].Value.Values())
 	assert.Equal(t, []int64{0, 1, 1, 1, 0, 0}, out[1].Value.Int64s())
-	out = rdMust(t, "TopK", 11, 2, []*onnxpb.AttributeProto{rdAttrInt("largest", 0)}, x, rdI64([]int64{1}, 1))
+	out = rdMust(t, "TopK", 11, 2, []*onnxpb.AttributeProto{attrInt("largest", 0)}, x, rdI64([]int64{1}, 1))
 	assert.Equal(t, []float64{1, 2}, out[0].Value.Values())
 	out = rdMust(t, "TopK", 11, 2, nil, rdI64([]int64{4, 9, 1}, 3), rdI64([]int64{2}, 1))
 	assert.Equal(t, []int64{9, 4}, out[0].Value.Int64s())
@@ -450,7 +417,7 @@ func TestOneHot(t *testing.T) {
 	idx := rdI64([]int64{0, -1, 2, 7}, 2, 2)
 	depth := rdF64([]float64{3}, 1)
 	values := rdF64([]float64{-1, 5}, 2)
-	y := rdMust(t, "OneHot", 11, 1, []*onnxpb.AttributeProto{rdAttrInt("axis", 1)}, idx, depth, values)[0]
+	y := rdMust(t, "OneHot", 11, 1, []*onnxpb.AttributeProto{attrInt("axis", 1)}, idx, depth, values)[0]
 	require.Equal(t, []int{2, 3, 2}, y.Shape())
 	assert.Equal(t, []float64{
 		5, -1, -1, -1, -1, 5,
@@ -465,7 +432,7 @@ func TestOneHotGradOrder(t *testing.T) {
 	idx := rdI64([]int64{0, 2}, 2)
 	depth := rdF64([]float64{3}, 1)
 	f := func(xs []*autograd.Var) *autograd.Var {
-		out, err := rdCall("OneHot", 11, 1, nil, idx, depth, xs[0])
+		out, err := callOp("OneHot", 11, 1, nil, idx, depth, xs[0])
 		if err != nil {
 			panic(err)
 		}
@@ -492,7 +459,7 @@ func TestReduceOpsErrors(t *testing.T) {
 	x := rdRand(1, 2, 3)
 	xv := autograd.Constant(x)
 	xi := rdI64([]int64{1, 2}, 2)
-	eq := func(s string) []*onnxpb.AttributeProto { return []*onnxpb.AttributeProto{rdAttrString("equation", s)} }
+	eq := func(s string) []*onnxpb.AttributeProto { return []*onnxpb.AttributeProto{attrString("equation", s)} }
 	for _, tc := range []struct {
 		name, op string
 		opset    int
@@ -500,20 +467,20 @@ func TestReduceOpsErrors(t *testing.T) {
 		in       []*autograd.Var
 		want     string
 	}{
-		{"axis out of range", "ReduceMean", 13, []*onnxpb.AttributeProto{rdAttrInts("axes", 2)}, []*autograd.Var{xv}, "out of range"},
-		{"repeated axes", "ReduceMax", 13, []*onnxpb.AttributeProto{rdAttrInts("axes", 1, -1)}, []*autograd.Var{xv}, "repeats"},
-		{"axes attribute at 18", "ReduceMean", 18, []*onnxpb.AttributeProto{rdAttrInts("axes", 1)}, []*autograd.Var{xv}, "second input"},
+		{"axis out of range", "ReduceMean", 13, []*onnxpb.AttributeProto{attrInts("axes", 2)}, []*autograd.Var{xv}, "out of range"},
+		{"repeated axes", "ReduceMax", 13, []*onnxpb.AttributeProto{attrInts("axes", 1, -1)}, []*autograd.Var{xv}, "repeats"},
+		{"axes attribute at 18", "ReduceMean", 18, []*onnxpb.AttributeProto{attrInts("axes", 1)}, []*autograd.Var{xv}, "second input"},
 		{"axes input 2-D", "ReduceSum", 13, nil, []*autograd.Var{xv, rdI64([]int64{0}, 1, 1)}, "1-D"},
 		{"no data", "ReduceSum", 13, nil, []*autograd.Var{nil}, "missing"},
 		{"softmax int", "Softmax", 13, nil, []*autograd.Var{xi}, "float"},
-		{"softmax axis", "LogSoftmax", 13, []*onnxpb.AttributeProto{rdAttrInt("axis", 2)}, []*autograd.Var{xv}, "out of range"},
+		{"softmax axis", "LogSoftmax", 13, []*onnxpb.AttributeProto{attrInt("axis", 2)}, []*autograd.Var{xv}, "out of range"},
 		{"softmax scalar", "Softmax", 13, nil, []*autograd.Var{rdF64([]float64{1})}, "rank"},
 		{"cumsum axis shape", "CumSum", 14, nil, []*autograd.Var{xv, rdI64([]int64{0, 1}, 2)}, "scalar"},
 		{"cumsum axis range", "CumSum", 14, nil, []*autograd.Var{xv, rdI64([]int64{-3}, 1)}, "out of range"},
 		{"cumsum axis float", "CumSum", 14, nil, []*autograd.Var{xv, rdF64([]float64{0})}, "int"},
 		{"cumsum missing axis", "CumSum", 14, nil, []*autograd.Var{xv}, "missing"},
-		{"argmax axis", "ArgMax", 13, []*onnxpb.AttributeProto{rdAttrInt("axis", 5)}, []*autograd.Var{xv}, "out of range"},
-		{"argmax empty", "ArgMax", 13, []*onnxpb.AttributeProto{rdAttrInt("axis", 1)},
+		{"argmax axis", "ArgMax", 13, []*onnxpb.AttributeProto{attrInt("axis", 5)}, []*autograd.Var{xv}, "out of range"},
+		{"argmax empty", "ArgMax", 13, []*onnxpb.AttributeProto{attrInt("axis", 1)},
 			[]*autograd.Var{autograd.Constant(tensor.New(tensor.CPU(), device.Float64, 2, 0))}, "empty"},
 		{"topk k too big", "TopK", 11, nil, []*autograd.Var{xv, rdI64([]int64{4}, 1)}, "out of range"},
 		{"topk k negative", "TopK", 11, nil, []*autograd.Var{xv, rdI64([]int64{-1}, 1)}, "out of range"},
@@ -521,7 +488,7 @@ func TestReduceOpsErrors(t *testing.T) {
 		{"topk no k attr", "TopK", 1, nil, []*autograd.Var{xv}, "attribute k"},
 		{"onehot depth", "OneHot", 11, nil, []*autograd.Var{xi, rdI64([]int64{0}), rdI64([]int64{0, 1}, 2)}, "positive"},
 		{"onehot values", "OneHot", 11, nil, []*autograd.Var{xi, rdI64([]int64{3}), rdI64([]int64{0, 1, 2}, 3)}, "[2]"},
-		{"onehot axis", "OneHot", 11, []*onnxpb.AttributeProto{rdAttrInt("axis", 3)}, []*autograd.Var{xi, rdI64([]int64{3}), rdI64([]int64{0, 1}, 2)}, "out of range"},
+		{"onehot axis", "OneHot", 11, []*onnxpb.AttributeProto{attrInt("axis", 3)}, []*autograd.Var{xi, rdI64([]int64{3}), rdI64([]int64{0, 1}, 2)}, "out of range"},
 		{"range delta 0", "Range", 11, nil, []*autograd.Var{rdI64([]int64{0}), rdI64([]int64{3}), rdI64([]int64{0})}, "delta"},
 		{"range float delta 0", "Range", 11, nil, []*autograd.Var{rdF64([]float64{0}), rdF64([]float64{3}), rdF64([]float64{0})}, "delta"},
 		{"range types", "Range", 11, nil, []*autograd.Var{rdI64([]int64{0}), rdF64([]float64{3}), rdI64([]int64{1})}, "limit"},
@@ -537,7 +504,7 @@ func TestReduceOpsErrors(t *testing.T) {
 		{"einsum two ellipses", "Einsum", 12, eq("...i...->i"), []*autograd.Var{xv}, "two ellipses"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := rdCall(tc.op, tc.opset, 2, tc.attrs, tc.in...)
+			_, err := callOp(tc.op, tc.opset, 2, tc.attrs, tc.in...)
 			require.Error(t, err)
 			assert.NotContains(t, err.Error(), "panic")
 			assert.Contains(t, err.Error(), tc.want)

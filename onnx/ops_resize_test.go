@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -19,58 +18,6 @@ import (
 // ops_rnn_test.go. The ONNX conformance suite and scripts/onnx_rnn_check.py
 // check the values against the references; these tests add gradients,
 // corner cases and errors.
-
-func rzInt(name string, v int64) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, I: &v, Type: onnxpb.AttributeProto_INT.Enum()}
-}
-
-func rzFloat(name string, v float32) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, F: &v, Type: onnxpb.AttributeProto_FLOAT.Enum()}
-}
-
-func rzFloats(name string, v ...float32) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, Floats: v, Type: onnxpb.AttributeProto_FLOATS.Enum()}
-}
-
-func rzString(name, v string) *onnxpb.AttributeProto {
-	return &onnxpb.AttributeProto{Name: &name, S: []byte(v), Type: onnxpb.AttributeProto_STRING.Enum()}
-}
-
-func rzStrings(name string, v ...string) *onnxpb.AttributeProto {
-	a := &onnxpb.AttributeProto{Name: &name, Type: onnxpb.AttributeProto_STRINGS.Enum()}
-	for _, s := range v {
-		a.Strings = append(a.Strings, []byte(s))
-	}
-	return a
-}
-
-// rzCall runs operator op of the given opset on in (nil entries are
-// omitted inputs) with nOut outputs; a panic comes back as an error that
-// starts with "panic".
-func rzCall(op string, opset, nOut int, attrs []*onnxpb.AttributeProto, in ...*autograd.Var) (out []*autograd.Var, err error) {
-	v, ok := lookup(op, opset)
-	if !ok {
-		return nil, fmt.Errorf("%s opset %d is not registered", op, opset)
-	}
-	outs := make([]string, nOut)
-	for i := range outs {
-		outs[i] = fmt.Sprintf("y%d", i)
-	}
-	ins := make([]string, len(in))
-	for i := range ins {
-		if in[i] != nil {
-			ins[i] = fmt.Sprintf("x%d", i)
-		}
-	}
-	n := &onnxpb.NodeProto{OpType: &op, Attribute: attrs, Input: ins, Output: outs}
-	c := newNodeCtx(n, 0, opset, tensor.CPU(), false)
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return v.run(c, in)
-}
 
 func rzF32(vals []float32, shape ...int) *autograd.Var {
 	return autograd.Constant(tensor.FromFloat32(vals, shape...))
@@ -96,30 +43,30 @@ func TestResizeValues(t *testing.T) {
 		shape []int
 		want  []float32
 	}{
-		{"upsample7 nearest", "Upsample", 7, []*onnxpb.AttributeProto{rzFloats("scales", 1, 1, 2, 2)},
+		{"upsample7 nearest", "Upsample", 7, []*onnxpb.AttributeProto{attrFloats("scales", 1, 1, 2, 2)},
 			[]*autograd.Var{x2x2}, []int{1, 1, 4, 4},
 			[]float32{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}},
-		{"upsample7 linear", "Upsample", 7, []*onnxpb.AttributeProto{rzFloats("scales", 1, 1, 1, 2), rzString("mode", "linear")},
+		{"upsample7 linear", "Upsample", 7, []*onnxpb.AttributeProto{attrFloats("scales", 1, 1, 1, 2), attrString("mode", "linear")},
 			[]*autograd.Var{x2x2}, []int{1, 1, 2, 4},
 			[]float32{1, 1.5, 2, 2, 3, 3.5, 4, 4}},
-		{"upsample9 linear", "Upsample", 9, []*onnxpb.AttributeProto{rzString("mode", "linear")},
+		{"upsample9 linear", "Upsample", 9, []*onnxpb.AttributeProto{attrString("mode", "linear")},
 			[]*autograd.Var{x2x2, rzF32([]float32{1, 1, 2, 1}, 4)}, []int{1, 1, 4, 2},
 			[]float32{1, 2, 2, 3, 3, 4, 3, 4}},
 		{"resize10 nearest down", "Resize", 10, nil,
 			[]*autograd.Var{rzF32([]float32{1, 2, 3, 4}, 1, 4), rzF32([]float32{1, 0.5}, 2)}, []int{1, 2},
 			[]float32{1, 3}},
-		{"resize13 half_pixel linear", "Resize", 13, []*onnxpb.AttributeProto{rzString("mode", "linear")},
+		{"resize13 half_pixel linear", "Resize", 13, []*onnxpb.AttributeProto{attrString("mode", "linear")},
 			[]*autograd.Var{rzF32([]float32{1, 2}, 2), nil, rzF32([]float32{2}, 1)}, []int{4},
 			[]float32{1, 1.25, 1.75, 2}},
 		{"resize13 align_corners linear sizes", "Resize", 13,
-			[]*onnxpb.AttributeProto{rzString("mode", "linear"), rzString("coordinate_transformation_mode", "align_corners")},
+			[]*onnxpb.AttributeProto{attrString("mode", "linear"), attrString("coordinate_transformation_mode", "align_corners")},
 			[]*autograd.Var{rzF32([]float32{0, 3}, 2), nil, nil, rzI64(4)}, []int{4},
 			[]float32{0, 1, 2, 3}},
 		{"resize11 empty scales with sizes", "Resize", 11, nil,
 			[]*autograd.Var{rzF32([]float32{5, 6}, 2), rzF32(nil, 0), rzF32(nil, 0), rzI64(3)}, []int{3},
 			[]float32{5, 5, 6}},
 		{"tf_crop_and_resize extrapolation", "Resize", 13,
-			[]*onnxpb.AttributeProto{rzString("mode", "linear"), rzString("coordinate_transformation_mode", "tf_crop_and_resize"), rzFloat("extrapolation_value", 10)},
+			[]*onnxpb.AttributeProto{attrString("mode", "linear"), attrString("coordinate_transformation_mode", "tf_crop_and_resize"), attrFloat("extrapolation_value", 10)},
 			[]*autograd.Var{rzF32([]float32{0, 4}, 2), rzF32([]float32{0.5, 1.5}, 2), nil, rzI64(3)}, []int{3},
 			[]float32{2, 4, 10}},
 		{"resize identity", "Resize", 13, nil,
@@ -129,7 +76,7 @@ func TestResizeValues(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			out, err := rzCall(tc.op, tc.opset, 1, tc.attrs, tc.in...)
+			out, err := callOp(tc.op, tc.opset, 1, tc.attrs, tc.in...)
 			require.NoError(t, err)
 			require.Equal(t, tc.shape, out[0].Shape())
 			assert.InDeltaSlice(t, tc.want, out[0].Value.Float32s(), 1e-6)
@@ -140,12 +87,12 @@ func TestResizeValues(t *testing.T) {
 func TestResizeNearestInt64(t *testing.T) {
 	t.Parallel()
 	x := autograd.Constant(tensor.FromInt64([]int64{7, 8, 9}, 3))
-	out, err := rzCall("Resize", 13, 1, []*onnxpb.AttributeProto{rzString("coordinate_transformation_mode", "asymmetric"), rzString("nearest_mode", "floor")},
+	out, err := callOp("Resize", 13, 1, []*onnxpb.AttributeProto{attrString("coordinate_transformation_mode", "asymmetric"), attrString("nearest_mode", "floor")},
 		x, nil, rzF32([]float32{2}, 1))
 	require.NoError(t, err)
 	assert.Equal(t, []int64{7, 7, 8, 8, 9, 9}, out[0].Value.Int64s())
 
-	_, err = rzCall("Resize", 13, 1, []*onnxpb.AttributeProto{rzString("mode", "linear")}, x, nil, rzF32([]float32{2}, 1))
+	_, err = callOp("Resize", 13, 1, []*onnxpb.AttributeProto{attrString("mode", "linear")}, x, nil, rzF32([]float32{2}, 1))
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrUnsupported), "%v", err)
 }
@@ -161,18 +108,18 @@ func TestResizeGrad(t *testing.T) {
 		attrs []*onnxpb.AttributeProto
 		sizes []int64
 	}{
-		{"nearest up", []*onnxpb.AttributeProto{rzString("mode", "nearest")}, []int64{1, 2, 5, 7}},
-		{"linear up", []*onnxpb.AttributeProto{rzString("mode", "linear")}, []int64{1, 2, 6, 9}},
-		{"linear down align_corners", []*onnxpb.AttributeProto{rzString("mode", "linear"), rzString("coordinate_transformation_mode", "align_corners")}, []int64{1, 2, 2, 3}},
-		{"cubic exclude_outside", []*onnxpb.AttributeProto{rzString("mode", "cubic"), rzInt("exclude_outside", 1), rzFloat("cubic_coeff_a", -0.5)}, []int64{1, 2, 5, 6}},
-		{"cubic asymmetric", []*onnxpb.AttributeProto{rzString("mode", "cubic"), rzString("coordinate_transformation_mode", "asymmetric")}, []int64{1, 2, 4, 3}},
-		{"channels too", []*onnxpb.AttributeProto{rzString("mode", "linear"), rzString("coordinate_transformation_mode", "pytorch_half_pixel")}, []int64{1, 3, 1, 5}},
+		{"nearest up", []*onnxpb.AttributeProto{attrString("mode", "nearest")}, []int64{1, 2, 5, 7}},
+		{"linear up", []*onnxpb.AttributeProto{attrString("mode", "linear")}, []int64{1, 2, 6, 9}},
+		{"linear down align_corners", []*onnxpb.AttributeProto{attrString("mode", "linear"), attrString("coordinate_transformation_mode", "align_corners")}, []int64{1, 2, 2, 3}},
+		{"cubic exclude_outside", []*onnxpb.AttributeProto{attrString("mode", "cubic"), attrInt("exclude_outside", 1), attrFloat("cubic_coeff_a", -0.5)}, []int64{1, 2, 5, 6}},
+		{"cubic asymmetric", []*onnxpb.AttributeProto{attrString("mode", "cubic"), attrString("coordinate_transformation_mode", "asymmetric")}, []int64{1, 2, 4, 3}},
+		{"channels too", []*onnxpb.AttributeProto{attrString("mode", "linear"), attrString("coordinate_transformation_mode", "pytorch_half_pixel")}, []int64{1, 3, 1, 5}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			err := autograd.GradCheck(func(xs []*autograd.Var) *autograd.Var {
-				out, err := rzCall("Resize", 13, 1, tc.attrs, xs[0], nil, nil, rzI64(tc.sizes...))
+				out, err := callOp("Resize", 13, 1, tc.attrs, xs[0], nil, nil, rzI64(tc.sizes...))
 				require.NoError(t, err)
 				return out[0]
 			}, []*tensor.Tensor{x}, autograd.GradCheckOptions{})
@@ -182,9 +129,9 @@ func TestResizeGrad(t *testing.T) {
 	t.Run("tf_crop_and_resize", func(t *testing.T) {
 		t.Parallel()
 		roi := autograd.Constant(tensor.FromFloat64([]float64{0, 0, 0.2, -0.5, 1, 1, 0.9, 1.2}, 8))
-		attrs := []*onnxpb.AttributeProto{rzString("mode", "linear"), rzString("coordinate_transformation_mode", "tf_crop_and_resize"), rzFloat("extrapolation_value", 2)}
+		attrs := []*onnxpb.AttributeProto{attrString("mode", "linear"), attrString("coordinate_transformation_mode", "tf_crop_and_resize"), attrFloat("extrapolation_value", 2)}
 		err := autograd.GradCheck(func(xs []*autograd.Var) *autograd.Var {
-			out, err := rzCall("Resize", 13, 1, attrs, xs[0], roi, nil, rzI64(1, 2, 4, 5))
+			out, err := callOp("Resize", 13, 1, attrs, xs[0], roi, nil, rzI64(1, 2, 4, 5))
 			require.NoError(t, err)
 			return out[0]
 		}, []*tensor.Tensor{x}, autograd.GradCheckOptions{})
@@ -193,7 +140,7 @@ func TestResizeGrad(t *testing.T) {
 	t.Run("upsample9", func(t *testing.T) {
 		t.Parallel()
 		err := autograd.GradCheck(func(xs []*autograd.Var) *autograd.Var {
-			out, err := rzCall("Upsample", 9, 1, []*onnxpb.AttributeProto{rzString("mode", "linear")}, xs[0], rzF32([]float32{1, 1, 2, 1.5}, 4))
+			out, err := callOp("Upsample", 9, 1, []*onnxpb.AttributeProto{attrString("mode", "linear")}, xs[0], rzF32([]float32{1, 1, 2, 1.5}, 4))
 			require.NoError(t, err)
 			return out[0]
 		}, []*tensor.Tensor{x}, autograd.GradCheckOptions{})
@@ -222,24 +169,24 @@ func TestResizeErrors(t *testing.T) {
 		{"scale empties axis", "Resize", 13, nil, []*autograd.Var{x, nil, rzF32([]float32{1, 1, 0.1, 1}, 4)}, false},
 		{"float sizes", "Resize", 13, nil, []*autograd.Var{x, nil, nil, rzF32([]float32{1, 1, 4, 4}, 4)}, false},
 		{"int scales", "Resize", 13, nil, []*autograd.Var{x, nil, rzI64(1, 1, 2, 2)}, false},
-		{"bad mode", "Resize", 13, []*onnxpb.AttributeProto{rzString("mode", "area")}, []*autograd.Var{x, nil, sc}, false},
-		{"bad coordinate mode", "Resize", 13, []*onnxpb.AttributeProto{rzString("coordinate_transformation_mode", "center")}, []*autograd.Var{x, nil, sc}, false},
-		{"bad nearest mode", "Resize", 13, []*onnxpb.AttributeProto{rzString("nearest_mode", "round")}, []*autograd.Var{x, nil, sc}, false},
-		{"tf_crop without roi", "Resize", 13, []*onnxpb.AttributeProto{rzString("coordinate_transformation_mode", "tf_crop_and_resize")}, []*autograd.Var{x, nil, sc}, false},
-		{"roi length", "Resize", 13, []*onnxpb.AttributeProto{rzString("coordinate_transformation_mode", "tf_crop_and_resize")}, []*autograd.Var{x, rzF32([]float32{0, 1}, 2), sc}, false},
+		{"bad mode", "Resize", 13, []*onnxpb.AttributeProto{attrString("mode", "area")}, []*autograd.Var{x, nil, sc}, false},
+		{"bad coordinate mode", "Resize", 13, []*onnxpb.AttributeProto{attrString("coordinate_transformation_mode", "center")}, []*autograd.Var{x, nil, sc}, false},
+		{"bad nearest mode", "Resize", 13, []*onnxpb.AttributeProto{attrString("nearest_mode", "round")}, []*autograd.Var{x, nil, sc}, false},
+		{"tf_crop without roi", "Resize", 13, []*onnxpb.AttributeProto{attrString("coordinate_transformation_mode", "tf_crop_and_resize")}, []*autograd.Var{x, nil, sc}, false},
+		{"roi length", "Resize", 13, []*onnxpb.AttributeProto{attrString("coordinate_transformation_mode", "tf_crop_and_resize")}, []*autograd.Var{x, rzF32([]float32{0, 1}, 2), sc}, false},
 		{"missing X", "Resize", 13, nil, []*autograd.Var{nil, nil, sc}, false},
-		{"resize10 cubic", "Resize", 10, []*onnxpb.AttributeProto{rzString("mode", "cubic")}, []*autograd.Var{x, sc}, false},
+		{"resize10 cubic", "Resize", 10, []*onnxpb.AttributeProto{attrString("mode", "cubic")}, []*autograd.Var{x, sc}, false},
 		{"resize10 no scales", "Resize", 10, nil, []*autograd.Var{x}, false},
 		{"upsample below 1", "Upsample", 9, nil, []*autograd.Var{x, rzF32([]float32{1, 1, 0.5, 1}, 4)}, false},
 		{"upsample7 without scales", "Upsample", 7, nil, []*autograd.Var{x}, false},
-		{"upsample bad mode", "Upsample", 7, []*onnxpb.AttributeProto{rzFloats("scales", 1, 1, 2, 2), rzString("mode", "cubic")}, []*autograd.Var{x}, false},
-		{"linear on integers", "Resize", 13, []*onnxpb.AttributeProto{rzString("mode", "linear")},
+		{"upsample bad mode", "Upsample", 7, []*onnxpb.AttributeProto{attrFloats("scales", 1, 1, 2, 2), attrString("mode", "cubic")}, []*autograd.Var{x}, false},
+		{"linear on integers", "Resize", 13, []*onnxpb.AttributeProto{attrString("mode", "linear")},
 			[]*autograd.Var{autograd.Constant(tensor.FromInt64([]int64{1, 2}, 2)), nil, rzF32([]float32{2}, 1)}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := rzCall(tc.op, tc.opset, 1, tc.attrs, tc.in...)
+			_, err := callOp(tc.op, tc.opset, 1, tc.attrs, tc.in...)
 			require.Error(t, err)
 			assert.NotContains(t, err.Error(), "panic")
 			assert.Equal(t, tc.unsupported, errors.Is(err, ErrUnsupported), "%v", err)
@@ -256,7 +203,7 @@ func BenchmarkResizeNearest2x(b *testing.B) {
 	b.SetBytes(int64(x.Value.Len()) * 4 * 5) // read x, write 4x
 	b.ResetTimer()
 	for range b.N {
-		if _, err := rzCall("Resize", 13, 1, []*onnxpb.AttributeProto{rzString("coordinate_transformation_mode", "asymmetric"), rzString("nearest_mode", "floor")}, x, nil, scales); err != nil {
+		if _, err := callOp("Resize", 13, 1, []*onnxpb.AttributeProto{attrString("coordinate_transformation_mode", "asymmetric"), attrString("nearest_mode", "floor")}, x, nil, scales); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -269,7 +216,7 @@ func BenchmarkResizeBilinear2x(b *testing.B) {
 	b.SetBytes(int64(x.Value.Len()) * 4 * 5)
 	b.ResetTimer()
 	for range b.N {
-		if _, err := rzCall("Resize", 13, 1, []*onnxpb.AttributeProto{rzString("mode", "linear")}, x, nil, scales); err != nil {
+		if _, err := callOp("Resize", 13, 1, []*onnxpb.AttributeProto{attrString("mode", "linear")}, x, nil, scales); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -71,27 +71,27 @@ func (rc rnnCase) inputs(rng *rand.Rand) []*tensor.Tensor {
 }
 
 func (rc rnnCase) attrs() []*onnxpb.AttributeProto {
-	a := []*onnxpb.AttributeProto{rzInt("hidden_size", int64(rc.H))}
+	a := []*onnxpb.AttributeProto{attrInt("hidden_size", int64(rc.H))}
 	if rc.dir != "" {
-		a = append(a, rzString("direction", rc.dir))
+		a = append(a, attrString("direction", rc.dir))
 	}
 	if rc.acts != nil {
-		a = append(a, rzStrings("activations", rc.acts...))
+		a = append(a, attrStrings("activations", rc.acts...))
 	}
 	if rc.alpha != nil {
-		a = append(a, rzFloats("activation_alpha", rc.alpha...))
+		a = append(a, attrFloats("activation_alpha", rc.alpha...))
 	}
 	if rc.beta != nil {
-		a = append(a, rzFloats("activation_beta", rc.beta...))
+		a = append(a, attrFloats("activation_beta", rc.beta...))
 	}
 	if rc.clip > 0 {
-		a = append(a, rzFloat("clip", float32(rc.clip)))
+		a = append(a, attrFloat("clip", float32(rc.clip)))
 	}
 	if rc.lbr {
-		a = append(a, rzInt("linear_before_reset", 1))
+		a = append(a, attrInt("linear_before_reset", 1))
 	}
 	if rc.coupled {
-		a = append(a, rzInt("input_forget", 1))
+		a = append(a, attrInt("input_forget", 1))
 	}
 	return a
 }
@@ -111,7 +111,7 @@ func (rc rnnCase) run(t *testing.T, in []*autograd.Var) []*autograd.Var {
 	for len(args) > 0 && args[len(args)-1] == nil {
 		args = args[:len(args)-1]
 	}
-	out, err := rzCall(rc.kind, 14, nOut, rc.attrs(), args...)
+	out, err := callOp(rc.kind, 14, nOut, rc.attrs(), args...)
 	require.NoError(t, err)
 	require.Len(t, out, nOut)
 	return out
@@ -431,7 +431,7 @@ func TestRNNLayout(t *testing.T) {
 				args = append(args, swapped[5])
 				nOut = 3
 			}
-			got, err := rzCall(kind, 14, nOut, append(rc.attrs(), rzInt("layout", 1)), args...)
+			got, err := callOp(kind, 14, nOut, append(rc.attrs(), attrInt("layout", 1)), args...)
 			require.NoError(t, err)
 			assert.Equal(t, want[0].Value.Permute(2, 0, 1, 3).Contiguous().Float64s(), got[0].Value.Contiguous().Float64s())
 			for k := 1; k < nOut; k++ {
@@ -464,7 +464,7 @@ func TestRNNErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	c := func(shape ...int) *autograd.Var { return autograd.Constant(rzRand(rng, shape...)) }
 	x, w, r := c(3, 2, 4), c(1, 12, 4), c(1, 12, 3) // GRU, H = 3
-	hs := rzInt("hidden_size", 3)
+	hs := attrInt("hidden_size", 3)
 	cases := []struct {
 		name        string
 		op          string
@@ -476,16 +476,16 @@ func TestRNNErrors(t *testing.T) {
 		{"W shape", "GRU", []*onnxpb.AttributeProto{hs}, []*autograd.Var{x, c(1, 9, 4), r}, false},
 		{"R not 3-D", "GRU", []*onnxpb.AttributeProto{hs}, []*autograd.Var{x, c(1, 9, 4), c(9, 3)}, false},
 		{"X not 3-D", "GRU", []*onnxpb.AttributeProto{hs}, []*autograd.Var{c(3, 4), c(1, 9, 4), c(1, 9, 3)}, false},
-		{"hidden_size mismatch", "GRU", []*onnxpb.AttributeProto{rzInt("hidden_size", 4)}, []*autograd.Var{x, c(1, 9, 4), c(1, 9, 3)}, false},
+		{"hidden_size mismatch", "GRU", []*onnxpb.AttributeProto{attrInt("hidden_size", 4)}, []*autograd.Var{x, c(1, 9, 4), c(1, 9, 3)}, false},
 		{"B shape", "LSTM", []*onnxpb.AttributeProto{hs}, []*autograd.Var{x, w, r, c(1, 12)}, false},
 		{"initial_h shape", "LSTM", []*onnxpb.AttributeProto{hs}, []*autograd.Var{x, w, r, nil, nil, c(1, 3, 3)}, false},
 		{"P shape", "LSTM", []*onnxpb.AttributeProto{hs}, []*autograd.Var{x, w, r, nil, nil, nil, nil, c(1, 12)}, false},
-		{"bidirectional needs 2 directions", "LSTM", []*onnxpb.AttributeProto{hs, rzString("direction", "bidirectional")}, []*autograd.Var{x, w, r}, false},
-		{"bad direction", "LSTM", []*onnxpb.AttributeProto{hs, rzString("direction", "both")}, []*autograd.Var{x, w, r}, false},
-		{"bad layout", "LSTM", []*onnxpb.AttributeProto{hs, rzInt("layout", 2)}, []*autograd.Var{x, w, r}, false},
-		{"bad clip", "LSTM", []*onnxpb.AttributeProto{hs, rzFloat("clip", -1)}, []*autograd.Var{x, w, r}, false},
-		{"activation count", "LSTM", []*onnxpb.AttributeProto{hs, rzStrings("activations", "Sigmoid", "Tanh")}, []*autograd.Var{x, w, r}, false},
-		{"unknown activation", "RNN", []*onnxpb.AttributeProto{hs, rzStrings("activations", "Swish")}, []*autograd.Var{x, c(1, 3, 4), c(1, 3, 3)}, true},
+		{"bidirectional needs 2 directions", "LSTM", []*onnxpb.AttributeProto{hs, attrString("direction", "bidirectional")}, []*autograd.Var{x, w, r}, false},
+		{"bad direction", "LSTM", []*onnxpb.AttributeProto{hs, attrString("direction", "both")}, []*autograd.Var{x, w, r}, false},
+		{"bad layout", "LSTM", []*onnxpb.AttributeProto{hs, attrInt("layout", 2)}, []*autograd.Var{x, w, r}, false},
+		{"bad clip", "LSTM", []*onnxpb.AttributeProto{hs, attrFloat("clip", -1)}, []*autograd.Var{x, w, r}, false},
+		{"activation count", "LSTM", []*onnxpb.AttributeProto{hs, attrStrings("activations", "Sigmoid", "Tanh")}, []*autograd.Var{x, w, r}, false},
+		{"unknown activation", "RNN", []*onnxpb.AttributeProto{hs, attrStrings("activations", "Swish")}, []*autograd.Var{x, c(1, 3, 4), c(1, 3, 3)}, true},
 		{"sequence_lens too long", "RNN", []*onnxpb.AttributeProto{hs}, []*autograd.Var{x, c(1, 3, 4), c(1, 3, 3), nil, rzI64(3, 4)}, false},
 		{"sequence_lens shape", "RNN", []*onnxpb.AttributeProto{hs}, []*autograd.Var{x, c(1, 3, 4), c(1, 3, 3), nil, rzI64(3)}, false},
 		{"sequence_lens float", "RNN", []*onnxpb.AttributeProto{hs}, []*autograd.Var{x, c(1, 3, 4), c(1, 3, 3), nil, rzF32([]float32{1, 2}, 2)}, false},
@@ -496,7 +496,7 @@ func TestRNNErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := rzCall(tc.op, 14, 2, tc.attrs, tc.in...)
+			_, err := callOp(tc.op, 14, 2, tc.attrs, tc.in...)
 			require.Error(t, err)
 			assert.NotContains(t, err.Error(), "panic")
 			assert.Equal(t, tc.unsupported, errors.Is(err, ErrUnsupported), "%v", err)
@@ -504,7 +504,7 @@ func TestRNNErrors(t *testing.T) {
 	}
 	t.Run("Y_c on GRU", func(t *testing.T) {
 		t.Parallel()
-		_, err := rzCall("GRU", 14, 3, []*onnxpb.AttributeProto{hs}, x, c(1, 9, 4), c(1, 9, 3))
+		_, err := callOp("GRU", 14, 3, []*onnxpb.AttributeProto{hs}, x, c(1, 9, 4), c(1, 9, 3))
 		require.Error(t, err)
 		assert.NotContains(t, err.Error(), "panic")
 	})

@@ -11,52 +11,8 @@ import (
 
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/device"
-	"github.com/hora-dl/hora/onnx/onnxpb"
 	"github.com/hora-dl/hora/tensor"
 )
-
-// scAttr builds an INT, INTS or STRING attribute.
-func scAttr(t testing.TB, name string, v any) *onnxpb.AttributeProto {
-	a := &onnxpb.AttributeProto{Name: &name}
-	typ := func(k onnxpb.AttributeProto_AttributeType) { a.Type = &k }
-	switch v := v.(type) {
-	case int:
-		i := int64(v)
-		a.I = &i
-		typ(onnxpb.AttributeProto_INT)
-	case []int64:
-		a.Ints = v
-		typ(onnxpb.AttributeProto_INTS)
-	case string:
-		a.S = []byte(v)
-		typ(onnxpb.AttributeProto_STRING)
-	default:
-		t.Fatalf("scAttr: unsupported %T", v)
-	}
-	return a
-}
-
-// scCall runs operator op of the given opset on inputs with attrs (name,
-// value pairs) and outs outputs; a panic fails the test.
-func scCall(t testing.TB, op string, opset, outs int, attrs []any, in ...*autograd.Var) (res []*autograd.Var, err error) {
-	t.Helper()
-	n := &onnxpb.NodeProto{OpType: &op}
-	for i := 0; i < len(attrs); i += 2 {
-		n.Attribute = append(n.Attribute, scAttr(t, attrs[i].(string), attrs[i+1]))
-	}
-	for i := 0; i < outs; i++ {
-		n.Output = append(n.Output, fmt.Sprintf("y%d", i))
-	}
-	impl, ok := lookup(op, opset)
-	require.True(t, ok, "%s opset %d is not registered", op, opset)
-	defer func() {
-		if r := recover(); r != nil {
-			t.Errorf("%s opset %d panicked: %v", op, opset, r)
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return impl.run(newNodeCtx(n, 0, opset, tensor.CPU(), false), in)
-}
 
 func scF64(vals []float64, shape ...int) *autograd.Var {
 	return autograd.Constant(tensor.FromFloat64(vals, shape...))
@@ -146,7 +102,7 @@ func TestScatterGrad(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := func(xs []*autograd.Var) *autograd.Var {
-				out, err := scCall(t, tc.op, tc.opset, 1, tc.attrs, tc.build(xs)...)
+				out, err := callOpT(t, tc.op, tc.opset, 1, tc.attrs, tc.build(xs)...)
 				require.NoError(t, err)
 				return out[0]
 			}
@@ -208,7 +164,7 @@ func TestScatterForward(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := scCall(t, tc.op, tc.opset, tc.outs, tc.attrs, tc.in...)
+			out, err := callOpT(t, tc.op, tc.opset, tc.outs, tc.attrs, tc.in...)
 			require.NoError(t, err)
 			require.Len(t, out, len(tc.shape))
 			for i := range tc.shape {
@@ -286,7 +242,7 @@ func TestScatterErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := scCall(t, tc.op, tc.opset, 1, tc.attrs, tc.in...)
+			_, err := callOpT(t, tc.op, tc.opset, 1, tc.attrs, tc.in...)
 			require.Error(t, err)
 			assert.False(t, errors.Is(err, ErrUnsupported), "%v", err)
 			for _, w := range tc.want {

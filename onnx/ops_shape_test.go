@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -12,68 +11,8 @@ import (
 
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/device"
-	"github.com/hora-dl/hora/onnx/onnxpb"
 	"github.com/hora-dl/hora/tensor"
 )
-
-// shAttr builds an attribute from a Go value: int, []int64, float32,
-// []float32, string or *tensor.Tensor (stored as a FLOAT/INT64 tensor).
-func shAttr(t testing.TB, name string, v any) *onnxpb.AttributeProto {
-	a := &onnxpb.AttributeProto{Name: &name}
-	typ := func(k onnxpb.AttributeProto_AttributeType) { a.Type = &k }
-	switch v := v.(type) {
-	case int:
-		i := int64(v)
-		a.I = &i
-		typ(onnxpb.AttributeProto_INT)
-	case []int64:
-		a.Ints = v
-		typ(onnxpb.AttributeProto_INTS)
-	case float32:
-		a.F = &v
-		typ(onnxpb.AttributeProto_FLOAT)
-	case []float32:
-		a.Floats = v
-		typ(onnxpb.AttributeProto_FLOATS)
-	case string:
-		a.S = []byte(v)
-		typ(onnxpb.AttributeProto_STRING)
-	case *tensor.Tensor:
-		dt := onnxpb.TensorProto_FLOAT
-		if v.DType() == device.Int64 {
-			dt = onnxpb.TensorProto_INT64
-		}
-		tp, err := TensorToProto(v, name, dt)
-		require.NoError(t, err)
-		a.T = tp
-		typ(onnxpb.AttributeProto_TENSOR)
-	default:
-		t.Fatalf("shAttr: unsupported %T", v)
-	}
-	return a
-}
-
-// shCall runs operator op of the given opset on inputs with attrs (name,
-// value pairs) and outs outputs, converting a panic into a test failure.
-func shCall(t testing.TB, op string, opset, outs int, attrs []any, in ...*autograd.Var) (res []*autograd.Var, err error) {
-	t.Helper()
-	n := &onnxpb.NodeProto{OpType: &op}
-	for i := 0; i < len(attrs); i += 2 {
-		n.Attribute = append(n.Attribute, shAttr(t, attrs[i].(string), attrs[i+1]))
-	}
-	for i := 0; i < outs; i++ {
-		n.Output = append(n.Output, fmt.Sprintf("y%d", i))
-	}
-	impl, ok := lookup(op, opset)
-	require.True(t, ok, "%s opset %d is not registered", op, opset)
-	defer func() {
-		if r := recover(); r != nil {
-			t.Errorf("%s opset %d panicked: %v", op, opset, r)
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return impl.run(newNodeCtx(n, 0, opset, tensor.CPU(), false), in)
-}
 
 func shF32(vals []float32, shape ...int) *autograd.Var {
 	return autograd.Constant(tensor.FromFloat32(vals, shape...))
@@ -192,7 +131,7 @@ func TestShapeOpsForward(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			out, err := shCall(t, tc.op, tc.opset, tc.outs, tc.attrs, tc.in...)
+			out, err := callOpT(t, tc.op, tc.opset, tc.outs, tc.attrs, tc.in...)
 			require.NoError(t, err)
 			require.Len(t, out, len(tc.shape))
 			for i, s := range tc.shape {
@@ -208,7 +147,7 @@ func TestShapeOpsForward(t *testing.T) {
 func TestShapeOpsConstantOfShapeLargeInt(t *testing.T) {
 	t.Parallel()
 	v := int64(1)<<60 + 1
-	out, err := shCall(t, "ConstantOfShape", 9, 1, []any{"value", tensor.FromInt64([]int64{v}, 1)}, shI64(2))
+	out, err := callOpT(t, "ConstantOfShape", 9, 1, []any{"value", tensor.FromInt64([]int64{v}, 1)}, shI64(2))
 	require.NoError(t, err)
 	assert.Equal(t, []int64{v, v}, out[0].Value.Int64s())
 }
@@ -261,7 +200,7 @@ func TestShapeOpsGrad(t *testing.T) {
 				inputs[i] = tensor.FromFloat64(vals, s...)
 			}
 			f := func(xs []*autograd.Var) *autograd.Var {
-				out, err := shCall(t, tc.op, tc.opset, tc.outs, tc.attrs, append(xs, tc.extra...)...)
+				out, err := callOpT(t, tc.op, tc.opset, tc.outs, tc.attrs, append(xs, tc.extra...)...)
 				require.NoError(t, err)
 				flat := make([]*autograd.Var, len(out))
 				for i, o := range out {
@@ -362,7 +301,7 @@ func TestShapeOpsErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := shCall(t, tc.op, tc.opset, tc.outs, tc.attrs, tc.in...)
+			_, err := callOpT(t, tc.op, tc.opset, tc.outs, tc.attrs, tc.in...)
 			require.Error(t, err)
 			assert.Equal(t, tc.unsupported, errors.Is(err, ErrUnsupported), "error %v", err)
 			t.Log(err)

@@ -20,7 +20,7 @@ func vqRand(rng *rand.Rand, shape ...int) *tensor.Tensor {
 func TestDetValues(t *testing.T) {
 	t.Parallel()
 	x := vqF([]float64{1, 2, 3, 4, 0, 1, 1, 0, 2, 4, 1, 2}, 3, 2, 2)
-	out, err := vqCall(t, "Det", 11, 1, nil, x)
+	out, err := callOpT(t, "Det", 11, 1, nil, x)
 	require.NoError(t, err)
 	assert.Equal(t, []int{3}, out[0].Shape())
 	assert.InDeltaSlice(t, []float64{-2, -1, 0}, out[0].Value.Values(), 1e-12)
@@ -30,7 +30,7 @@ func TestDetGrad(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	f := func(xs []*autograd.Var) *autograd.Var {
-		out, err := vqCall(t, "Det", 11, 1, nil, xs[0])
+		out, err := callOpT(t, "Det", 11, 1, nil, xs[0])
 		require.NoError(t, err)
 		return out[0]
 	}
@@ -48,7 +48,7 @@ func TestGridSampleGrad(t *testing.T) {
 		for _, pad := range []string{"zeros", "border", "reflection"} {
 			t.Run(mode+"/"+pad, func(t *testing.T) {
 				f := func(xs []*autograd.Var) *autograd.Var {
-					out, err := vqCall(t, "GridSample", 16, 1, []any{"mode", mode, "padding_mode", pad}, xs[0], grid)
+					out, err := callOpT(t, "GridSample", 16, 1, []any{"mode", mode, "padding_mode", pad}, xs[0], grid)
 					require.NoError(t, err)
 					return out[0]
 				}
@@ -63,7 +63,7 @@ func TestGridSampleIdentity(t *testing.T) {
 	// With align_corners the corners of the grid are the corner pixels.
 	x := vqF([]float64{1, 2, 3, 4}, 1, 1, 2, 2)
 	grid := vqF([]float64{-1, -1, 1, -1, -1, 1, 1, 1}, 1, 2, 2, 2)
-	out, err := vqCall(t, "GridSample", 16, 1, []any{"align_corners", 1}, x, grid)
+	out, err := callOpT(t, "GridSample", 16, 1, []any{"align_corners", 1}, x, grid)
 	require.NoError(t, err)
 	assert.InDeltaSlice(t, []float64{1, 2, 3, 4}, out[0].Value.Values(), 1e-12)
 }
@@ -77,7 +77,7 @@ func TestRoiAlignGrad(t *testing.T) {
 		for _, ct := range []string{"half_pixel", "output_half_pixel"} {
 			t.Run(mode+"/"+ct, func(t *testing.T) {
 				f := func(xs []*autograd.Var) *autograd.Var {
-					out, err := vqCall(t, "RoiAlign", 16, 1, []any{"mode", mode, "coordinate_transformation_mode", ct,
+					out, err := callOpT(t, "RoiAlign", 16, 1, []any{"mode", mode, "coordinate_transformation_mode", ct,
 						"output_height", 2, "output_width", 3, "spatial_scale", 0.9}, xs[0], rois, bi)
 					require.NoError(t, err)
 					return out[0]
@@ -90,7 +90,7 @@ func TestRoiAlignGrad(t *testing.T) {
 
 func TestRoiAlignEmpty(t *testing.T) {
 	t.Parallel()
-	out, err := vqCall(t, "RoiAlign", 10, 1, []any{"output_height", 2}, autograd.Constant(tensor.Zeros(1, 3, 4, 4)),
+	out, err := callOpT(t, "RoiAlign", 10, 1, []any{"output_height", 2}, autograd.Constant(tensor.Zeros(1, 3, 4, 4)),
 		autograd.Constant(tensor.Zeros(0, 4)), vqI(nil, 0))
 	require.NoError(t, err)
 	assert.Equal(t, []int{0, 3, 2, 1}, out[0].Shape())
@@ -105,12 +105,12 @@ func TestNonMaxSuppression(t *testing.T) {
 		1, 1, 0, 0, // the first box, flipped
 	}, 1, 4, 4)
 	scores := vqF([]float64{0.9, 0.8, 0.7, 0.95, 0.1, 0.2, 0.3, 0.4}, 1, 2, 4)
-	out, err := vqCall(t, "NonMaxSuppression", 11, 1, nil, boxes, scores, vqI([]int64{2}), vqF([]float64{0.5}), vqF([]float64{0.15}))
+	out, err := callOpT(t, "NonMaxSuppression", 11, 1, nil, boxes, scores, vqI([]int64{2}), vqF([]float64{0.5}), vqF([]float64{0.15}))
 	require.NoError(t, err)
 	assert.Equal(t, []int{4, 3}, out[0].Shape())
 	assert.Equal(t, []int64{0, 0, 3, 0, 0, 2, 0, 1, 3, 0, 1, 2}, vqInts(t, out[0]))
 	// No max_output_boxes_per_class: nothing is selected.
-	out, err = vqCall(t, "NonMaxSuppression", 11, 1, nil, boxes, scores)
+	out, err = callOpT(t, "NonMaxSuppression", 11, 1, nil, boxes, scores)
 	require.NoError(t, err)
 	assert.Equal(t, []int{0, 3}, out[0].Shape())
 }
@@ -150,12 +150,12 @@ func TestVisionErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.op+"/"+tc.name, func(t *testing.T) {
-			_, err := vqCall(t, tc.op, tc.opset, 1, tc.attrs, tc.in...)
+			_, err := callOpT(t, tc.op, tc.opset, 1, tc.attrs, tc.in...)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.False(t, errors.Is(err, ErrUnsupported), "a bad input is not unsupported: %v", err)
 		})
 	}
-	_, err := vqCall(t, "GridSample", 16, 1, nil, autograd.Constant(tensor.Zeros(1, 1, 2, 2, 2)), autograd.Constant(tensor.Zeros(1, 2, 2, 2, 3)))
+	_, err := callOpT(t, "GridSample", 16, 1, nil, autograd.Constant(tensor.Zeros(1, 1, 2, 2, 2)), autograd.Constant(tensor.Zeros(1, 2, 2, 2, 3)))
 	assert.ErrorIs(t, err, ErrUnsupported)
 }
