@@ -20,10 +20,6 @@ import (
 // loops, finite-difference gradients in float64, and errors (not panics)
 // for bad attributes and inputs.
 
-
-
-
-
 // rdMust is rdCall for tests that expect success.
 func rdMust(t *testing.T, op string, opset, nOut int, attrs []*onnxpb.AttributeProto, in ...*autograd.Var) []*autograd.Var {
 	t.Helper()
