@@ -213,34 +213,42 @@ func to2D(v []int, unit int) []int {
 	return []int{unit, v[0]}
 }
 
+// convInputs checks the inputs X, W and the optional B of Conv and
+// ConvTranspose: float X of a spatial rank the operators support, W of
+// X's type and rank. It returns them and the spatial rank.
+func convInputs(c *nodeCtx, in []*autograd.Var) (x, w, b *autograd.Var, n int, err error) {
+	if x, err = nnNeed(c, in, 0, "X"); err != nil {
+		return
+	}
+	if w, err = nnNeed(c, in, 1, "W"); err != nil {
+		return
+	}
+	b = nnInput(in, 2)
+	if n, err = spatialRank(c, x, "X"); err != nil {
+		return
+	}
+	if err = nnFloat(c, x, "X"); err != nil {
+		return
+	}
+	if err = nnSameType(c, x, w, "W"); err != nil {
+		return
+	}
+	if xs, ws := x.Shape(), w.Shape(); len(ws) != len(xs) {
+		err = c.Errorf("input W has shape %v, expected rank %d like X %v", ws, len(xs), xs)
+	}
+	return
+}
+
 // opConv is Conv: a 1-D or 2-D convolution with optional bias, running as
 // autograd.Conv2D (the bias fused). Asymmetric padding pads the input
 // explicitly by the difference and leaves the symmetric part to the
 // convolution.
 func opConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := nnNeed(c, in, 0, "X")
+	x, w, b, n, err := convInputs(c, in)
 	if err != nil {
-		return nil, err
-	}
-	w, err := nnNeed(c, in, 1, "W")
-	if err != nil {
-		return nil, err
-	}
-	b := nnInput(in, 2)
-	n, err := spatialRank(c, x, "X")
-	if err != nil {
-		return nil, err
-	}
-	if err := nnFloat(c, x, "X"); err != nil {
-		return nil, err
-	}
-	if err := nnSameType(c, x, w, "W"); err != nil {
 		return nil, err
 	}
 	xs, ws := x.Shape(), w.Shape()
-	if len(ws) != len(xs) {
-		return nil, c.Errorf("input W has shape %v, expected rank %d like X %v", ws, len(xs), xs)
-	}
 	group := int(c.AttrInt("group", 1))
 	if group < 1 || xs[1]%group != 0 || ws[0]%group != 0 || ws[1]*group != xs[1] {
 		return nil, c.Errorf("input X %v and weight W %v do not match with group = %d (W needs C/group input channels)", xs, ws, group)
@@ -290,29 +298,11 @@ func opConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // operator's spec); where it is not one the transposed convolution yields
 // directly, the full result is cropped or extended with zeros.
 func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := nnNeed(c, in, 0, "X")
+	x, w, b, n, err := convInputs(c, in)
 	if err != nil {
-		return nil, err
-	}
-	w, err := nnNeed(c, in, 1, "W")
-	if err != nil {
-		return nil, err
-	}
-	b := nnInput(in, 2)
-	n, err := spatialRank(c, x, "X")
-	if err != nil {
-		return nil, err
-	}
-	if err := nnFloat(c, x, "X"); err != nil {
-		return nil, err
-	}
-	if err := nnSameType(c, x, w, "W"); err != nil {
 		return nil, err
 	}
 	xs, ws := x.Shape(), w.Shape()
-	if len(ws) != len(xs) {
-		return nil, c.Errorf("input W has shape %v, expected rank %d like X %v", ws, len(xs), xs)
-	}
 	group := int(c.AttrInt("group", 1))
 	if group < 1 || ws[0] != xs[1] || xs[1]%group != 0 {
 		return nil, c.Errorf("input X %v and weight W %v do not match with group = %d (W needs C input channels first)", xs, ws, group)
