@@ -62,9 +62,27 @@ func TestDistTrainMatchesSingleProcess(t *testing.T) {
 	assert.Contains(t, text, "data-parallel over 2 ranks")
 	assert.Equal(t, 1, strings.Count(text, "epoch 2/2"), "rank 0 alone reports: %s", text)
 
-	a, _, err := checkpoint.Load(filepath.Join(single, "model.safetensors"))
+	assertSameWeights(t, single, multi)
+	ms, mm := readMetrics(t, filepath.Join(single, "metrics.jsonl")), readMetrics(t, filepath.Join(multi, "metrics.jsonl"))
+	require.Len(t, mm, 2)
+	assert.InDelta(t, ms[1]["test_accuracy"], mm[1]["test_accuracy"], 1e-9, "global metrics")
+	assert.InDelta(t, ms[1]["train_loss"], mm[1]["train_loss"], 1e-5)
+
+	tl, err := os.ReadFile(timeline)
 	require.NoError(t, err)
-	b, _, err := checkpoint.Load(filepath.Join(multi, "model.safetensors"))
+	for _, want := range []string{`"ALLREDUCE"`, `"QUEUE"`, `"forward"`, `"backward"`, `"step"`} {
+		assert.Contains(t, string(tl), want)
+	}
+}
+
+// assertSameWeights requires the model.safetensors of two run folders to
+// hold the same tensors within 1e-5 (relative to each tensor's largest
+// value).
+func assertSameWeights(t *testing.T, dirA, dirB string) {
+	t.Helper()
+	a, _, err := checkpoint.Load(filepath.Join(dirA, "model.safetensors"))
+	require.NoError(t, err)
+	b, _, err := checkpoint.Load(filepath.Join(dirB, "model.safetensors"))
 	require.NoError(t, err)
 	require.Equal(t, len(a), len(b))
 	for name, want := range a {
@@ -78,16 +96,29 @@ func TestDistTrainMatchesSingleProcess(t *testing.T) {
 		}
 		assert.LessOrEqual(t, diff/scale, 1e-5, "%s", name)
 	}
-	ms, mm := readMetrics(t, filepath.Join(single, "metrics.jsonl")), readMetrics(t, filepath.Join(multi, "metrics.jsonl"))
-	require.Len(t, mm, 2)
-	assert.InDelta(t, ms[1]["test_accuracy"], mm[1]["test_accuracy"], 1e-9, "global metrics")
-	assert.InDelta(t, ms[1]["train_loss"], mm[1]["train_loss"], 1e-5)
+}
 
-	tl, err := os.ReadFile(timeline)
-	require.NoError(t, err)
-	for _, want := range []string{`"ALLREDUCE"`, `"QUEUE"`, `"forward"`, `"backward"`, `"step"`} {
-		assert.Contains(t, string(tl), want)
-	}
+// TestDistFineTuneONNXMatchesSingleProcess: an imported ONNX model
+// fine-tunes with data parallelism like a model written in Go. The file is
+// an MLP trained and exported by train itself.
+func TestDistFineTuneONNXMatchesSingleProcess(t *testing.T) {
+	bin := buildTrain(t)
+	dataDir := syntheticFashion(t, 640, 200)
+	file := filepath.Join(t.TempDir(), "mlp.onnx")
+	common := []string{"-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
+		"-set", "train.epochs=1", "-set", "model.hidden=[64]", "-set", "output.progress=false"}
+	out, err := exec.Command(bin, append(common, "-out", t.TempDir(), "-export-onnx", file)...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	tune := append(common, "-set", "model.name=onnx", "-set", "model.file="+file, "-set", "dist.lr_scaling=none")
+	single := t.TempDir()
+	out, err = exec.Command(bin, append(tune, "-set", "train.batch_size=64", "-out", single)...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	multi := t.TempDir()
+	out, err = mpirun(t, 2, append([]string{bin}, append(tune, "-set", "train.batch_size=32", "-out", multi)...)...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "data-parallel over 2 ranks")
+	assertSameWeights(t, single, multi)
 }
 
 // TestDistTrainRankFailure: a rank whose data is unreadable ends the whole
