@@ -15,7 +15,12 @@ func MatMul(a, b *Var) *Var {
 }
 
 // MaxPool2D takes the maximum of each window of x (N×C×H×W).
+// When nothing is recorded (x in no-grad mode or not requiring a
+// gradient), the positions of the maxima are not computed.
 func MaxPool2D(x *Var, o tensor.PoolOptions) *Var {
+	if x.noGrad || !x.requiresGrad {
+		return recordInto(tensor.MaxPool2DValues(x.Value, o), nil, x)
+	}
 	y, argmax := tensor.MaxPool2D(x.Value, o)
 	return describeOp(recordInto(y, func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
 		grads[0] = tensor.MaxPool2DGradLike(g, argmax, x.Value, o)

@@ -36,6 +36,18 @@ type ConvBiasActKernels interface {
 	Conv2DBiasAct(p ConvParams, act Activation, y, x, w, bias Buffer)
 }
 
+// MaxPoolValuesKernels is an optional kernel of a device whose Kernels()
+// value implements it: max pooling for inference, which writes the maxima
+// of MaxPool2D but not their positions (no gradient will need them), so it
+// can take the maximum without tracking where it is. Callers find it by
+// type assertion and otherwise call MaxPool2D.
+type MaxPoolValuesKernels interface {
+	// MaxPool2DValues writes to y the maxima of the windows of x that
+	// MaxPool2D(p, y, argmax, x) writes (a NaN in a window gives a NaN; of
+	// a -0 and a +0 either may be kept).
+	MaxPool2DValues(p PoolParams, y, x Buffer)
+}
+
 // FusedKernels is an optional set of fused kernels. A device whose
 // Kernels() value implements it runs training's hot spots in fewer passes
 // over memory; callers find it by type assertion and otherwise compose the

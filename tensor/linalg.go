@@ -257,6 +257,23 @@ func MaxPool2D(x *Tensor, o PoolOptions) (y, argmax *Tensor) {
 	return y, argmax
 }
 
+// MaxPool2DValues returns the window maxima of x (N×C×H×W), as MaxPool2D
+// does, without the positions of the maxima (for inference: of a -0 and a
+// +0 in a window, either may be returned). It uses the device's
+// device.MaxPoolValuesKernels when it has one.
+func MaxPool2DValues(x *Tensor, o PoolOptions) *Tensor {
+	mk, ok := x.kernels().(device.MaxPoolValuesKernels)
+	if !ok {
+		y, _ := MaxPool2D(x, o)
+		return y
+	}
+	sameFloat("MaxPool2DValues", x)
+	p := poolParams("MaxPool2DValues", x, o)
+	y := newOut(false, x.DType(), []int{p.N, p.C, p.OutH(), p.OutW()}, x)
+	mk.MaxPool2DValues(p, y.buf, x.Contiguous().buf)
+	return y
+}
+
 // MaxPool2DGrad returns the input gradient of MaxPool2D.
 func MaxPool2DGrad(dy, argmax *Tensor, xShape []int, o PoolOptions) *Tensor {
 	return MaxPool2DGradLike(dy, argmax, &Tensor{shape: slices.Clone(xShape)}, o)

@@ -99,6 +99,8 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 			for kw := 0; kw < s.KW; kw++ {
 				dst := col[row*ld : row*ld+s.l]
 				row++
+				lo, hi := validCols(s, kw)
+				shift := kw*s.DilW - s.PadW
 				for oh := 0; oh < s.oh; oh++ {
 					ih := oh*s.StrideH - s.PadH + kh*s.DilH
 					out := dst[oh*s.ow : (oh+1)*s.ow]
@@ -106,15 +108,16 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 						clear(out)
 						continue
 					}
-					src := plane[ih*s.W:]
-					for ow := range out {
-						iw := ow*s.StrideW - s.PadW + kw*s.DilW
-						if iw < 0 || iw >= s.W {
-							out[ow] = 0
-						} else {
-							out[ow] = src[iw]
+					clear(out[:lo])
+					if lo < hi {
+						// Input columns lo·StrideW+shift, … (hi-1)·StrideW+shift.
+						src := plane[ih*s.W+lo*s.StrideW+shift : ih*s.W+(hi-1)*s.StrideW+shift+1]
+						in := out[lo:hi]
+						for i := range in {
+							in[i] = src[i*s.StrideW]
 						}
 					}
+					clear(out[hi:])
 				}
 			}
 		}
@@ -327,13 +330,23 @@ func conv2d[T float](dev *Device, s convShape, y, x, w []T) {
 		conv2dDepthwise(dev, s, device.ActNone, y, x, w, nil)
 		return
 	}
-	conv2dIm2col(dev, s, y, x, w)
+	conv2dIm2col(dev, s, device.ActNone, y, x, w, nil)
 }
 
-// conv2dIm2col is conv2d through a GEMM per group of images and channels.
-func conv2dIm2col[T float](dev *Device, s convShape, y, x, w []T) {
+// conv2dIm2col computes y = act(conv(x, w) + bias) (bias may be nil)
+// through a GEMM per group of images and channels, with the bias and
+// activation applied to each block of the GEMM's output as it is written.
+// A batch with more GEMMs than workers runs them in parallel; a smaller
+// one (a single image) splits each image's GEMM across the workers (see
+// conv2dSplit).
+func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T) {
 	gi := s.imagesPerGEMM()
-	launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, convArgs[T]{dev, s, y, x, w, gi})
+	tasks := (s.N + gi - 1) / gi
+	if tasks < dev.numWorkers() && !dev.serial(2, s.imgOut*s.ckk) {
+		conv2dSplit(dev, s, act, y, x, w, bias)
+		return
+	}
+	launch(dev, tasks, gi*s.imgOut*s.ckk, convArgs[T]{dev: dev, s: s, a: y, b: x, c: w, gi: gi, act: act, bias: bias})
 }
 
 // The CPU device implements the optional fused convolution.
@@ -341,44 +354,78 @@ var _ device.ConvBiasActKernels = kernels{}
 
 // Conv2DBiasAct computes y = act(conv(x, w) + bias): a depthwise
 // convolution applies the bias and activation to each output row as it is
-// computed; other convolutions run Conv2D, then BiasAct.
+// computed, other convolutions to each block of the GEMM's output.
 func (k kernels) Conv2DBiasAct(p device.ConvParams, act device.Activation, y, x, w, bias device.Buffer) {
 	noHalf("Conv2DBiasAct", y, x, w, bias)
 	s := newConvShape(p)
-	if !s.depthwise() {
-		k.Conv2D(p, y, x, w)
-		k.BiasAct(act, y, y, bias, s.N, s.OutC, s.l)
-		return
-	}
 	switch buf(y).dt {
 	case device.Float32:
 		var b []float32
 		if bias != nil {
 			b = buf(bias).f32
 		}
-		conv2dDepthwise(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b)
+		conv2dBiasAct(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b)
 	case device.Float64:
 		var b []float64
 		if bias != nil {
 			b = buf(bias).f64
 		}
-		conv2dDepthwise(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b)
+		conv2dBiasAct(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b)
 	default:
 		panic(dtypeMsg("Conv2DBiasAct", buf(y).dt))
 	}
 }
 
+func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T) {
+	if s.depthwise() {
+		conv2dDepthwise(dev, s, act, y, x, w, bias)
+		return
+	}
+	conv2dIm2col(dev, s, act, y, x, w, bias)
+}
+
 // convArgs are the arguments of one convolution kernel call: a, b and c
-// are its three tensors in the order of the kernel's signature.
+// are its three tensors in the order of the kernel's signature; act and
+// bias (nil: none) are applied to the convolution's output.
 type convArgs[T float] struct {
 	dev     *Device
 	s       convShape
 	a, b, c []T
 	gi      int // images per GEMM
+	act     device.Activation
+	bias    []T
 }
 
+// run computes the convolution of the groups of gi images [lo, hi). With
+// one image per GEMM, the GEMM writes straight into y (group g of image n
+// is the block of rows g·ocg… of y's OutC×l plane matrix), and a 1×1
+// convolution with unit stride and no padding reads the image as its
+// column matrix; several images per GEMM go through a scratch output,
+// copied to y with the bias and activation.
 func (args *convArgs[T]) run(lo, hi int) {
 	dev, s, y, x, w, gi := args.dev, args.s, args.a, args.b, args.c, args.gi
+	if gi == 1 {
+		var sc *scratch[T]
+		var col []T
+		if !s.pointwise() {
+			sc = getScratch[T](s.ckk * s.l)
+			defer putScratch(sc)
+			col = sc.s
+		}
+		for n := lo; n < hi; n++ {
+			for g := 0; g < s.Groups; g++ {
+				if s.pointwise() {
+					col = x[n*s.imgIn+g*s.cg*s.inPlane:]
+				} else {
+					im2col(s, col, s.l, x[n*s.imgIn:], g)
+				}
+				out := y[n*s.imgOut+g*s.ocg*s.l:]
+				gemmOn(dev, false, false, s.ocg, s.l, s.ckk, 1, w[g*s.wGroup:], s.ckk, col, s.l, 0, out, s.l)
+				convEpilogue(args.act, args.bias, out, s.l, s.ocg, g*s.ocg, 0, s.l)
+			}
+		}
+		return
+	}
 	sc := getScratch[T](s.ckk*s.l*gi + s.ocg*s.l*gi)
 	defer putScratch(sc)
 	col, out := sc.s[:s.ckk*s.l*gi], sc.s[s.ckk*s.l*gi:]
@@ -387,12 +434,45 @@ func (args *convArgs[T]) run(lo, hi int) {
 		ld := (n1 - n0) * s.l
 		for g := 0; g < s.Groups; g++ {
 			convGroup(dev, s, col, out, x, w, n0, n1, g)
-			for n := n0; n < n1; n++ {
-				for oc := 0; oc < s.ocg; oc++ {
-					copy(y[n*s.imgOut+(g*s.ocg+oc)*s.l:][:s.l], out[oc*ld+(n-n0)*s.l:][:s.l])
+			for oc := 0; oc < s.ocg; oc++ {
+				c := g*s.ocg + oc
+				var b T
+				if args.bias != nil {
+					b = args.bias[c]
+				}
+				for n := n0; n < n1; n++ {
+					dst, src := y[n*s.imgOut+c*s.l:][:s.l], out[oc*ld+(n-n0)*s.l:][:s.l]
+					if args.bias == nil && args.act == device.ActNone {
+						copy(dst, src)
+					} else {
+						biasActSlice(args.act, dst, src, b)
+					}
 				}
 			}
 		}
+	}
+}
+
+// pointwise reports whether the convolution is 1×1 with unit stride and
+// no padding: an image's C×H×W planes are then its column matrix.
+func (s convShape) pointwise() bool {
+	return s.KH == 1 && s.KW == 1 && s.StrideH == 1 && s.StrideW == 1 && s.PadH == 0 && s.PadW == 0
+}
+
+// convEpilogue sets out = act(out + bias) on columns [c0, c1) of rows
+// [0, rows) (rows ld apart), which are output channels oc0…; it does
+// nothing without bias and activation.
+func convEpilogue[T float](act device.Activation, bias, out []T, ld, rows, oc0, c0, c1 int) {
+	if bias == nil && act == device.ActNone {
+		return
+	}
+	for r := 0; r < rows; r++ {
+		var b T
+		if bias != nil {
+			b = bias[oc0+r]
+		}
+		row := out[r*ld+c0 : r*ld+c1]
+		biasActSlice(act, row, row, b)
 	}
 }
 
@@ -421,13 +501,13 @@ func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, 
 		if bias != nil {
 			b = buf(bias).f32
 		}
-		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float32]{convArgs[float32]{k.d, s, buf(y).f32, buf(x).f32, buf(w).f32, gi}, q, act, b, buf(argmax).i64})
+		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float32]{convArgs[float32]{k.d, s, buf(y).f32, buf(x).f32, buf(w).f32, gi, act, b}, q, buf(argmax).i64})
 	case device.Float64:
 		var b []float64
 		if bias != nil {
 			b = buf(bias).f64
 		}
-		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float64]{convArgs[float64]{k.d, s, buf(y).f64, buf(x).f64, buf(w).f64, gi}, q, act, b, buf(argmax).i64})
+		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float64]{convArgs[float64]{k.d, s, buf(y).f64, buf(x).f64, buf(w).f64, gi, act, b}, q, buf(argmax).i64})
 	default:
 		panic(dtypeMsg("Conv2DBiasActMaxPool", buf(y).dt))
 	}
@@ -438,8 +518,6 @@ func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, 
 type convPoolArgs[T float] struct {
 	convArgs[T]
 	q      device.PoolParams
-	act    device.Activation
-	bias   []T
 	argmax []int64
 }
 
@@ -505,7 +583,7 @@ func (k kernels) Conv2DGradInput(p device.ConvParams, dx, dy, w device.Buffer) {
 
 func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
 	gi := s.imagesPerGEMM()
-	launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, convGradInputArgs[T]{convArgs[T]{dev, s, dx, dy, w, gi}})
+	launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, convGradInputArgs[T]{convArgs[T]{dev: dev, s: s, a: dx, b: dy, c: w, gi: gi}})
 }
 
 // convGradInputArgs are the arguments of Conv2DGradInput (a: dx, b: dy,
@@ -567,7 +645,7 @@ func conv2dGradWeight[T float](dev *Device, s convShape, dw, dy, x []T) {
 	psc := getScratch[T]((nparts - 1) * size)
 	defer putScratch(psc)
 	clear(psc.s)
-	launch(dev, nparts, chunk*s.imgOut*s.ckk, gradWeightArgs[T]{convArgs[T]{dev, s, out, dy, x, gi}, psc.s, chunk})
+	launch(dev, nparts, chunk*s.imgOut*s.ckk, gradWeightArgs[T]{convArgs[T]{dev: dev, s: s, a: out, b: dy, c: x, gi: gi}, psc.s, chunk})
 	for p := 1; p < nparts; p++ {
 		for i, v := range psc.s[(p-1)*size : p*size] {
 			out[i] += v

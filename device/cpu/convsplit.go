@@ -1,0 +1,138 @@
+package cpu
+
+import "github.com/hora-dl/hora/device"
+
+// conv2dSplit is conv2dIm2col for a batch with fewer GEMMs than workers (a
+// single image): each image's GEMM is split across the workers instead.
+//
+// When the output plane has at least as many positions as the group has
+// output channels (the early, large layers), the workers take bands of
+// output rows: a band's column matrix is the im2col of a shorter image,
+// which its worker unfolds into a small, cache-resident buffer and
+// multiplies into the band's columns of y. Otherwise (the late layers,
+// with many channels and small planes) the image is unfolded once, by
+// channels in parallel, and the workers take blocks of output channels.
+// Either way each block of y gets the bias and activation as soon as its
+// GEMM has written it, and, since every element of a GEMM's output goes
+// through the same operations however the output is split, the result is
+// that of the image-parallel path.
+func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T) {
+	if s.l >= s.ocg {
+		rows := s.bandRows(dev.numWorkers())
+		nb := (s.oh + rows - 1) / rows
+		launch(dev, s.N*s.Groups*nb, rows*s.ow*s.ocg*s.ckk,
+			convBandArgs[T]{s: s, dev: dev, y: y, x: x, w: w, bias: bias, act: act, rows: rows, nb: nb})
+		return
+	}
+	var sc *scratch[T]
+	if !s.pointwise() {
+		sc = getScratch[T](s.ckk * s.l)
+		defer putScratch(sc)
+	}
+	const unit = 16 // output channels per task index
+	for n := 0; n < s.N; n++ {
+		for g := 0; g < s.Groups; g++ {
+			var col []T
+			if s.pointwise() {
+				col = x[n*s.imgIn+g*s.cg*s.inPlane:]
+			} else {
+				col = sc.s
+				launch(dev, s.cg, s.KH*s.KW*s.l, im2colArgs[T]{s: s, col: col, x: x[n*s.imgIn:], g: g})
+			}
+			launch(dev, (s.ocg+unit-1)/unit, unit*s.l*s.ckk, convRowsArgs[T]{s: s, dev: dev,
+				y: y[n*s.imgOut+g*s.ocg*s.l:], col: col, w: w[g*s.wGroup:], bias: bias, act: act, oc0: g * s.ocg, unit: unit})
+		}
+	}
+}
+
+// bandRows is the number of output rows of a band of conv2dSplit: about
+// 64K elements of column matrix (it stays in L2 while the GEMM packs it),
+// at least 256 columns (the GEMM repacks the weights per band), and a
+// number of bands that is a multiple of the workers.
+func (s convShape) bandRows(workers int) int {
+	cols := max(256, (1<<17)/max(1, s.ckk))
+	rows := min(s.oh, (cols+s.ow-1)/s.ow)
+	nb := (s.oh + rows - 1) / rows
+	nb = (nb + workers - 1) / workers * workers
+	return max(1, (s.oh+nb-1)/nb)
+}
+
+// convBandArgs are the arguments of conv2dSplit by bands of output rows:
+// task index t is band t%nb of group (t/nb)%Groups of image t/(nb·Groups).
+type convBandArgs[T float] struct {
+	s             convShape
+	dev           *Device
+	y, x, w, bias []T
+	act           device.Activation
+	rows, nb      int // output rows per band, bands per image and group
+}
+
+func (a *convBandArgs[T]) run(lo, hi int) {
+	s := a.s
+	var sc *scratch[T]
+	if !s.pointwise() {
+		sc = getScratch[T](s.ckk * a.rows * s.ow)
+		defer putScratch(sc)
+	}
+	for t := lo; t < hi; t++ {
+		n, g, band := t/(a.nb*s.Groups), t/a.nb%s.Groups, t%a.nb
+		r0 := band * a.rows
+		r1 := min(r0+a.rows, s.oh)
+		if r0 >= r1 {
+			continue
+		}
+		bl := (r1 - r0) * s.ow
+		var col []T
+		ldb := bl
+		if s.pointwise() {
+			col, ldb = a.x[n*s.imgIn+g*s.cg*s.inPlane+r0*s.ow:], s.l
+		} else {
+			// The band is the convolution of the image shifted up by
+			// r0·StrideH rows, with r1-r0 output rows.
+			b := s
+			b.oh, b.l = r1-r0, bl
+			b.PadH -= r0 * s.StrideH
+			col = sc.s
+			im2col(b, col, bl, a.x[n*s.imgIn:], g)
+		}
+		out := a.y[n*s.imgOut+g*s.ocg*s.l+r0*s.ow:]
+		gemmOn(a.dev, false, false, s.ocg, bl, s.ckk, 1, a.w[g*s.wGroup:], s.ckk, col, ldb, 0, out, s.l)
+		convEpilogue(a.act, a.bias, out, s.l, s.ocg, g*s.ocg, 0, bl)
+	}
+}
+
+// im2colArgs unfold channels [lo, hi) of group g of one image, in
+// parallel.
+type im2colArgs[T float] struct {
+	s      convShape
+	col, x []T
+	g      int
+}
+
+func (a *im2colArgs[T]) run(lo, hi int) {
+	// Channels [lo, hi) of the group are the group of an image with
+	// hi-lo channels that starts at channel lo.
+	s := a.s
+	c := s
+	c.cg = hi - lo
+	im2col(c, a.col[lo*s.KH*s.KW*s.l:], s.l, a.x[(a.g*s.cg+lo)*s.inPlane:], 0)
+}
+
+// convRowsArgs are the arguments of conv2dSplit by blocks of output
+// channels: task index i is channels [i·unit, (i+1)·unit) of the group,
+// whose output rows start at y.
+type convRowsArgs[T float] struct {
+	s               convShape
+	dev             *Device
+	y, col, w, bias []T
+	act             device.Activation
+	oc0, unit       int
+}
+
+func (a *convRowsArgs[T]) run(lo, hi int) {
+	s := a.s
+	i0, i1 := lo*a.unit, min(hi*a.unit, s.ocg)
+	out := a.y[i0*s.l:]
+	gemmOn(a.dev, false, false, i1-i0, s.l, s.ckk, 1, a.w[i0*s.ckk:], s.ckk, a.col, s.l, 0, out, s.l)
+	convEpilogue(a.act, a.bias, out, s.l, i1-i0, a.oc0+i0, 0, s.l)
+}
