@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -842,5 +841,3 @@ func (m *Model) Summary() string {
 	fmt.Fprintf(&b, "%d parameters (%d values), %d buffers, %d constants\n", len(m.params), layers.NumParams(m), len(m.buffers), len(m.consts))
 	return b.String()
 }
-
-var errNoInputs = errors.New("onnx: Run needs the graph inputs")

@@ -418,3 +418,9 @@ func TestClipFusedIntoConvAsReLU6(t *testing.T) {
 		assert.Greater(t, want.MaxAll().Item(), 5.99, "the test reaches the upper bound")
 	}
 }
+
+func TestNilInput(t *testing.T) {
+	m := mlpSpec(t).load(t)
+	_, err := m.Run(nil)
+	assert.EqualError(t, err, `onnx: input "x" is nil`)
+}

@@ -27,11 +27,8 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 		}
 		return nil, fmt.Errorf("onnx: Run got %d inputs, the model takes %d (%s)", len(inputs), len(m.Inputs), strings.Join(names, "; "))
 	}
-	if len(inputs) == 0 && len(m.nodes) > 0 && m.needsInputs() {
-		return nil, errNoInputs
-	}
 	dev := tensor.CPU()
-	if len(inputs) > 0 {
+	if len(inputs) > 0 && inputs[0] != nil && inputs[0].Value != nil {
 		dev = inputs[0].Value.Device()
 	}
 	values := make(map[string]*autograd.Var, len(m.nodes)+len(inputs))
@@ -144,8 +141,6 @@ func (m *Model) hasInput(name string) bool {
 	return false
 }
 
-func (m *Model) needsInputs() bool { return len(m.Inputs) > 0 }
-
 // checkInput checks input i's device, element type and shape.
 func (m *Model) checkInput(i int, x *autograd.Var, dev device.Device) error {
 	info := m.Inputs[i]
@@ -180,10 +175,14 @@ func (m *Model) checkInput(i int, x *autograd.Var, dev device.Device) error {
 	return nil
 }
 
-// signature keys the shape-only values by the input shapes.
+// signature keys the shape-only values by the input shapes, types and
+// device.
 func (m *Model) signature(inputs []*autograd.Var) string {
 	var b strings.Builder
-	for _, x := range inputs {
+	for i, x := range inputs {
+		if i == 0 {
+			b.WriteString(x.Value.Device().Name())
+		}
 		fmt.Fprint(&b, x.Value.Shape(), x.Value.DType(), ";")
 	}
 	return b.String()
