@@ -50,6 +50,7 @@
 // Results do not depend on GOMAXPROCS: work is split so that every output
 // element is accumulated in the same order whatever the number of workers.
 // The exception is a large float32 product by a BLAS library, whose blocks
-// follow the number of workers: it is then the same from run to run for a
-// given GOMAXPROCS. The package passes device/devicetest.RunAll.
+// follow the number of workers (a large matrix product, or a convolution
+// whose GEMMs are fewer than the workers and are split among them): it is
+// then the same from run to run for a given GOMAXPROCS. The package passes device/devicetest.RunAll.
 package cpu
