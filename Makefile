@@ -67,6 +67,8 @@ onnx-suite: onnx-deps
 # fails the build (unsupported cases are counted, not hidden).
 test-onnx: onnx-suite
 	$(GO) run ./cmd/onnxcheck -q -by-op -known onnx/testdata/conformance-known.txt $(ONNX_SUITE)/node
+	@# PyTorch's LSTM/GRU/RNN (packed sequences too) and interpolate exports.
+	/usr/bin/python3 scripts/onnx_rnn_check.py
 	@# A short run of the loader's fuzzer (make fuzz-onnx runs it longer).
 	$(GO) test -run '^$$' -fuzz FuzzImport -fuzztime $(FUZZTIME) ./onnx
 
