@@ -9,6 +9,7 @@ import (
 	"github.com/hora-dl/hora/models"
 	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/optim"
+	"github.com/hora-dl/hora/tensor"
 )
 
 // The Fashion-MNIST geometry the zoo models are built for.
@@ -63,6 +64,15 @@ func importModel(cfg *Config) (layers.Layer, error) {
 	}
 	if len(m.Parameters()) == 0 {
 		return nil, fmt.Errorf("%s: model.file %s: the model has no float initializers to train", cfg.File(), cfg.Model.File)
+	}
+	// One image through the model, so that a model that does not compute
+	// [batch, 10] logits fails here, with its own error, not mid-epoch.
+	outs, err := m.Run(autograd.NoGrad(autograd.Constant(tensor.Zeros(1, 1, 28, 28))))
+	if err != nil {
+		return nil, fmt.Errorf("%s: model.file %s: %w", cfg.File(), cfg.Model.File, err)
+	}
+	if s := outs[0].Shape(); len(s) != 2 || s[0] != 1 || s[1] != classes {
+		return nil, fmt.Errorf("%s: model.file %s: output %q is %v for one image, want [1 %d] (class logits)", cfg.File(), cfg.Model.File, m.Outputs[0].Name, s, classes)
 	}
 	return m, nil
 }

@@ -67,6 +67,11 @@ func TestTrainONNXBadInput(t *testing.T) {
 	cnn := "../../configs/fashion-mnist-cnn.yaml"
 	garbage := filepath.Join(t.TempDir(), "garbage.onnx")
 	require.NoError(t, os.WriteFile(garbage, []byte("not a model"), 0o644))
+	// A model of the right input but 1000 outputs (a resnet-style head).
+	wrongHead := filepath.Join(t.TempDir(), "wide.onnx")
+	net, err := models.NewMLP(models.MLPConfig{In: 784, Hidden: []int{8}, Classes: 1000, Activation: "relu"}, rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, err)
+	require.NoError(t, onnx.ExportFile(wrongHead, net, []*tensor.Tensor{tensor.Zeros(1, 1, 28, 28)}))
 	cases := []struct {
 		name string
 		args []string
@@ -76,6 +81,7 @@ func TestTrainONNXBadInput(t *testing.T) {
 		{"file without onnx", []string{"-set", "model.file=x.onnx"}, []string{"model.file", `only read for model "onnx"`}},
 		{"missing file", []string{"-set", "model.name=onnx", "-set", "model.file=/nonexistent.onnx"}, []string{"/nonexistent.onnx"}},
 		{"garbage file", []string{"-set", "model.name=onnx", "-set", "model.file=" + garbage}, []string{"garbage.onnx", "not an ONNX model"}},
+		{"wrong output", []string{"-set", "model.name=onnx", "-set", "model.file=" + wrongHead}, []string{"wide.onnx", `output "output" is [1 1000] for one image, want [1 10]`}},
 		{"unwritable export", []string{"-export-onnx", "/nonexistent/dir/m.onnx"}, []string{"export.onnx", "/nonexistent/dir/m.onnx"}},
 	}
 	for _, c := range cases {
