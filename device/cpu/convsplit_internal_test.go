@@ -211,29 +211,6 @@ func TestMaxPoolValuesMatchesReference(t *testing.T) {
 	}
 }
 
-func BenchmarkMaxPoolValues3x3(b *testing.B) {
-	dev := New()
-	rng := rand.New(rand.NewPCG(7, 8))
-	for _, n := range []int{1, 32} {
-		p := device.PoolParams{N: n, C: 64, H: 112, W: 112, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}
-		x := randVals[float32](rng, p.N*p.C*p.H*p.W, -1, 1)
-		ny := p.N * p.C * p.OutH() * p.OutW()
-		y, arg := make([]float32, ny), make([]int64, ny)
-		for _, impl := range []string{"argmax", "values"} {
-			b.Run(fmt.Sprintf("N%d/%s", n, impl), func(b *testing.B) {
-				for b.Loop() {
-					if impl == "values" {
-						maxPoolValues(dev, p, y, x)
-					} else {
-						maxPool(dev, p, y, arg, x)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(ny), "ns/output")
-			})
-		}
-	}
-}
-
 // BenchmarkConvSingleImage times a ResNet-18 layer at batch 1: the
 // image-parallel generic path against conv2dIm2col.
 func BenchmarkConvSingleImage(b *testing.B) {

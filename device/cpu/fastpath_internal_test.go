@@ -245,6 +245,8 @@ func BenchmarkDepthwise(b *testing.B) {
 	}
 }
 
+// BenchmarkMaxPool3x3 times ResNet's stem pooling: the reference loop,
+// the fast path with argmax, and the values-only path.
 func BenchmarkMaxPool3x3(b *testing.B) {
 	dev := New()
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -253,12 +255,15 @@ func BenchmarkMaxPool3x3(b *testing.B) {
 		x := randVals[float32](rng, p.N*p.C*p.H*p.W, -1, 1)
 		ny := p.N * p.C * p.OutH() * p.OutW()
 		y, arg := make([]float32, ny), make([]int64, ny)
-		for _, impl := range []string{"reference", "fast"} {
+		for _, impl := range []string{"reference", "fast", "values"} {
 			b.Run(fmt.Sprintf("N%d/%s", n, impl), func(b *testing.B) {
 				for b.Loop() {
-					if impl == "fast" {
+					switch impl {
+					case "fast":
 						maxPool(dev, p, y, arg, x)
-					} else {
+					case "values": // no argmax, as in inference
+						maxPoolValues(dev, p, y, x)
+					default:
 						dev.parallelFor(p.N*p.C, ny/(p.N*p.C)*9, func(lo, hi int) {
 							q := p
 							q.N, q.C = 1, 1
