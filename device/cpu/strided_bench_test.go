@@ -8,10 +8,9 @@ import (
 )
 
 // Benchmarks of the index kernels, strided Copy and broadcasting Binary on
-// the shapes neural networks use, each run as "old" (the kernels before
-// they were split into contiguous runs and across workers: indexedRef,
-// copyStridedOld, binaryOld) and "new" (the kernels), one after the other
-// so that both see the same load:
+// the shapes neural networks use. The index kernels also run as "ref"
+// (indexedRef, the element-at-a-time loop they are tested against) next to
+// "new", one after the other so that both see the same load:
 //
 //	go test -run '^$' -bench 'Index|StridedCopy|BroadcastBinary' -count 3 ./device/cpu/
 
@@ -73,19 +72,20 @@ func benchIndex(b *testing.B, d *Device, n, m int, random bool) device.Buffer {
 	return buf
 }
 
-// oldNew runs old and new as the sub-benchmarks name/old and name/new.
-func oldNew(b *testing.B, name string, bytes int, old, new func()) {
-	for _, c := range []struct {
-		name string
-		fn   func()
-	}{{"old", old}, {"new", new}} {
-		b.Run(name+"/"+c.name, func(b *testing.B) {
-			b.SetBytes(int64(bytes))
-			for range b.N {
-				c.fn()
-			}
-		})
-	}
+// refNew runs ref and new as the sub-benchmarks name/ref and name/new.
+func refNew(b *testing.B, name string, ref, new func()) {
+	benchFunc(b, name+"/ref", 0, ref)
+	benchFunc(b, name+"/new", 0, new)
+}
+
+// benchFunc runs fn as the sub-benchmark name, moving bytes per call.
+func benchFunc(b *testing.B, name string, bytes int, fn func()) {
+	b.Run(name, func(b *testing.B) {
+		b.SetBytes(int64(bytes))
+		for range b.N {
+			fn()
+		}
+	})
 }
 
 // indexCase is one call of an index kernel.
@@ -96,8 +96,9 @@ type indexCase struct {
 	dt                 device.DType
 }
 
-// run returns the old and new versions of the call on fresh buffers.
-func (c indexCase) run(b *testing.B, d *Device) (old, new func()) {
+// run returns the reference loop and the kernel for the call on fresh
+// buffers.
+func (c indexCase) run(b *testing.B, d *Device) (ref, new func()) {
 	scatter := c.kernel == "ScatterAdd" || c.kernel == "IndexAdd"
 	slices := c.kernel == "IndexSelect" || c.kernel == "IndexAdd"
 	nidx := c.outer * c.m * c.inner
@@ -120,7 +121,7 @@ func (c indexCase) run(b *testing.B, d *Device) (old, new func()) {
 			k.IndexAdd(big, small, idx, c.outer, c.n, c.m, c.inner)
 		}
 	}
-	old = func() {
+	ref = func() {
 		switch c.dt {
 		case device.Float32:
 			indexedRef(big.f32, small.f32, idx.i64, c.outer, c.n, c.m, c.inner, scatter, slices)
@@ -130,7 +131,7 @@ func (c indexCase) run(b *testing.B, d *Device) (old, new func()) {
 			indexedRef(big.i64, small.i64, idx.i64, c.outer, c.n, c.m, c.inner, scatter, slices)
 		}
 	}
-	return old, new
+	return ref, new
 }
 
 func BenchmarkIndex(b *testing.B) {
@@ -142,11 +143,11 @@ func BenchmarkIndex(b *testing.B) {
 	up3 := indexCase{"IndexSelect", 256 * 104, 52, 104, 1, false, f32}
 	o2, n2 := up2.run(b, d)
 	o3, n3 := up3.run(b, d)
-	oldNew(b, "Upsample2x/f32", 0, func() { o2(); o3() }, func() { n2(); n3() })
+	refNew(b, "Upsample2x/f32", func() { o2(); o3() }, func() { n2(); n3() })
 	up2.kernel, up3.kernel = "IndexAdd", "IndexAdd"
 	o2, n2 = up2.run(b, d)
 	o3, n3 = up3.run(b, d)
-	oldNew(b, "Upsample2xGrad/f32", 0, func() { o3(); o2() }, func() { n3(); n2() })
+	refNew(b, "Upsample2xGrad/f32", func() { o3(); o2() }, func() { n3(); n2() })
 	for _, c := range []struct {
 		name string
 		indexCase
@@ -163,8 +164,8 @@ func BenchmarkIndex(b *testing.B) {
 		{"GatherLast/f32", indexCase{"Gather", 4096, 1000, 16, 1, true, f32}},
 		{"ScatterAddLast/f32", indexCase{"ScatterAdd", 4096, 1000, 16, 1, true, f32}},
 	} {
-		old, new := c.run(b, d)
-		oldNew(b, c.name, 0, old, new)
+		ref, new := c.run(b, d)
+		refNew(b, c.name, ref, new)
 	}
 }
 
@@ -217,14 +218,7 @@ func BenchmarkStridedCopy(b *testing.B) {
 			src := benchBuf(b, d, dt, c.n).(*Buffer)
 			dst := benchBuf(b, d, dt, device.NumElements(c.src.Shape)).(*Buffer)
 			dl := device.Contiguous(c.src.Shape)
-			old := func() {
-				if dt == device.Float32 {
-					copyStridedOld(d, dst.f32, dl, src.f32, c.src)
-				} else {
-					copyStridedOld(d, dst.f64, dl, src.f64, c.src)
-				}
-			}
-			oldNew(b, c.name+"/"+dt.String(), device.NumElements(c.src.Shape)*dt.Size(), old, func() { k.Copy(dst, dl, src, c.src) })
+			benchFunc(b, c.name+"/"+dt.String(), device.NumElements(c.src.Shape)*dt.Size(), func() { k.Copy(dst, dl, src, c.src) })
 		}
 	}
 	// A conversion on the way: float32 NCHW to float64 NHWC.
@@ -232,9 +226,7 @@ func BenchmarkStridedCopy(b *testing.B) {
 	src := benchBuf(b, d, device.Float32, 256*104*104).(*Buffer)
 	dst := benchBuf(b, d, device.Float64, 256*104*104).(*Buffer)
 	dl := device.Contiguous(l.Shape)
-	oldNew(b, "NCHWtoNHWC/f32tof64", 0,
-		func() { copyStridedOld(d, dst.f64, dl, src.f32, l) },
-		func() { k.Copy(dst, dl, src, l) })
+	benchFunc(b, "NCHWtoNHWC/f32tof64", 0, func() { k.Copy(dst, dl, src, l) })
 }
 
 func BenchmarkBroadcastBinary(b *testing.B) {
@@ -268,15 +260,7 @@ func BenchmarkBroadcastBinary(b *testing.B) {
 			x := benchBuf(b, d, dt, device.NumElements(c.a)).(*Buffer)
 			y := benchBuf(b, d, dt, device.NumElements(c.a)).(*Buffer) // big enough for any b
 			dst := benchBuf(b, d, dt, device.NumElements(c.a)).(*Buffer)
-			dl := device.Layout{Shape: al.Shape, Strides: denseStrides(al)}
-			old := func() {
-				if dt == device.Float32 {
-					binaryOld(d, c.op, dst.f32, dl, x.f32, al, y.f32, bl)
-				} else {
-					binaryOld(d, c.op, dst.f64, dl, x.f64, al, y.f64, bl)
-				}
-			}
-			oldNew(b, c.name+"/"+dt.String(), device.NumElements(c.a)*dt.Size(), old,
+			benchFunc(b, c.name+"/"+dt.String(), device.NumElements(c.a)*dt.Size(),
 				func() { k.Binary(c.op, dst, x, al, y, bl) })
 		}
 	}
