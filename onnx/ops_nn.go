@@ -244,6 +244,9 @@ func convInputs(c *nodeCtx, in []*autograd.Var) (x, w, b *autograd.Var, n int, e
 // explicitly by the difference and leaves the symmetric part to the
 // convolution.
 func opConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+	if is3D(in) {
+		return run3D(c, in, conv3D)
+	}
 	x, w, b, n, err := convInputs(c, in)
 	if err != nil {
 		return nil, err

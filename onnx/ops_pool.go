@@ -162,6 +162,9 @@ func (p pool) from4D(y *autograd.Var) *autograd.Var {
 // storage_order = 1 column-major within each plane), computed on the host.
 // Integer inputs (opset 12+) pool in float64, without gradient.
 func opMaxPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+	if is3D(in) {
+		return run3D(c, in, maxPool3D)
+	}
 	x, err := nnNeed(c, in, 0, "X")
 	if err != nil {
 		return nil, err
@@ -252,6 +255,9 @@ func (p pool) indices(x *tensor.Tensor, colMajor bool) *tensor.Tensor {
 // the input elements it covers, plus with count_include_pad the explicit
 // padding (never the extra positions ceil_mode adds past it).
 func opAvgPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+	if is3D(in) {
+		return run3D(c, in, avgPool3D)
+	}
 	x, err := nnNeed(c, in, 0, "X")
 	if err != nil {
 		return nil, err

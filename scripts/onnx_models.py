@@ -118,6 +118,25 @@ class LSTMClassifier(nn.Module):
         return self.head(h[-1]) + self.head(out.mean(dim=1))
 
 
+class Video3D(nn.Module):
+    """A small 3-D CNN (video clips): Conv3d with groups, stride, padding and
+    dilation, max and average 3-D pooling (padding not counted, then
+    counted), a linear head."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv3d(3, 8, 3, padding=1), nn.ReLU(),
+            nn.MaxPool3d(2, stride=2, padding=1),
+            nn.Conv3d(8, 16, (3, 3, 3), stride=(1, 2, 2), padding=(2, 1, 1), dilation=(2, 1, 1), groups=2), nn.ReLU6(),
+            nn.AvgPool3d(3, stride=2, padding=1, count_include_pad=False),
+            nn.AvgPool3d((1, 2, 2), stride=1, padding=(0, 1, 1), count_include_pad=True),
+            nn.Flatten(), nn.Linear(16 * 3 * 4 * 4, classes))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 def tv(name, **kw):
     import torchvision.models as tvm
     return getattr(tvm, name)(weights=None, **kw)
@@ -138,6 +157,7 @@ MODELS = {
     "transformer_op17": (TransformerClassifier, (16,), "tokens", 17),
     "lstm_op13": (LSTMClassifier, (12,), "tokens", 13),
     "lstm_op17": (LSTMClassifier, (12,), "tokens", 17),
+    "video3d": (Video3D, (3, 8, 16, 16), "image", 17),
 }
 
 BENCH_MODELS = {
