@@ -99,6 +99,16 @@ func gradCases() []gradCase {
 		p := autograd.Split(x, 0, 1, 2)
 		return autograd.Mul(autograd.SumAll(p[0]), autograd.SumAll(p[1]))
 	}, randn, 3, 2))
+	add(one("split_many", func(x *autograd.Var) *autograd.Var {
+		// Seven uneven pieces (cut by halving), weighted differently and
+		// one left unused.
+		p := autograd.Split(x, 1, 1, 2, 1, 3, 1, 1, 1)
+		out := autograd.MulScalar(p[0], 0)
+		for i, v := range p[:6] {
+			out = autograd.Add(out, autograd.MulScalar(autograd.SumAll(v), float64(i+1)))
+		}
+		return out
+	}, randn, 2, 10))
 	// Reductions.
 	add(one("sum_axes", func(x *autograd.Var) *autograd.Var { return autograd.SumAxes(x, []int{0, 2}, false) }, randn, 2, 3, 4))
 	add(one("sum_keep", func(x *autograd.Var) *autograd.Var { return autograd.Sum(x, 1, true) }, randn, 2, 3))

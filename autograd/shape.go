@@ -105,15 +105,31 @@ func Stack(axis int, xs ...*Var) *Var {
 	return Concat(axis, us...)
 }
 
-// Split cuts x along axis into pieces of the given sizes.
+// Split cuts x along axis into pieces of the given sizes. The pieces are
+// views. It halves x recursively rather than slicing each piece from x,
+// because each slice sends a gradient the size of what it was cut from:
+// cutting n pieces straight from x would cost n gradients the size of x in
+// Backward (quadratic when an RNN cuts its input into time steps), halving
+// costs about log₂(n) of them.
 func Split(x *Var, axis int, sizes ...int) []*Var {
-	out := make([]*Var, len(sizes))
-	at := 0
-	for i, s := range sizes {
-		out[i] = Slice(x, axis, at, at+s)
-		at += s
+	if len(sizes) <= 2 {
+		out := make([]*Var, len(sizes))
+		at := 0
+		for i, s := range sizes {
+			out[i] = Slice(x, axis, at, at+s)
+			at += s
+		}
+		return out
 	}
-	return out
+	mid, left, total := len(sizes)/2, 0, 0
+	for i, s := range sizes {
+		if i < mid {
+			left += s
+		}
+		total += s
+	}
+	halves := Split(x, axis, left, total-left)
+	return append(Split(halves[0], axis, sizes[:mid]...), Split(halves[1], axis, sizes[mid:]...)...)
 }
 
 // SumAxes sums over axes (nil: all); keep retains them with length 1.

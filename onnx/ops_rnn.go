@@ -13,10 +13,8 @@ import (
 //
 // The time loop is unrolled into autograd operations, so gradients flow to
 // X, W, R, B, initial_h, initial_c and P. The input projection X·Wᵀ + b of
-// all time steps is one matrix product when nothing records a gradient
-// (inference); when something does, it is computed step by step, because
-// slicing a recorded tensor T times costs T full-size gradients in the
-// backward pass. sequence_lens shorter than the sequence are handled with
+// all time steps is one matrix product, cut into steps by autograd.Split
+// (whose backward costs O(log T) full-size gradients). sequence_lens shorter than the sequence are handled with
 // masks: a batch entry past its length keeps its state and outputs zeros,
 // which is also right for the reverse direction (it starts at the entry's
 // last valid step).
@@ -61,24 +59,23 @@ type rnnAct func(x *autograd.Var) *autograd.Var
 // rnnSetup is a recurrent node with its inputs checked: X in [T, B, I]
 // layout, the per-direction weights and what the step function needs.
 type rnnSetup struct {
-	kind     rnnKind
-	c        *nodeCtx
-	dt       device.DType
-	T, B, I  int
-	H        int
-	dirs     int
-	reverse  []bool // per direction
-	x        *autograd.Var
-	w, r, b  *autograd.Var // b may be nil
-	p        *autograd.Var // LSTM peepholes, may be nil
-	h0, c0   *autograd.Var // [dirs, B, H], may be nil
-	acts     [][]rnnAct    // per direction
-	clip     float64       // 0: none
-	lbr      bool          // GRU linear_before_reset
-	coupled  bool          // LSTM input_forget
-	lens     []int64       // nil when every sequence has length T
-	layout   int
-	precompX bool // compute X·Wᵀ for all steps at once
+	kind    rnnKind
+	c       *nodeCtx
+	dt      device.DType
+	T, B, I int
+	H       int
+	dirs    int
+	reverse []bool // per direction
+	x       *autograd.Var
+	w, r, b *autograd.Var // b may be nil
+	p       *autograd.Var // LSTM peepholes, may be nil
+	h0, c0  *autograd.Var // [dirs, B, H], may be nil
+	acts    [][]rnnAct    // per direction
+	clip    float64       // 0: none
+	lbr     bool          // GRU linear_before_reset
+	coupled bool          // LSTM input_forget
+	lens    []int64       // nil when every sequence has length T
+	layout  int
 }
 
 func runRecurrent(c *nodeCtx, in []*autograd.Var, k rnnKind) ([]*autograd.Var, error) {
@@ -290,24 +287,7 @@ func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
 	}
 
 	// Inference needs no gradient: project every step at once.
-	s.precompX = !rnnRecords(s.x, s.w, s.b)
 	return s, nil
-}
-
-// rnnRecords reports whether an operation on vs would be recorded for
-// Backward (see autograd: no input in no-grad mode, one requiring grad).
-func rnnRecords(vs ...*autograd.Var) bool {
-	need := false
-	for _, v := range vs {
-		if v == nil {
-			continue
-		}
-		if v.IsNoGrad() {
-			return false
-		}
-		need = need || v.RequiresGrad()
-	}
-	return need
 }
 
 // rnnActivation returns the named activation, taking its alpha and beta
@@ -418,16 +398,16 @@ func (s *rnnSetup) direction(d int) (y []*autograd.Var, hLast, cLast *autograd.V
 	}
 	acts := s.acts[d]
 
-	// The input projection of step t, [B, G].
-	var proj func(t int) *autograd.Var
-	if s.precompX {
+	// The input projection of all steps in one product, cut into steps:
+	// proj[t] is step t's [B, G].
+	var proj []*autograd.Var
+	if s.T > 0 {
 		all := autograd.Linear(autograd.Reshape(s.x, s.T*s.B, s.I), w, bias) // [T·B, G]
-		proj = func(t int) *autograd.Var { return autograd.Slice(all, 0, t*s.B, (t+1)*s.B) }
-	} else {
-		proj = func(t int) *autograd.Var {
-			xt := autograd.Squeeze(autograd.Slice(s.x, 0, t, t+1), 0)
-			return autograd.Linear(xt, w, bias)
+		sizes := make([]int, s.T)
+		for t := range sizes {
+			sizes[t] = s.B
 		}
+		proj = autograd.Split(all, 0, sizes...)
 	}
 
 	h, cell := rnnPick(s.h0, d), rnnPick(s.c0, d) // nil: zeros
@@ -464,7 +444,7 @@ func (s *rnnSetup) direction(d int) (y []*autograd.Var, hLast, cLast *autograd.V
 		if s.reverse[d] {
 			t = s.T - 1 - n
 		}
-		xw := proj(t)
+		xw := proj[t]
 		var hNew, cNew *autograd.Var
 		switch k.name {
 		case "RNN":
