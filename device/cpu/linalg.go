@@ -88,10 +88,6 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 		im2colShift(s, col, ld, x, g)
 		return
 	}
-	if s.StrideW == 1 {
-		im2colUnitStride(s, col, ld, x, g)
-		return
-	}
 	row := 0
 	for c := 0; c < s.cg; c++ {
 		plane := x[(g*s.cg+c)*s.inPlane:]
@@ -109,7 +105,11 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 						continue
 					}
 					clear(out[:lo])
-					if lo < hi {
+					switch {
+					case lo >= hi:
+					case s.StrideW == 1: // one copied run of the input row
+						copy(out[lo:hi], plane[ih*s.W+lo+shift:ih*s.W+hi+shift])
+					default:
 						// Input columns lo·StrideW+shift, … (hi-1)·StrideW+shift.
 						src := plane[ih*s.W+lo*s.StrideW+shift : ih*s.W+(hi-1)*s.StrideW+shift+1]
 						in := out[lo:hi]
@@ -207,34 +207,6 @@ func col2imShift[T float](s convShape, dx, col []T, ld int, g int) {
 				a, b := max(lo+d, 0), min(hi+d, s.inPlane)
 				if a < b {
 					addTo(plane[a:b], src[a-d:b-d])
-				}
-			}
-		}
-	}
-}
-
-// im2colUnitStride is im2col for StrideW 1: each output row of a column
-// row is a zero border, a copied run of the input row and a zero border.
-func im2colUnitStride[T float](s convShape, col []T, ld int, x []T, g int) {
-	row := 0
-	for c := 0; c < s.cg; c++ {
-		plane := x[(g*s.cg+c)*s.inPlane:]
-		for kh := 0; kh < s.KH; kh++ {
-			for kw := 0; kw < s.KW; kw++ {
-				dst := col[row*ld : row*ld+s.l]
-				row++
-				lo, hi := validCols(s, kw)
-				shift := kw*s.DilW - s.PadW
-				for oh := 0; oh < s.oh; oh++ {
-					ih := oh*s.StrideH - s.PadH + kh*s.DilH
-					out := dst[oh*s.ow : (oh+1)*s.ow]
-					if ih < 0 || ih >= s.H {
-						clear(out)
-						continue
-					}
-					clear(out[:lo])
-					copy(out[lo:hi], plane[ih*s.W+lo+shift:ih*s.W+hi+shift])
-					clear(out[hi:])
 				}
 			}
 		}
