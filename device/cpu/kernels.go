@@ -412,30 +412,7 @@ func binary[T float](dev *Device, op device.BinaryOp, dst []T, dl device.Layout,
 		n := device.NumElements(dl.Shape)
 		d, x, y := dst[dl.Offset:dl.Offset+n], a[al.Offset:al.Offset+n], b[bl.Offset:bl.Offset+n]
 		f := binaryFunc[T](op)
-		dev.parallelFor(n, 1, func(lo, hi int) {
-			d, x, y := d[lo:hi], x[lo:hi], y[lo:hi]
-			if binary32(op, d, x, y) {
-				return
-			}
-			switch op {
-			case device.Add:
-				for i := range d {
-					d[i] = x[i] + y[i]
-				}
-			case device.Sub:
-				for i := range d {
-					d[i] = x[i] - y[i]
-				}
-			case device.Mul:
-				for i := range d {
-					d[i] = x[i] * y[i]
-				}
-			default:
-				for i := range d {
-					d[i] = f(x[i], y[i])
-				}
-			}
-		})
+		dev.parallelFor(n, 1, func(lo, hi int) { binaryRun(op, f, d[lo:hi], x[lo:hi], y[lo:hi]) })
 		return
 	}
 	binaryViews(dev, op, dst, dl, a, al, b, bl)

@@ -220,38 +220,6 @@ func col2im[T float](s convShape, dx, col []T, ld int, g int) {
 		col2imShift(s, dx, col, ld, g)
 		return
 	}
-	if s.StrideW == 1 {
-		col2imUnitStride(s, dx, col, ld, g)
-		return
-	}
-	row := 0
-	for c := 0; c < s.cg; c++ {
-		plane := dx[(g*s.cg+c)*s.inPlane:]
-		for kh := 0; kh < s.KH; kh++ {
-			for kw := 0; kw < s.KW; kw++ {
-				src := col[row*ld : row*ld+s.l]
-				row++
-				for oh := 0; oh < s.oh; oh++ {
-					ih := oh*s.StrideH - s.PadH + kh*s.DilH
-					if ih < 0 || ih >= s.H {
-						continue
-					}
-					dst := plane[ih*s.W:]
-					for ow, v := range src[oh*s.ow : (oh+1)*s.ow] {
-						iw := ow*s.StrideW - s.PadW + kw*s.DilW
-						if iw >= 0 && iw < s.W {
-							dst[iw] += v
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
-// col2imUnitStride is col2im for StrideW 1: runs of each column row are
-// added to input rows.
-func col2imUnitStride[T float](s convShape, dx, col []T, ld int, g int) {
 	row := 0
 	for c := 0; c < s.cg; c++ {
 		plane := dx[(g*s.cg+c)*s.inPlane:]
@@ -266,7 +234,15 @@ func col2imUnitStride[T float](s convShape, dx, col []T, ld int, g int) {
 					if ih < 0 || ih >= s.H || lo >= hi {
 						continue
 					}
-					addTo(plane[ih*s.W+lo+shift:ih*s.W+hi+shift], src[oh*s.ow+lo:oh*s.ow+hi])
+					in := src[oh*s.ow+lo : oh*s.ow+hi]
+					if s.StrideW == 1 { // one run of the input row
+						addTo(plane[ih*s.W+lo+shift:ih*s.W+hi+shift], in)
+						continue
+					}
+					dst := plane[ih*s.W+lo*s.StrideW+shift:]
+					for i, v := range in {
+						dst[i*s.StrideW] += v
+					}
 				}
 			}
 		}

@@ -41,6 +41,17 @@ func (a *maxPoolRowArgs[T]) run(lo, hi int) {
 	maxPoolRows(a.p, a.y, a.arg, a.x, lo, hi)
 }
 
+// innerCols returns the output columns [j0, j1) whose windows lie inside
+// the image's width (ow output columns).
+func innerCols(p device.PoolParams, ow int) (j0, j1 int) {
+	j0 = min((p.PadW+p.StrideW-1)/p.StrideW, ow)
+	j1 = j0
+	if r := p.W + p.PadW - p.KW; r >= 0 {
+		j1 = max(j0, min(r/p.StrideW+1, ow))
+	}
+	return j0, j1
+}
+
 // maxPoolRows pools output rows [lo, hi) of the N·C·OH rows of y (and
 // arg): rows whose windows lie inside the image take a branch-light loop
 // (the maximum, then the first position holding it, then the value there,
@@ -49,12 +60,7 @@ func (a *maxPoolRowArgs[T]) run(lo, hi int) {
 // loop.
 func maxPoolRows[T float](p device.PoolParams, y []T, arg []int64, x []T, lo, hi int) {
 	oh, ow, il := p.OutH(), p.OutW(), p.H*p.W
-	// Output columns [j0, j1) have windows inside the image's width.
-	j0 := min((p.PadW+p.StrideW-1)/p.StrideW, ow)
-	j1 := j0
-	if r := p.W + p.PadW - p.KW; r >= 0 {
-		j1 = max(j0, min(r/p.StrideW+1, ow))
-	}
+	j0, j1 := innerCols(p, ow)
 	for r := lo; r < hi; r++ {
 		i := r % oh
 		xp := x[r/oh*il : (r/oh+1)*il]

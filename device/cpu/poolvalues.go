@@ -47,12 +47,7 @@ func (a *maxPoolValuesArgs[T]) run(lo, hi int) {
 // with vm (W elements) as scratch.
 func maxPoolValuesRows[T float](p device.PoolParams, y, x, vm []T, lo, hi int) {
 	oh, ow, il := p.OutH(), p.OutW(), p.H*p.W
-	// Output columns [j0, j1) have windows inside the image's width.
-	j0 := min((p.PadW+p.StrideW-1)/p.StrideW, ow)
-	j1 := j0
-	if r := p.W + p.PadW - p.KW; r >= 0 {
-		j1 = max(j0, min(r/p.StrideW+1, ow))
-	}
+	j0, j1 := innerCols(p, ow)
 	for r := lo; r < hi; r++ {
 		i := r % oh
 		xp := x[r/oh*il : (r/oh+1)*il]
