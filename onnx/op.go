@@ -219,6 +219,21 @@ func (c *nodeCtx) Unsupported(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
 }
 
+// need returns input i of in, or an error naming it (as name) when the
+// model omits it.
+func (c *nodeCtx) need(in []*autograd.Var, i int, name string) (*autograd.Var, error) {
+	if i >= len(in) || in[i] == nil {
+		return nil, c.Errorf("input %d (%s) is missing", i, name)
+	}
+	return in[i], nil
+}
+
+// require is need for callers that only check that the input is there.
+func (c *nodeCtx) require(in []*autograd.Var, i int, name string) error {
+	_, err := c.need(in, i, name)
+	return err
+}
+
 // HasAttr reports whether the node sets the attribute.
 func (c *nodeCtx) HasAttr(name string) bool { _, ok := c.attrs[name]; return ok }
 

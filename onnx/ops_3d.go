@@ -38,10 +38,10 @@ func run3D(c *nodeCtx, in []*autograd.Var, kind kind3D) ([]*autograd.Var, error)
 	var w *autograd.Var
 	var wantKernel []int
 	if kind == conv3D {
-		if len(in) < 2 || in[1] == nil {
-			return nil, c.Errorf("input W is missing")
+		var err error
+		if w, err = c.need(in, 1, "W"); err != nil {
+			return nil, err
 		}
-		w = in[1]
 		if ws := w.Shape(); len(ws) != 5 {
 			return nil, c.Errorf("input W has shape %v, expected rank 5 like X %v", ws, xs)
 		}

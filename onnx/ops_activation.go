@@ -42,7 +42,7 @@ func init() {
 
 // actFloatInput returns input X, checking that it is floating point.
 func actFloatInput(c *nodeCtx, in []*autograd.Var) (*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +92,11 @@ func opHardSigmoid(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opPRelu implements PRelu: x where x > 0 and slope·x elsewhere; slope
 // broadcasts to X's shape (unidirectional broadcasting).
 func opPRelu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
-	slope, err := ewInput(c, in, 1, "slope")
+	slope, err := c.need(in, 1, "slope")
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func opPRelu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // before opset 11 and the optional scalar inputs min and max from opset 11
 // (absent means unbounded). With min > max every element becomes max.
 func opClip(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "input")
+	x, err := c.need(in, 0, "input")
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func opClip(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opShrink implements Shrink: x + bias for x < -lambd, x - bias for
 // x > lambd and 0 in between; the gradient is 1 outside [-lambd, lambd].
 func opShrink(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "input")
+	x, err := c.need(in, 0, "input")
 	if err != nil {
 		return nil, err
 	}

@@ -36,8 +36,8 @@ func scalarTrue(c *nodeCtx, v *autograd.Var, what string) (bool, error) {
 
 // opIf runs then_branch or else_branch, as cond says.
 func opIf(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if len(in) < 1 || in[0] == nil {
-		return nil, c.Errorf("input cond is missing")
+	if err := c.require(in, 0, "cond"); err != nil {
+		return nil, err
 	}
 	cond, err := scalarTrue(c, in[0], "cond")
 	if err != nil {

@@ -102,15 +102,6 @@ func init() {
 	register("Mean", 1, true, ewVariadic(autograd.Add, true))
 }
 
-// ewInput returns input i, or an error naming it when the node does not
-// give it.
-func ewInput(c *nodeCtx, in []*autograd.Var, i int, name string) (*autograd.Var, error) {
-	if i >= len(in) || in[i] == nil {
-		return nil, c.Errorf("input %d (%s) is missing", i, name)
-	}
-	return in[i], nil
-}
-
 // ewSameType returns an error unless every input has the element type of
 // the first; names name the inputs.
 func ewSameType(c *nodeCtx, names []string, vs ...*autograd.Var) error {
@@ -179,10 +170,10 @@ func ewNames(n int) []string {
 // ewBinaryInputs returns inputs A and B after checking that they are
 // present, have one element type and broadcast.
 func ewBinaryInputs(c *nodeCtx, in []*autograd.Var) (a, b *autograd.Var, err error) {
-	if a, err = ewInput(c, in, 0, "A"); err != nil {
+	if a, err = c.need(in, 0, "A"); err != nil {
 		return nil, nil, err
 	}
-	if b, err = ewInput(c, in, 1, "B"); err != nil {
+	if b, err = c.need(in, 1, "B"); err != nil {
 		return nil, nil, err
 	}
 	names := []string{"A", "B"}
@@ -235,11 +226,11 @@ func opPow(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if err := ewLegacyBroadcast(c); err != nil {
 		return nil, err
 	}
-	x, err := ewInput(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
-	y, err := ewInput(c, in, 1, "Y")
+	y, err := c.need(in, 1, "Y")
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +305,7 @@ func opMod(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // ewFloatUnary implements a function of floating-point inputs only.
 func ewFloatUnary(f func(*autograd.Var) *autograd.Var) opFunc {
 	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		x, err := ewInput(c, in, 0, "X")
+		x, err := c.need(in, 0, "X")
 		if err != nil {
 			return nil, err
 		}
@@ -329,7 +320,7 @@ func ewFloatUnary(f func(*autograd.Var) *autograd.Var) opFunc {
 // in float64).
 func ewAnyUnary(f func(*autograd.Var) *autograd.Var) opFunc {
 	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		x, err := ewInput(c, in, 0, "X")
+		x, err := c.need(in, 0, "X")
 		if err != nil {
 			return nil, err
 		}
@@ -341,7 +332,7 @@ func ewAnyUnary(f func(*autograd.Var) *autograd.Var) opFunc {
 // is piecewise constant and carries no gradient).
 func ewRounding(f func(*tensor.Tensor) *tensor.Tensor) opFunc {
 	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		x, err := ewInput(c, in, 0, "X")
+		x, err := c.need(in, 0, "X")
 		if err != nil {
 			return nil, err
 		}
@@ -354,7 +345,7 @@ func ewRounding(f func(*tensor.Tensor) *tensor.Tensor) opFunc {
 
 // opSign implements Sign: -1, 0 or 1 in the input's type (no gradient).
 func opSign(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "input")
+	x, err := c.need(in, 0, "input")
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +358,7 @@ func opSign(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opIsNaN implements IsNaN: a bool tensor.
 func opIsNaN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +371,7 @@ func opIsNaN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opIsInf implements IsInf with its detect_positive and detect_negative
 // attributes: a bool tensor.
 func opIsInf(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +409,7 @@ func ewCompare(cmp func(a, b *tensor.Tensor) *tensor.Tensor) opFunc {
 // ewBoolInput returns input i as a Float64 tensor of 0/1, checking that
 // it is a bool (Int64) tensor.
 func ewBoolInput(c *nodeCtx, in []*autograd.Var, i int, name string) (*autograd.Var, error) {
-	v, err := ewInput(c, in, i, name)
+	v, err := c.need(in, i, name)
 	if err != nil {
 		return nil, err
 	}
@@ -465,15 +456,15 @@ func ewLogic(f func(a, b *tensor.Tensor) *tensor.Tensor) opFunc {
 // opWhere implements Where: X where condition is true, Y elsewhere, the
 // three broadcast together; gradients flow to X and Y.
 func opWhere(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	cond, err := ewInput(c, in, 0, "condition")
+	cond, err := c.need(in, 0, "condition")
 	if err != nil {
 		return nil, err
 	}
-	x, err := ewInput(c, in, 1, "X")
+	x, err := c.need(in, 1, "X")
 	if err != nil {
 		return nil, err
 	}
-	y, err := ewInput(c, in, 2, "Y")
+	y, err := c.need(in, 2, "Y")
 	if err != nil {
 		return nil, err
 	}
@@ -538,7 +529,7 @@ func ewCastTo(c *nodeCtx, x *autograd.Var, to onnxpb.TensorProto_DataType) (*aut
 
 // opCast implements Cast (attribute to).
 func opCast(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "input")
+	x, err := c.need(in, 0, "input")
 	if err != nil {
 		return nil, err
 	}
@@ -556,11 +547,11 @@ func opCast(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // of target_type. Hora keeps every integer and bool type as Int64, so an
 // integer target converts as INT64 does (truncation, no wrap-around).
 func opCastLike(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "input")
+	x, err := c.need(in, 0, "input")
 	if err != nil {
 		return nil, err
 	}
-	like, err := ewInput(c, in, 1, "target_type")
+	like, err := c.need(in, 1, "target_type")
 	if err != nil {
 		return nil, err
 	}
@@ -574,7 +565,7 @@ func opCastLike(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opIdentity implements Identity (tensors only).
 func opIdentity(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewInput(c, in, 0, "input")
+	x, err := c.need(in, 0, "input")
 	if err != nil {
 		return nil, err
 	}
@@ -590,7 +581,7 @@ func ewVariadic(f func(a, b *autograd.Var) *autograd.Var, mean bool) opFunc {
 		}
 		names := ewNames(len(in))
 		for i := range in {
-			if _, err := ewInput(c, in, i, names[i]); err != nil {
+			if _, err := c.need(in, i, names[i]); err != nil {
 				return nil, err
 			}
 		}

@@ -38,7 +38,7 @@ func rdReverseIndex(dev device.Device, n int) *tensor.Tensor {
 // first (or, with select_last_index, the last) extremum along axis.
 func argOp(min bool) opFunc {
 	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		if err := rdNeedInput(c, in, 0, "data"); err != nil {
+		if err := c.require(in, 0, "data"); err != nil {
 			return nil, err
 		}
 		x := in[0].Value
@@ -79,7 +79,7 @@ func argOp(min bool) opFunc {
 // positions are found on the host (on the device for k = 1); the values
 // are gathered from the input, so gradients flow to it.
 func topKOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := rdNeedInput(c, in, 0, "X"); err != nil {
+	if err := c.require(in, 0, "X"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -90,7 +90,7 @@ func topKOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		}
 		k = c.AttrInt("k", 0)
 	} else {
-		if err := rdNeedInput(c, in, 1, "K"); err != nil {
+		if err := c.require(in, 1, "K"); err != nil {
 			return nil, err
 		}
 		if in[1].Value.Len() != 1 || in[1].Value.Rank() > 1 {
@@ -197,7 +197,7 @@ func rdTopKHost(x *tensor.Tensor, axis, k int, largest bool) []int64 {
 // elsewhere. Gradients flow to values.
 func oneHotOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"indices", "depth", "values"} {
-		if err := rdNeedInput(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -248,7 +248,7 @@ func oneHotOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 func rangeOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	names := []string{"start", "limit", "delta"}
 	for i, name := range names {
-		if err := rdNeedInput(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 		if in[i].Value.Len() != 1 || in[i].Value.Rank() > 1 {

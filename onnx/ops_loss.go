@@ -40,7 +40,7 @@ func lossAttrs(c *nodeCtx) (reduction string, ii int64, hasII bool, err error) {
 // optional weight (C) inputs of a loss; names are their ONNX names.
 func lossInputs(c *nodeCtx, in []*autograd.Var, names [3]string) (x, target, weight *autograd.Var, err error) {
 	for i := 0; i < 2; i++ {
-		if err := rdNeedInput(c, in, i, names[i]); err != nil {
+		if err := c.require(in, i, names[i]); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -192,7 +192,7 @@ func checkLabels(c *nodeCtx, labels *tensor.Tensor, classes int) error {
 // each matrix in the last two axes of input, with k the optional scalar
 // second input (default 0), and zeroes the rest.
 func opTrilu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := rdNeedInput(c, in, 0, "input"); err != nil {
+	if err := c.require(in, 0, "input"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -232,7 +232,7 @@ func opTrilu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // the diagonal k (attribute, default 0: the main one) and zeros elsewhere,
 // of element type dtype (attribute, default input's type).
 func opEyeLike(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := rdNeedInput(c, in, 0, "input"); err != nil {
+	if err := c.require(in, 0, "input"); err != nil {
 		return nil, err
 	}
 	shape := in[0].Value.Shape()
@@ -269,7 +269,7 @@ const mvnEpsilon = 1e-9
 // with the mean and the (biased) standard deviation taken over axes
 // (attribute, default [0, 2, 3]).
 func opMVN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := rdNeedInput(c, in, 0, "X"); err != nil {
+	if err := c.require(in, 0, "X"); err != nil {
 		return nil, err
 	}
 	x := in[0]

@@ -34,14 +34,6 @@ func nnInput(in []*autograd.Var, i int) *autograd.Var {
 	return nil
 }
 
-// nnNeed returns input i or an error naming it when it is missing.
-func nnNeed(c *nodeCtx, in []*autograd.Var, i int, name string) (*autograd.Var, error) {
-	if v := nnInput(in, i); v != nil {
-		return v, nil
-	}
-	return nil, c.Errorf("input %d (%s) is required", i, name)
-}
-
 // nnFloat checks that v holds float32 or float64 data.
 func nnFloat(c *nodeCtx, v *autograd.Var, name string) error {
 	if dt := v.Value.DType(); !dt.IsFloat() {
@@ -217,10 +209,10 @@ func to2D(v []int, unit int) []int {
 // ConvTranspose: float X of a spatial rank the operators support, W of
 // X's type and rank. It returns them and the spatial rank.
 func convInputs(c *nodeCtx, in []*autograd.Var) (x, w, b *autograd.Var, n int, err error) {
-	if x, err = nnNeed(c, in, 0, "X"); err != nil {
+	if x, err = c.need(in, 0, "X"); err != nil {
 		return
 	}
-	if w, err = nnNeed(c, in, 1, "W"); err != nil {
+	if w, err = c.need(in, 1, "W"); err != nil {
 		return
 	}
 	b = nnInput(in, 2)
@@ -442,11 +434,11 @@ func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // transposed and C broadcast to the result. The common fully connected
 // layer (transB = 1, a vector or absent C) runs as autograd.Linear.
 func opGemm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	a, err := nnNeed(c, in, 0, "A")
+	a, err := c.need(in, 0, "A")
 	if err != nil {
 		return nil, err
 	}
-	bm, err := nnNeed(c, in, 1, "B")
+	bm, err := c.need(in, 1, "B")
 	if err != nil {
 		return nil, err
 	}
@@ -545,11 +537,11 @@ func gemmInt(c *nodeCtx, a, b, cv *autograd.Var, alpha, beta float64, transA, tr
 // leading batch axes broadcast. Integer operands are multiplied in
 // float64, without gradient.
 func opMatMul(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	a, err := nnNeed(c, in, 0, "A")
+	a, err := c.need(in, 0, "A")
 	if err != nil {
 		return nil, err
 	}
-	b, err := nnNeed(c, in, 1, "B")
+	b, err := c.need(in, 1, "B")
 	if err != nil {
 		return nil, err
 	}
@@ -623,7 +615,7 @@ func opBatchNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	names := []string{"X", "scale", "B", "input_mean", "input_var"}
 	vs := make([]*autograd.Var, 5)
 	for i, name := range names {
-		v, err := nnNeed(c, in, i, name)
+		v, err := c.need(in, i, name)
 		if err != nil {
 			return nil, err
 		}
@@ -721,15 +713,15 @@ func isState(c *nodeCtx, i int, v *autograd.Var) bool {
 // shifted per channel. It runs as a batch normalisation of the 1×(N·C)×…
 // reshaped input where the device has the fused kernel.
 func opInstanceNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := nnNeed(c, in, 0, "input")
+	x, err := c.need(in, 0, "input")
 	if err != nil {
 		return nil, err
 	}
-	scale, err := nnNeed(c, in, 1, "scale")
+	scale, err := c.need(in, 1, "scale")
 	if err != nil {
 		return nil, err
 	}
-	bias, err := nnNeed(c, in, 2, "B")
+	bias, err := c.need(in, 2, "B")
 	if err != nil {
 		return nil, err
 	}
@@ -779,11 +771,11 @@ func opInstanceNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // those axes). The optional Mean and InvStdDev outputs have the input's
 // shape with the normalised axes of length 1; they carry no gradient.
 func opLayerNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := nnNeed(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
-	scale, err := nnNeed(c, in, 1, "Scale")
+	scale, err := c.need(in, 1, "Scale")
 	if err != nil {
 		return nil, err
 	}
@@ -866,7 +858,7 @@ type randSource interface{ Rand() *rand.Rand }
 // probability ratio and scales the rest by 1/(1-ratio); the mask output
 // (bool, stored as Int64 0/1) tells which elements were kept.
 func opDropout(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := nnNeed(c, in, 0, "data")
+	x, err := c.need(in, 0, "data")
 	if err != nil {
 		return nil, err
 	}
@@ -932,7 +924,7 @@ func dropout(x *autograd.Var, ratio float64, rng *rand.Rand) (*autograd.Var, *te
 // around each one (floor((size-1)/2) before, the rest after). The sum is
 // an average pooling of x² over the channel axis.
 func opLRN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := nnNeed(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}

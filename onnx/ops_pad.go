@@ -20,7 +20,7 @@ func init() {
 // 1) and inputs from 11; opset 18 adds the axes input that the pads refer
 // to. Gradients flow to the data input.
 func opPad(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "data"); err != nil {
+	if err := c.require(in, 0, "data"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -42,7 +42,7 @@ func opPad(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		pads = c.AttrInts(name, nil)
 		value = c.AttrFloat("value", 0)
 	} else {
-		if err := shNeed(c, in, 1, "pads"); err != nil {
+		if err := c.require(in, 1, "pads"); err != nil {
 			return nil, err
 		}
 		var err error

@@ -165,7 +165,7 @@ func opMaxPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if is3D(in) {
 		return run3D(c, in, maxPool3D)
 	}
-	x, err := nnNeed(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func opAvgPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if is3D(in) {
 		return run3D(c, in, avgPool3D)
 	}
-	x, err := nnNeed(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func opAvgPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // returns it as N×C×(product of the rest), with the output shape
 // N×C×1×…×1.
 func globalInput(c *nodeCtx, in []*autograd.Var) (*autograd.Var, []int, error) {
-	x, err := nnNeed(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -103,10 +103,10 @@ func quantParam(c *nodeCtx, p *autograd.Var, x *autograd.Var, axis int64, perAxi
 // DequantizeLinear and returns the scale and the optional zero point
 // shaped to broadcast against x.
 func quantInputs(c *nodeCtx, in []*autograd.Var, xName, sName, zName string) (x, scale, zp *autograd.Var, err error) {
-	if x, err = nnNeed(c, in, 0, xName); err != nil {
+	if x, err = c.need(in, 0, xName); err != nil {
 		return
 	}
-	if scale, err = nnNeed(c, in, 1, sName); err != nil {
+	if scale, err = c.need(in, 1, sName); err != nil {
 		return
 	}
 	if err = nnFloat(c, scale, sName); err != nil {
@@ -182,7 +182,7 @@ func opDequantizeLinear(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error)
 // of x with the scale and zero point that map [min(x, 0), max(x, 0)] onto
 // [0, 255], computed in float32 like the spec's reference.
 func opDynamicQuantizeLinear(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := nnNeed(c, in, 0, "x")
+	x, err := c.need(in, 0, "x")
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func intInput(c *nodeCtx, in []*autograd.Var, i int, name string, required bool)
 	v := nnInput(in, i)
 	if v == nil {
 		if required {
-			return nil, c.Errorf("input %d (%s) is required", i, name)
+			return nil, c.require(in, i, name)
 		}
 		return nil, nil
 	}
@@ -405,7 +405,7 @@ func requantize(c *nodeCtx, acc *autograd.Var, scale *tensor.Tensor, yScale, yZp
 // qlScale returns the float scale input i: a scalar, or with axis >= 0 one
 // value per index of that axis of shape.
 func qlScale(c *nodeCtx, in []*autograd.Var, i int, name string, shape []int, axis int) (*tensor.Tensor, error) {
-	s, err := nnNeed(c, in, i, name)
+	s, err := c.need(in, i, name)
 	if err != nil {
 		return nil, err
 	}
@@ -421,8 +421,8 @@ func qlScale(c *nodeCtx, in []*autograd.Var, i int, name string, shape []int, ax
 func opQLinearConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	names := []string{"x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point"}
 	for i, name := range names {
-		if nnInput(in, i) == nil {
-			return nil, c.Errorf("input %d (%s) is required", i, name)
+		if err := c.require(in, i, name); err != nil {
+			return nil, err
 		}
 	}
 	acc, err := convShifted(c, in, 0, 3, 2, 5)
@@ -465,8 +465,8 @@ func opQLinearConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 func opQLinearMatMul(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	names := []string{"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"}
 	for i, name := range names {
-		if nnInput(in, i) == nil {
-			return nil, c.Errorf("input %d (%s) is required", i, name)
+		if err := c.require(in, i, name); err != nil {
+			return nil, err
 		}
 	}
 	acc, err := matMulShifted(c, in, 0, 3, 2, 5, "a", "b", "a_zero_point", "b_zero_point")

@@ -65,8 +65,8 @@ func opRandom(normal, like bool) opFunc {
 		var shape []int
 		def := onnxpb.TensorProto_FLOAT
 		if like {
-			if len(in) < 1 || in[0] == nil {
-				return nil, c.Errorf("input is missing")
+			if err := c.require(in, 0, "input"); err != nil {
+				return nil, err
 			}
 			shape = in[0].Shape()
 			def = protoTypeOf(in[0].Value.DType())
@@ -101,8 +101,8 @@ func opRandom(normal, like bool) opFunc {
 
 // opBernoulli draws 1 with the probability the input gives, else 0.
 func opBernoulli(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if len(in) < 1 || in[0] == nil {
-		return nil, c.Errorf("input is missing")
+	if err := c.require(in, 0, "input"); err != nil {
+		return nil, err
 	}
 	p := in[0]
 	if !p.Value.DType().IsFloat() {
@@ -131,8 +131,8 @@ func opBernoulli(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opMultinomial draws sample_size class indices per row of the input's
 // unnormalized log-probabilities [batch, classes].
 func opMultinomial(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if len(in) < 1 || in[0] == nil {
-		return nil, c.Errorf("input is missing")
+	if err := c.require(in, 0, "input"); err != nil {
+		return nil, err
 	}
 	x := in[0]
 	if s := x.Shape(); len(s) != 2 || s[1] < 1 || !x.Value.DType().IsFloat() {

@@ -93,14 +93,6 @@ func rdBackToInt(v *autograd.Var, isInt bool) *autograd.Var {
 	return autograd.Constant(v.Value.Cast(device.Int64))
 }
 
-// rdNeedInput returns an error when the required input i is missing.
-func rdNeedInput(c *nodeCtx, in []*autograd.Var, i int, name string) error {
-	if i >= len(in) || in[i] == nil {
-		return c.Errorf("missing required input %d (%s)", i, name)
-	}
-	return nil
-}
-
 // rdAxes normalises the reduction axes, rejecting repeated ones.
 func rdAxes(c *nodeCtx, what string, axes []int64, rank int) ([]int, error) {
 	out := make([]int, len(axes))
@@ -124,7 +116,7 @@ func rdAxes(c *nodeCtx, what string, axes []int64, rank int) ([]int, error) {
 // noop_with_empty_axes attribute) rather than from the axes attribute.
 func reduceOp(kind rdKind, axesInput bool) opFunc {
 	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		if err := rdNeedInput(c, in, 0, "data"); err != nil {
+		if err := c.require(in, 0, "data"); err != nil {
 			return nil, err
 		}
 		x := in[0]
@@ -339,7 +331,7 @@ func rdIsIdentity(perm []int) bool {
 // works on the rows; from opset 13 it works along axis alone.
 func softmaxOp(kind rdKind, coerce bool) opFunc {
 	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		if err := rdNeedInput(c, in, 0, "input"); err != nil {
+		if err := c.require(in, 0, "input"); err != nil {
 			return nil, err
 		}
 		x := in[0]
@@ -413,10 +405,10 @@ const rdCumSumMatMul = 256
 // cumSumOp is CumSum: running sums along the axis given by the second
 // input, inclusive or exclusive, forward or in reverse.
 func cumSumOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := rdNeedInput(c, in, 0, "x"); err != nil {
+	if err := c.require(in, 0, "x"); err != nil {
 		return nil, err
 	}
-	if err := rdNeedInput(c, in, 1, "axis"); err != nil {
+	if err := c.require(in, 1, "axis"); err != nil {
 		return nil, err
 	}
 	x := in[0]

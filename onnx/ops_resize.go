@@ -59,8 +59,8 @@ type resizeTap struct {
 
 // opUpsample7 is Upsample with the scales attribute.
 func opUpsample7(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if len(in) < 1 || in[0] == nil {
-		return nil, c.Errorf("input 0 (X) is missing")
+	if err := c.require(in, 0, "X"); err != nil {
+		return nil, err
 	}
 	if !c.HasAttr("scales") {
 		return nil, c.Errorf("attribute scales is required")
@@ -131,8 +131,8 @@ func opResize10(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opResize11 is Resize from opset 11 on: inputs X, roi, scales, sizes
 // (roi and scales optional from opset 13).
 func opResize11(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if len(in) < 1 || in[0] == nil {
-		return nil, c.Errorf("input 0 (X) is missing")
+	if err := c.require(in, 0, "X"); err != nil {
+		return nil, err
 	}
 	x := in[0]
 	get := func(i int) *autograd.Var {

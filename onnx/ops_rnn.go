@@ -142,8 +142,8 @@ func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
 		return nil, c.Errorf("%s takes at most %d inputs, found %d", k.name, maxIn, len(in))
 	}
 	for i := range 3 {
-		if input(i) == nil {
-			return nil, c.Errorf("input %d (%s) is missing", i, names[i])
+		if err := c.require(in, i, names[i]); err != nil {
+			return nil, err
 		}
 	}
 	s := &rnnSetup{kind: k, c: c, x: in[0], w: in[1], r: in[2], b: input(3), h0: input(5)}

@@ -34,14 +34,6 @@ func init() {
 	register("BitShift", 11, false, scBitShiftOp)
 }
 
-// scNeed returns an error when the required input i is missing.
-func scNeed(c *nodeCtx, in []*autograd.Var, i int, name string) error {
-	if i >= len(in) || in[i] == nil {
-		return c.Errorf("missing required input %d (%s)", i, name)
-	}
-	return nil
-}
-
 // scIntInput reads the integer tensor input name to the host, rejecting
 // float tensors.
 func scIntInput(c *nodeCtx, v *autograd.Var, name string) ([]int64, error) {
@@ -164,7 +156,7 @@ func scScatterRowsHost(c *nodeCtx, data, upd *tensor.Tensor, tgt []int64, red st
 // (opset 16). Gradients flow to data and updates.
 func scScatterElementsOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"data", "indices", "updates"} {
-		if err := scNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -241,7 +233,7 @@ func scScatterElementsOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error
 // Gradients flow to data and updates.
 func scScatterNDOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"data", "indices", "updates"} {
-		if err := scNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -308,7 +300,7 @@ func scRowsND(c *nodeCtx, name string, idx []int64, dims []int, base int64) ([]i
 // (opset 12) being shared by both. Gradients flow to data.
 func scGatherNDOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"data", "indices"} {
-		if err := scNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -357,7 +349,7 @@ func scGatherNDOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // order) of the nonzero elements of X. A scalar counts as one element of
 // a 1-D tensor.
 func scNonZeroOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := scNeed(c, in, 0, "X"); err != nil {
+	if err := c.require(in, 0, "X"); err != nil {
 		return nil, err
 	}
 	x := in[0].Value
@@ -403,7 +395,7 @@ func scNonZeroHost(x *tensor.Tensor) []int {
 // input.
 func scCompressOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"input", "condition"} {
-		if err := scNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -438,7 +430,7 @@ func scCompressOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // one's first occurrence, the position in Y of each element of X and the
 // counts. Gradients flow from Y to X.
 func scUniqueOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := scNeed(c, in, 0, "X"); err != nil {
+	if err := c.require(in, 0, "X"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -534,7 +526,7 @@ func scUniqueOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // reversed, the rest copied. Gradients flow to input.
 func scReverseSequenceOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"input", "sequence_lens"} {
-		if err := scNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -589,7 +581,7 @@ func scReverseSequenceOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error
 // X.
 func scMaxUnpoolOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"X", "I"} {
-		if err := scNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -688,7 +680,7 @@ func scMaxUnpoolOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // truncated to the original width.
 func scBitShiftOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"X", "Y"} {
-		if err := scNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}

@@ -54,14 +54,6 @@ func init() {
 	register("SpaceToDepth", 1, true, opSpaceToDepth)
 }
 
-// shNeed returns an error unless input i is present.
-func shNeed(c *nodeCtx, in []*autograd.Var, i int, name string) error {
-	if i >= len(in) || in[i] == nil {
-		return c.Errorf("input %d (%s) is missing", i, name)
-	}
-	return nil
-}
-
 // shInts reads a 0-D or 1-D integer input (a shape, axes, sizes) to the
 // host, or returns an error naming it.
 func shInts(c *nodeCtx, v *autograd.Var, name string) ([]int64, error) {
@@ -128,7 +120,7 @@ func shNormAxes(c *nodeCtx, what string, axes []int64, rank int, allowNeg bool) 
 // attribute (opset 1) or input; 0 copies the input's dimension (or is a
 // real 0 with allowzero, opset 14), -1 is inferred.
 func opReshape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "data"); err != nil {
+	if err := c.require(in, 0, "data"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -139,7 +131,7 @@ func opReshape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		}
 		spec = c.AttrInts("shape", nil)
 	} else {
-		if err := shNeed(c, in, 1, "shape"); err != nil {
+		if err := c.require(in, 1, "shape"); err != nil {
 			return nil, err
 		}
 		var err error
@@ -203,7 +195,7 @@ func shReshapeTarget(c *nodeCtx, in []int, spec []int64, allowZero bool) ([]int,
 // opFlatten implements Flatten: the axes before axis become the first
 // output dimension and the rest the second. Negative axes need opset 11.
 func opFlatten(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "input"); err != nil {
+	if err := c.require(in, 0, "input"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -226,7 +218,7 @@ func opFlatten(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opTranspose implements Transpose: perm defaults to reversing the axes.
 // The result is a view.
 func opTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "data"); err != nil {
+	if err := c.require(in, 0, "data"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -263,7 +255,7 @@ func opTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opSqueeze implements Squeeze: axes (attribute before opset 13, input
 // from 13) must have length 1; without axes every length-1 axis goes.
 func opSqueeze(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "data"); err != nil {
+	if err := c.require(in, 0, "data"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -307,13 +299,13 @@ func opSqueeze(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opUnsqueeze implements Unsqueeze: axes (attribute before opset 13, input
 // from 13) are positions in the output, where length-1 axes are inserted.
 func opUnsqueeze(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "data"); err != nil {
+	if err := c.require(in, 0, "data"); err != nil {
 		return nil, err
 	}
 	x := in[0]
 	var axes []int64
 	if c.Opset() >= 13 {
-		if err := shNeed(c, in, 1, "axes"); err != nil {
+		if err := c.require(in, 1, "axes"); err != nil {
 			return nil, err
 		}
 		var err error
@@ -391,7 +383,7 @@ func opConcat(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // without them the axis is cut into equal parts, one per output (from
 // opset 18, num_outputs parts of ceil(n/num_outputs), the last smaller).
 func opSplit(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "input"); err != nil {
+	if err := c.require(in, 0, "input"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -498,7 +490,7 @@ func shSliceRange(start, end, step int64, d int) (int64, int) {
 // opset 10, inputs (with steps) from 10. Step 1 is a view; other steps
 // select indices.
 func opSlice(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "data"); err != nil {
+	if err := c.require(in, 0, "data"); err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -513,7 +505,7 @@ func opSlice(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		axes, axesGiven = c.AttrInts("axes", nil), c.HasAttr("axes")
 	} else {
 		for i, name := range []string{"starts", "ends"} {
-			if err := shNeed(c, in, i+1, name); err != nil {
+			if err := c.require(in, i+1, name); err != nil {
 				return nil, err
 			}
 		}
@@ -607,7 +599,7 @@ func shIndices(c *nodeCtx, v *autograd.Var, n int, what string) (*tensor.Tensor,
 // replaced by the indices' shape (a scalar index removes it).
 func opGather(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"data", "indices"} {
-		if err := shNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -641,7 +633,7 @@ func opGather(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // has the indices' shape, which may be smaller than data's off the axis.
 func opGatherElements(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"data", "indices"} {
-		if err := shNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -678,7 +670,7 @@ func opGatherElements(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opShape implements Shape, with the start and end attributes of opset 15
 // (clamped into [0, rank]).
 func opShape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "data"); err != nil {
+	if err := c.require(in, 0, "data"); err != nil {
 		return nil, err
 	}
 	shape := in[0].Shape()
@@ -704,7 +696,7 @@ func opShape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opSize implements Size: the number of elements as an int64 scalar.
 func opSize(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "data"); err != nil {
+	if err := c.require(in, 0, "data"); err != nil {
 		return nil, err
 	}
 	return []*autograd.Var{c.Const(tensor.FromInt64([]int64{int64(in[0].Value.Len())}))}, nil
@@ -754,7 +746,7 @@ func opConstant(c *nodeCtx, _ []*autograd.Var) ([]*autograd.Var, error) {
 // opConstantOfShape implements ConstantOfShape: a tensor of the input
 // shape filled with the one-element value attribute (float 0 by default).
 func opConstantOfShape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := shNeed(c, in, 0, "input"); err != nil {
+	if err := c.require(in, 0, "input"); err != nil {
 		return nil, err
 	}
 	dims, err := shInts(c, in[0], "input (the shape)")
@@ -803,7 +795,7 @@ func opConstantOfShape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) 
 // directions (NumPy rules). The result is a view.
 func opExpand(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"input", "shape"} {
-		if err := shNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -851,7 +843,7 @@ func shTile(x *autograd.Var, reps []int) *autograd.Var {
 // non-negative entry per axis.
 func opTile(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"input", "repeats"} {
-		if err := shNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -882,7 +874,7 @@ func opTile(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // repeat the input along one axis.
 func opTile1(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	for i, name := range []string{"input", "tiles", "axis"} {
-		if err := shNeed(c, in, i, name); err != nil {
+		if err := c.require(in, i, name); err != nil {
 			return nil, err
 		}
 	}
@@ -921,7 +913,7 @@ func opTile1(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // shBlockInput checks the 4-D input and the blocksize attribute of
 // DepthToSpace and SpaceToDepth.
 func shBlockInput(c *nodeCtx, in []*autograd.Var) (*autograd.Var, []int, int, error) {
-	if err := shNeed(c, in, 0, "input"); err != nil {
+	if err := c.require(in, 0, "input"); err != nil {
 		return nil, nil, 0, err
 	}
 	x := in[0]

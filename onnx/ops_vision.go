@@ -34,7 +34,7 @@ func init() {
 // with X̄ X's value held constant and C the cofactor matrices, whose value
 // is det and whose gradient is the cofactor matrix (first order only).
 func opDet(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := nnNeed(c, in, 0, "X")
+	x, err := c.need(in, 0, "X")
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func visGather(x *autograd.Var, t *visTaps) *autograd.Var {
 
 // visImage checks that input i is a float N×C×H×W image.
 func visImage(c *nodeCtx, in []*autograd.Var, i int, name string) (*autograd.Var, error) {
-	x, err := nnNeed(c, in, i, name)
+	x, err := c.need(in, i, name)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func opGridSample(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if err != nil {
 		return nil, err
 	}
-	grid, err := nnNeed(c, in, 1, "grid")
+	grid, err := c.need(in, 1, "grid")
 	if err != nil {
 		return nil, err
 	}
@@ -416,14 +416,14 @@ func opRoiAlign(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if err != nil {
 		return nil, err
 	}
-	rois, err := nnNeed(c, in, 1, "rois")
+	rois, err := c.need(in, 1, "rois")
 	if err != nil {
 		return nil, err
 	}
 	if err := nnFloat(c, rois, "rois"); err != nil {
 		return nil, err
 	}
-	bidx, err := nnNeed(c, in, 2, "batch_indices")
+	bidx, err := c.need(in, 2, "batch_indices")
 	if err != nil {
 		return nil, err
 	}
@@ -608,11 +608,11 @@ func roiTaps(t *visTaps, base, H, W int, y, x float64) {
 // those whose score is not above score_threshold. The output is an Int64
 // [num_selected, 3] tensor of (batch, class, box) triples.
 func opNonMaxSuppression(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	boxes, err := nnNeed(c, in, 0, "boxes")
+	boxes, err := c.need(in, 0, "boxes")
 	if err != nil {
 		return nil, err
 	}
-	scores, err := nnNeed(c, in, 1, "scores")
+	scores, err := c.need(in, 1, "scores")
 	if err != nil {
 		return nil, err
 	}
