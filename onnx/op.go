@@ -324,6 +324,15 @@ func (c *nodeCtx) Ints(v *autograd.Var) []int64 {
 	return out
 }
 
+// intValues reads an integer tensor input (indices, shapes, axes) to the
+// host, or returns an error naming it when it holds floats.
+func (c *nodeCtx) intValues(v *autograd.Var, name string) ([]int64, error) {
+	if v.Value.DType() != device.Int64 {
+		return nil, c.Errorf("input %s must be an integer tensor, found %v", name, v.Value.DType())
+	}
+	return c.Ints(v), nil
+}
+
 // Floats reads a tensor to the host as float64 values.
 func (c *nodeCtx) Floats(v *autograd.Var) []float64 { return v.Value.Values() }
 

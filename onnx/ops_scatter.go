@@ -34,15 +34,6 @@ func init() {
 	register("BitShift", 11, false, scBitShiftOp)
 }
 
-// scIntInput reads the integer tensor input name to the host, rejecting
-// float tensors.
-func scIntInput(c *nodeCtx, v *autograd.Var, name string) ([]int64, error) {
-	if v.Value.DType() != device.Int64 {
-		return nil, c.Errorf("input %s must be an integer tensor, found %v", name, v.Value.DType())
-	}
-	return c.Ints(v), nil
-}
-
 // scNormIndex maps index i (negative counts from the end) of input name
 // onto [0, n), or returns an error naming the input, the position and the
 // bound.
@@ -188,7 +179,7 @@ func scScatterElementsOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error
 			return nil, c.Errorf("input indices %v is larger than data %v along axis %d", is, ds, d)
 		}
 	}
-	idx, err := scIntInput(c, in[1], "indices")
+	idx, err := c.intValues(in[1], "indices")
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +251,7 @@ func scScatterNDOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if updates.Value.DType() != data.Value.DType() {
 		return nil, c.Errorf("input updates must have the type of data (%v), found %v", data.Value.DType(), updates.Value.DType())
 	}
-	idx, err := scIntInput(c, in[1], "indices")
+	idx, err := c.intValues(in[1], "indices")
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +311,7 @@ func scGatherNDOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if b+k > len(ds) {
 		return nil, c.Errorf("the last dimension of input indices %v plus batch_dims %d is larger than the rank of data %v", is, b, ds)
 	}
-	idx, err := scIntInput(c, in[1], "indices")
+	idx, err := c.intValues(in[1], "indices")
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +530,7 @@ func scReverseSequenceOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error
 	if !(bAxis == 0 && tAxis == 1 || bAxis == 1 && tAxis == 0) {
 		return nil, c.Errorf("attributes batch_axis %d and time_axis %d must be 0 and 1 in some order", bAxis, tAxis)
 	}
-	lens, err := scIntInput(c, in[1], "sequence_lens")
+	lens, err := c.intValues(in[1], "sequence_lens")
 	if err != nil {
 		return nil, err
 	}
@@ -624,7 +615,7 @@ func scMaxUnpoolOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	}
 	outShape := slices.Clone(shape)
 	if len(in) > 2 && in[2] != nil {
-		os, err := scIntInput(c, in[2], "output_shape")
+		os, err := c.intValues(in[2], "output_shape")
 		if err != nil {
 			return nil, err
 		}
@@ -644,7 +635,7 @@ func scMaxUnpoolOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if err := c.checkElements(outShape); err != nil {
 		return nil, err
 	}
-	idx, err := scIntInput(c, in[1], "I")
+	idx, err := c.intValues(in[1], "I")
 	if err != nil {
 		return nil, err
 	}

@@ -57,13 +57,14 @@ func init() {
 // shInts reads a 0-D or 1-D integer input (a shape, axes, sizes) to the
 // host, or returns an error naming it.
 func shInts(c *nodeCtx, v *autograd.Var, name string) ([]int64, error) {
-	if v.Value.DType() != device.Int64 {
-		return nil, c.Errorf("input %s must be an integer tensor, found %v", name, v.Value.DType())
+	vals, err := c.intValues(v, name)
+	if err != nil {
+		return nil, err
 	}
 	if v.Value.Rank() > 1 {
 		return nil, c.Errorf("input %s must be 1-D, found shape %v", name, v.Shape())
 	}
-	return c.Ints(v), nil
+	return vals, nil
 }
 
 // shOptInts reads the optional integer input i; present tells whether the
