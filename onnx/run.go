@@ -44,7 +44,10 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 	memo, memoOK := m.shapeMemo[key]
 	consts := m.constsOn(dev)
 	m.mu.Unlock()
-	newMemo := map[string]*tensor.Tensor{}
+	var newMemo map[string]*tensor.Tensor // filled on the first run of a signature
+	if !memoOK {
+		newMemo = map[string]*tensor.Tensor{}
+	}
 
 	lookup := func(name string) *autograd.Var {
 		if v, ok := values[name]; ok {
