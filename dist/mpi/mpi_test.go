@@ -47,19 +47,33 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	if c := testComm; c != nil {
+		// A failing rank shows its output before the ranks agree on the
+		// exit status: once rank 0 has exited with a failure, mpirun ends
+		// the job, and output written after that is lost.
+		if quiet != nil && code != 0 {
+			showOutput(c.Rank(), quiet)
+		}
 		own := code
 		code = agreeExit(c, code)
+		if own == 0 && code != 0 {
+			// Give mpirun a moment to forward the failing rank's output
+			// before this rank's failure makes it end the job.
+			time.Sleep(300 * time.Millisecond)
+		}
 		if err := c.Close(); err != nil {
 			fmt.Fprintf(os.Stderr, "dist/mpi: rank %d: %v\n", c.Rank(), err)
-			code, own = max(code, 1), max(own, 1)
-		}
-		if quiet != nil && own != 0 {
-			fmt.Fprintf(os.Stderr, "--- output of rank %d ---\n", c.Rank())
-			quiet.Seek(0, io.SeekStart)
-			io.Copy(os.Stderr, quiet)
+			code = max(code, 1)
 		}
 	}
 	os.Exit(code)
+}
+
+// showOutput copies the test output a quiet rank kept in f to stderr.
+func showOutput(rank int, f *os.File) {
+	fmt.Fprintf(os.Stderr, "--- output of rank %d ---\n", rank)
+	f.Seek(0, io.SeekStart)
+	io.Copy(os.Stderr, f)
+	os.Stderr.Sync()
 }
 
 // agreeExit returns the largest exit code of all the ranks, so that a
@@ -75,7 +89,7 @@ func agreeExit(c *Comm, code int) int {
 	}
 	all := int(b.(*cpu.Buffer).Int64s()[0])
 	if all != 0 && code == 0 && c.Rank() == 0 {
-		fmt.Fprintln(os.Stderr, "dist/mpi: another rank failed (its output follows)")
+		fmt.Fprintln(os.Stderr, "dist/mpi: another rank failed (see its \"--- output of rank\" section)")
 	}
 	return all
 }
