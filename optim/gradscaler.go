@@ -56,6 +56,9 @@ type GradScaler struct {
 	scale   float64
 	growth  int
 	skipped bool
+
+	unscaled bool // Unscale ran since the last Step
+	finite   bool // what it found
 }
 
 var _ Optimizer = (*GradScaler)(nil)
@@ -105,12 +108,16 @@ func (s *GradScaler) ScaleLoss(loss *autograd.Var) *autograd.Var {
 	return autograd.MulScalar(loss, s.scale)
 }
 
-// Step checks the gradients: if every one is finite, it divides them by
-// the scale and steps the wrapped optimizer; otherwise it leaves the
-// parameters alone and backs the scale off. Then it updates the scale.
-func (s *GradScaler) Step() error {
+// Unscale divides the gradients by the scale, in place, and reports
+// whether all of them are finite. Call it before reading or clipping the
+// gradients (as torch's scaler.unscale_); Step then uses its finding
+// instead of unscaling again. A second call before Step does nothing.
+func (s *GradScaler) Unscale() (finite bool) {
+	if s.unscaled {
+		return s.finite
+	}
+	s.unscaled, s.finite = true, true
 	params := s.Params()
-	finite := true
 	for _, p := range params {
 		if p == nil || p.Var == nil || p.Grad == nil {
 			continue
@@ -118,21 +125,30 @@ func (s *GradScaler) Step() error {
 		// A sum in float64 is NaN or ±Inf exactly when an element is
 		// (float32 gradients cannot overflow it).
 		if sum := p.Grad.Cast(device.Float64).SumAll().Item(); math.IsNaN(sum) || math.IsInf(sum, 0) {
-			finite = false
-			break
+			s.finite = false
+			return false
 		}
-	}
-	s.skipped = !finite
-	if !finite {
-		s.scale *= s.cfg.BackoffFactor
-		s.growth = 0
-		return nil
 	}
 	inv := 1 / s.scale
 	for _, p := range params {
 		if p != nil && p.Var != nil && p.Grad != nil {
 			p.Grad.CopyFrom(p.Grad.MulScalar(inv))
 		}
+	}
+	return true
+}
+
+// Step unscales the gradients (unless Unscale did) and, if every one is
+// finite, steps the wrapped optimizer; otherwise it leaves the parameters
+// alone and backs the scale off. Then it updates the scale.
+func (s *GradScaler) Step() error {
+	finite := s.Unscale()
+	s.unscaled = false
+	s.skipped = !finite
+	if !finite {
+		s.scale *= s.cfg.BackoffFactor
+		s.growth = 0
+		return nil
 	}
 	if err := s.Optimizer.Step(); err != nil {
 		return err

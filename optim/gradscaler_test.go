@@ -119,3 +119,23 @@ func TestGradScalerConfigErrors(t *testing.T) {
 	_, err := NewGradScaler(nil, GradScalerConfig{})
 	assert.Error(t, err)
 }
+
+// TestGradScalerUnscaleBeforeClipping unscales, clips, then steps: the
+// gradients are divided once, not twice.
+func TestGradScalerUnscaleBeforeClipping(t *testing.T) {
+	ref, refOpt := scalerSetup(t)
+	w, opt := scalerSetup(t)
+	s, err := NewGradScaler(opt, GradScalerConfig{InitScale: 4096})
+	require.NoError(t, err)
+
+	require.NoError(t, autograd.Backward(lossOf(ref)))
+	ClipGradNorm(refOpt.Params(), 0.5)
+	require.NoError(t, refOpt.Step())
+
+	require.NoError(t, autograd.Backward(s.ScaleLoss(lossOf(w))))
+	assert.True(t, s.Unscale())
+	assert.True(t, s.Unscale(), "a second call does nothing")
+	ClipGradNorm(s.Params(), 0.5)
+	require.NoError(t, s.Step())
+	assert.Equal(t, ref.Value.Float32s(), w.Value.Float32s())
+}
