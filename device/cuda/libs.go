@@ -1,0 +1,129 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/ebitengine/purego"
+)
+
+// The sonames tried for each library, newest first. The driver ships
+// with the GPU driver; the others with the CUDA toolkit or with PyTorch's
+// pip packages (nvidia-cublas-cu12, nvidia-cuda-nvrtc-cu12, nvidia-nccl-cu12...).
+var (
+	driverNames = []string{"libcuda.so.1", "libcuda.so"}
+	nvrtcNames  = []string{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"}
+	cublasNames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}
+	// NCCLNames are the sonames dist/nccl tries for NCCL.
+	NCCLNames = []string{"libnccl.so.2", "libnccl.so"}
+)
+
+// LibraryDirs returns the folders searched for the CUDA libraries, in
+// order: those in HORA_CUDA_LIBS and LD_LIBRARY_PATH (colon-separated
+// lists), the nvidia/*/lib folders of Python site-packages (where
+// PyTorch's pip packages put cuBLAS, NVRTC, cuDNN and NCCL), PyTorch's own
+// torch/lib, and the usual system folders. Folders that do not exist are
+// left out.
+func LibraryDirs() []string {
+	var dirs []string
+	for _, v := range []string{"HORA_CUDA_LIBS", "LD_LIBRARY_PATH"} {
+		dirs = append(dirs, filepath.SplitList(os.Getenv(v))...)
+	}
+	for _, sp := range sitePackages() {
+		nv, _ := filepath.Glob(filepath.Join(sp, "nvidia", "*", "lib"))
+		sort.Strings(nv)
+		dirs = append(dirs, nv...)
+		dirs = append(dirs, filepath.Join(sp, "torch", "lib"))
+	}
+	dirs = append(dirs,
+		"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
+		"/usr/local/nvidia/lib64", "/usr/local/nvidia/lib",
+		"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+		"/usr/lib64", "/usr/lib", "/usr/lib/wsl/lib")
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range dirs {
+		if d == "" || seen[d] {
+			continue
+		}
+		seen[d] = true
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// sitePackages returns the Python package folders that may hold pip's
+// nvidia-* packages: the active virtual or conda environment's, the
+// user's, and the system's.
+func sitePackages() []string {
+	var roots []string
+	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if p := os.Getenv(v); p != "" {
+			roots = append(roots, p)
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		roots = append(roots, filepath.Join(home, ".local"))
+	}
+	roots = append(roots, "/usr/local", "/usr", "/opt/conda")
+	var out []string
+	for _, r := range roots {
+		for _, pattern := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages"} {
+			m, _ := filepath.Glob(filepath.Join(r, pattern))
+			sort.Sort(sort.Reverse(sort.StringSlice(m))) // newest Python first
+			out = append(out, m...)
+		}
+	}
+	return out
+}
+
+// FindLibrary returns the path of the first of names found in dirs (every
+// name tried in a folder before the next folder, so that an earlier folder
+// wins), or "" and the paths it tried.
+func FindLibrary(names, dirs []string) (string, []string) {
+	var tried []string
+	for _, d := range dirs {
+		for _, n := range names {
+			p := filepath.Join(d, n)
+			tried = append(tried, p)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+				return p, tried
+			}
+		}
+	}
+	return "", tried
+}
+
+// OpenLibrary loads the first of names found in LibraryDirs, or else lets
+// the dynamic loader search for them (ldconfig's cache). what names the
+// library in the error ("cuBLAS"), which lists the folders searched and
+// says how to point Hora at the library.
+func OpenLibrary(what string, names []string) (uintptr, string, error) {
+	if runtime.GOOS != "linux" {
+		return 0, "", fmt.Errorf("cuda: %s: CUDA is supported on Linux only, not %s", what, runtime.GOOS)
+	}
+	dirs := LibraryDirs()
+	var errs []string
+	if p, _ := FindLibrary(names, dirs); p != "" {
+		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err == nil {
+			return h, p, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	for _, n := range names {
+		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err == nil {
+			return h, n, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return 0, "", fmt.Errorf("cuda: %s not found (tried %s in %s and the loader's path; set HORA_CUDA_LIBS to the folder that holds it): %s",
+		what, strings.Join(names, ", "), strings.Join(dirs, ":"), strings.Join(errs, "; "))
+}

@@ -1,0 +1,104 @@
+package cuda_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cuda"
+	"github.com/hora-dl/hora/layers"
+	"github.com/hora-dl/hora/models"
+	"github.com/hora-dl/hora/optim"
+	"github.com/hora-dl/hora/tensor"
+)
+
+// gpuOrSkip returns cuda:0 (the emulator's unless HORA_CUDA_TEST=gpu), or
+// skips when there is none.
+func gpuOrSkip(t *testing.T) *cuda.Device {
+	t.Helper()
+	d, err := cuda.Open(0)
+	if err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	d.SetTF32(false)
+	t.Cleanup(func() { d.SetTF32(true) })
+	return d
+}
+
+// TestTrainingMatchesCPU trains the same models from the same weights on
+// the GPU and on the CPU for a few steps, and compares every parameter:
+// the whole stack (layers, autograd, optimizers, fused kernels) must give
+// the CPU's numbers on the GPU, up to float32 rounding (sums in another
+// order).
+func TestTrainingMatchesCPU(t *testing.T) {
+	gpu := gpuOrSkip(t)
+	for _, tc := range []struct {
+		name  string
+		build func(rng *rand.Rand) (layers.Layer, error)
+		adam  bool
+	}{
+		{"mlp", func(rng *rand.Rand) (layers.Layer, error) {
+			return models.NewMLP(models.MLPConfig{In: 28 * 28, Hidden: []int{64, 32}, Classes: 10, Activation: "relu"}, rng)
+		}, false},
+		{"cnn", func(rng *rand.Rand) (layers.Layer, error) { return models.NewCNN(10, rng), nil }, false},
+		{"lenet5", func(rng *rand.Rand) (layers.Layer, error) { return models.NewLeNet5(10, rng), nil }, false},
+		// Adam's first steps move each weight by about lr·sign(g), so a
+		// gradient within rounding of zero could flip a step; a large eps
+		// keeps those steps tiny.
+		{"mlp-adam", func(rng *rand.Rand) (layers.Layer, error) {
+			return models.NewMLP(models.MLPConfig{In: 28 * 28, Hidden: []int{32}, Classes: 10, Activation: "relu"}, rng)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var params [2][]*autograd.Param
+			for i, dev := range []device.Device{tensor.CPU(), gpu} {
+				m, err := tc.build(rand.New(rand.NewPCG(7, 7)))
+				require.NoError(t, err)
+				layers.To(m, dev)
+				var opt optim.Optimizer
+				if tc.adam {
+					opt, err = optim.NewAdam(m.Parameters(), optim.AdamConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-3})
+				} else {
+					opt, err = optim.NewSGD(m.Parameters(), optim.SGDConfig{LR: 0.05, Momentum: 0.9})
+				}
+				require.NoError(t, err)
+				rng := rand.New(rand.NewPCG(1, 2))
+				for step := 0; step < 3; step++ {
+					const batch = 8
+					x := make([]float32, batch*28*28)
+					for j := range x {
+						x[j] = float32(rng.NormFloat64())
+					}
+					y := make([]int64, batch)
+					for j := range y {
+						y[j] = rng.Int64N(10)
+					}
+					xt, err := tensor.FromSlice(dev, x, batch, 1, 28, 28)
+					require.NoError(t, err)
+					yt, err := tensor.FromSlice(dev, y, batch)
+					require.NoError(t, err)
+					loss := layers.CrossEntropy(m.Forward(autograd.Constant(xt)), yt, layers.CrossEntropyOptions{})
+					require.NoError(t, autograd.Backward(loss))
+					require.NoError(t, opt.Step())
+					opt.ZeroGrad()
+				}
+				params[i] = m.Parameters()
+			}
+			for j, p := range params[0] {
+				want := p.Value.Float32s()
+				got := params[1][j].Value.To(tensor.CPU()).Float32s()
+				require.Len(t, got, len(want))
+				worst := 0.0
+				for k := range want {
+					d := math.Abs(float64(got[k]-want[k])) / math.Max(1e-3, math.Abs(float64(want[k])))
+					worst = math.Max(worst, d)
+				}
+				require.Less(t, worst, 1e-4, "parameter %s: worst relative difference", p.Name)
+			}
+		})
+	}
+}
