@@ -53,9 +53,14 @@ func TestFineTuneMatchesPyTorch(t *testing.T) {
 			opt, err := optim.NewSGD(m.Parameters(), optim.SGDConfig{LR: 0.01, Momentum: 0.9})
 			require.NoError(t, err)
 			got := make([]float64, len(want))
+			// Each step's values live in an arena, as in cmd/train: the
+			// running statistics must outlive its Reset.
+			arena := tensor.NewArena()
 			for step := range want {
 				opt.ZeroGrad()
-				outs, err := m.Run(autograd.Constant(x))
+				xa, err := arena.FromSlice(x.Device(), x.Float32s(), x.Shape()...)
+				require.NoError(t, err)
+				outs, err := m.Run(autograd.Constant(xa))
 				require.NoError(t, err, "step %d", step)
 				loss, err := autograd.SoftmaxCrossEntropy(outs[0], labels, 0)
 				require.NoError(t, err)
@@ -65,6 +70,7 @@ func TestFineTuneMatchesPyTorch(t *testing.T) {
 				}
 				require.NoError(t, opt.Step())
 				got[step] = loss.Value.Values()[0]
+				arena.Reset()
 			}
 			t.Logf("losses: hora %.6f, pytorch %.6f", got, want)
 			for i := range want {

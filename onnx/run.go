@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/hora-dl/hora/autograd"
@@ -300,7 +301,19 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 		if k >= len(n.inputs) || m.bufByVal[n.inputs[k]] == nil {
 			return fmt.Errorf("input %d is not a state initializer (running statistics)", k)
 		}
-		m.bufByVal[n.inputs[k]].Value = t
+		buf := m.bufByVal[n.inputs[k]]
+		old := buf.Value
+		switch {
+		case old == t:
+		case old != nil && old.Device() == t.Device() && old.DType() == t.DType() && slices.Equal(old.Shape(), t.Shape()):
+			// In place: t may live in a step's arena (cmd/train's), which
+			// is recycled after the step; the buffer must outlive it.
+			old.CopyFrom(t)
+		default:
+			v := tensor.New(t.Device(), t.DType(), t.Shape()...) // outside any arena
+			v.CopyFrom(t)
+			buf.Value = v
+		}
 		return nil
 	}
 	defer func() {
