@@ -9,8 +9,9 @@ BIN       := bin
 # where it beats Hora's own float32 kernel), and OpenMPI with what cgo needs
 # to build against it (bin/train is built with -tags mpi, so that mpirun
 # can start it on several ranks). `make bench` adds PyTorch for the
-# reference numbers.
-APT_DEPS  := dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc pkg-config
+# reference numbers. g++ builds the CUDA emulator (device/cuda/cudaemu)
+# that the GPU code is tested against on machines without a GPU.
+APT_DEPS  := dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc pkg-config g++
 # ONNX: the conformance suite's generator (python3-onnx), the PyTorch models
 # the importer is checked against, and Node.js for onnxruntime, which runs
 # the models Hora exports (scripts/ort).
@@ -37,7 +38,7 @@ NCPU      := $(shell nproc 2>/dev/null || echo 1)
 MPIRUN    := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell [ $(NP) -gt $(NCPU) ] && echo y),--oversubscribe)
 MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
-.PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean
+.PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-bundle bench-gpu
 
 all: build
 
@@ -138,6 +139,38 @@ test-mpi:
 	$(MPIRUN2) -np 2 $(BIN)/mpi.test
 	$(MPIRUN2) -np 3 --oversubscribe $(BIN)/mpi.test
 	$(GO) test -count=1 -tags mpi ./cmd/train -run Dist
+
+# test-gpu runs the CUDA device's and NCCL's tests on this machine's
+# NVIDIA GPU(s) with the real driver, cuBLAS, NVRTC and NCCL (found as
+# device/cuda's LibraryDirs says; HORA_CUDA_LIBS adds a folder) instead
+# of the emulator that make test uses.
+test-gpu:
+	HORA_CUDA_TEST=gpu $(GO) test -count=1 -v ./device/cuda/ ./dist/nccl/ 2>&1 | grep -v '^=== RUN'
+
+# gpu-bundle cross-builds the GPU test binaries into build/gpu for a GPU
+# machine without Go: run them there with HORA_CUDA_TEST=gpu.
+gpu-bundle:
+	mkdir -p build/gpu
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o build/gpu/cuda.test ./device/cuda/
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o build/gpu/nccl.test ./dist/nccl/
+
+# bench-gpu measures Hora against PyTorch eager on an NVIDIA GPU (sgemm
+# and bf16 GEMM 8192³, MLP and CNN training steps at batch 128 and 1024,
+# ResNet-18 at batch 128; bench/gpu/run.sh, REPEAT=N for medians). It
+# cross-builds build/gpu/hora-gpu-bench, then runs the benchmark when
+# nvidia-smi finds a GPU; elsewhere it stops with status 2: copy the
+# binary and bench/gpu/ to a GPU machine with PyTorch (no Go needed) and
+# run HORA_GPU_BENCH=build/gpu/hora-gpu-bench bench/gpu/run.sh there.
+bench-gpu:
+	mkdir -p build/gpu
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -o build/gpu/hora-gpu-bench ./bench/gpu
+	@if nvidia-smi -L >/dev/null 2>&1; then \
+		HORA_GPU_BENCH=build/gpu/hora-gpu-bench REPEAT=$(REPEAT) bench/gpu/run.sh; \
+	else \
+		echo "bench-gpu: built build/gpu/hora-gpu-bench, but this machine has no NVIDIA GPU (nvidia-smi finds none):" >&2; \
+		echo "  run HORA_GPU_BENCH=build/gpu/hora-gpu-bench bench/gpu/run.sh on a GPU machine with PyTorch" >&2; \
+		exit 2; \
+	fi
 
 # bench measures Hora and PyTorch on the same workloads (sgemm, the MLP's
 # GEMMs, training steps, CNN inference, one training epoch of each shipped

@@ -38,6 +38,7 @@ var (
 	knownPer         = []string{"epoch", "step"}
 	knownScalings    = []string{"linear", "sqrt", "none"}
 	knownCompression = []string{"none", "fp16"}
+	knownPrecisions  = []string{"fp32", "bf16", "fp16"}
 )
 
 // Config is the whole training configuration, read from a YAML file by
@@ -46,9 +47,17 @@ type Config struct {
 	// Seed seeds every random number generator of the run (initialization,
 	// shuffling, dropout). Default 1.
 	Seed uint64 `yaml:"seed"`
-	// Device names the device to train on: "cpu", "cuda", "cuda:1".
-	// Default "cpu".
+	// Device names the device to train on: "cpu", "cuda" (under mpirun,
+	// each rank takes the GPU of its local rank), "cuda:1". Default "cpu".
 	Device string `yaml:"device"`
+	// Precision is the arithmetic of matrix products and convolutions on
+	// a GPU: "fp32" (default), "bf16" (inputs rounded to bfloat16,
+	// float32 accumulation and weights) or "fp16" (float16 inputs, with
+	// dynamic loss scaling). The CPU computes in fp32 only.
+	Precision string `yaml:"precision"`
+	// TF32 lets float32 matrix products on a GPU use TensorFloat-32
+	// (faster, about 1e-3 relative precision). Default true.
+	TF32 bool `yaml:"tf32"`
 	// Data selects the data set.
 	Data DataConfig `yaml:"data"`
 	// Model selects and shapes the network.
@@ -259,8 +268,10 @@ type OutputConfig struct {
 // DefaultConfig().Validate() fails until they are set.
 func DefaultConfig() *Config {
 	return &Config{
-		Seed:   1,
-		Device: "cpu",
+		Seed:      1,
+		Device:    "cpu",
+		Precision: "fp32",
+		TF32:      true,
 		Data: DataConfig{
 			Name:      "fashion-mnist",
 			Dir:       DefaultDataDir,
@@ -1037,6 +1048,10 @@ func (c *Config) Validate() error {
 	v := &configValidator{c: c}
 
 	v.nonEmpty("device", c.Device, `a device name such as "cpu" or "cuda:0"`)
+	v.oneOf("precision", c.Precision, knownPrecisions)
+	if c.Precision != "fp32" && !strings.HasPrefix(c.Device, "cuda") {
+		v.fail("precision", fmt.Sprintf(`"fp32" on device %q (bf16 and fp16 need a CUDA device)`, c.Device), strconv.Quote(c.Precision))
+	}
 	v.oneOf("data.name", c.Data.Name, knownDatasets)
 	v.nonEmpty("data.dir", c.Data.Dir, "the folder of the data set")
 

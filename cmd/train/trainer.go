@@ -58,6 +58,7 @@ type trainer struct {
 	// Data parallelism: this rank's engine, its shard of the training
 	// set, and rank 0's timeline (nil when off or on other ranks).
 	engine   *dist.Engine
+	scaler   *optim.GradScaler // loss scaling, for precision fp16
 	sampler  *dist.DistributedSampler
 	timeline *dist.Timeline
 	testLen  int
@@ -106,7 +107,7 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 			return inputError{fmt.Errorf("export.onnx: %w", err)}
 		}
 	}
-	dev, err := device.Open(cfg.Device)
+	dev, err := openDevice(cfg, comm)
 	if err != nil {
 		return inputError{fmt.Errorf("%s: device: %w", cfg.File(), err)}
 	}
@@ -156,6 +157,15 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 			err = cerr
 		}
 	}()
+	if cfg.Precision == "fp16" {
+		// Float16 products need loss scaling for small gradients to
+		// survive; the scaler sits under the distributed optimizer, so it
+		// sees the averaged gradients and every rank skips alike.
+		if t.scaler, err = optim.NewGradScaler(inner, optim.GradScalerConfig{}); err != nil {
+			return err
+		}
+		inner = t.scaler
+	}
 	scaling, _ := dist.ParseScaling(cfg.Dist.LRScaling) // validated with the config
 	if t.opt, err = dist.NewDistributedOptimizer(ctx, inner, t.engine, dist.OptimizerConfig{
 		Scaling: scaling, WarmupSteps: cfg.Dist.WarmupSteps, Compress: cfg.Dist.Compression == "fp16",
@@ -413,6 +423,9 @@ func (t *trainer) trainEpoch(ctx context.Context, epoch int, step *int) (EpochMe
 			t1 = time.Now()
 			tl.Span("phases", "forward", t0, t1)
 		}
+		if t.scaler != nil {
+			loss = t.scaler.ScaleLoss(loss)
+		}
 		if err := autograd.Backward(loss); err != nil {
 			return m, err
 		}
@@ -465,7 +478,12 @@ func (t *trainer) step(ctx context.Context) error {
 		return err
 	}
 	if c := t.cfg.Optimizer.ClipNorm; c > 0 {
-		optim.ClipGradNorm(t.opt.Params(), c)
+		if t.scaler != nil && !t.scaler.Unscale() {
+			c = 0 // the step will be skipped: nothing to clip
+		}
+		if c > 0 {
+			optim.ClipGradNorm(t.opt.Params(), c)
+		}
 	}
 	if err := t.opt.Step(); err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu"
-	"github.com/hora-dl/hora/device/cuda/internal/emu"
+	"github.com/hora-dl/hora/device/cuda/cudaemu"
 	"github.com/hora-dl/hora/device/devicetest"
 )
 
@@ -24,7 +24,7 @@ var skipReason string
 // as make test-gpu sets it) rather than the emulator.
 var onGPU = os.Getenv("HORA_CUDA_TEST") == "gpu"
 
-// TestMain points the package at the CUDA emulator (device/cuda/internal/emu,
+// TestMain points the package at the CUDA emulator (device/cuda/cudaemu,
 // fake libcuda, NVRTC and cuBLAS that run the kernels on the CPU), unless
 // HORA_CUDA_TEST=gpu asks for the real libraries and GPU.
 func TestMain(m *testing.M) {
@@ -35,10 +35,10 @@ func TestMain(m *testing.M) {
 		switch {
 		case err != nil:
 			skipReason = err.Error()
-		case emu.Available() != nil:
-			skipReason = fmt.Sprintf("the CUDA emulator cannot be built: %v (HORA_CUDA_TEST=gpu runs on a real GPU)", emu.Available())
+		case cudaemu.Available() != nil:
+			skipReason = fmt.Sprintf("the CUDA emulator cannot be built: %v (HORA_CUDA_TEST=gpu runs on a real GPU)", cudaemu.Available())
 		default:
-			if err := emu.Build(dir); err != nil {
+			if err := cudaemu.Build(dir); err != nil {
 				skipReason = fmt.Sprintf("building the CUDA emulator: %v", err)
 			} else {
 				os.Setenv("HORA_CUDA_LIBS", dir)
@@ -210,36 +210,55 @@ func TestCompileErrorShowsTheLog(t *testing.T) {
 	assert.Contains(t, err.Error(), "undeclared_name")
 }
 
-// TestAutocastBF16 multiplies with bfloat16 inputs: the result must be the
-// exact product of the rounded inputs (float32 accumulation), and within
-// bfloat16's precision of the float32 product.
-func TestAutocastBF16(t *testing.T) {
+// TestAutocast multiplies with bfloat16 and with float16 inputs: the
+// result must be the exact product of the rounded inputs (float32
+// accumulation), and within 16-bit precision of the float32 product.
+func TestAutocast(t *testing.T) {
 	d := testDevice(t)
-	require.NoError(t, d.SetAutocast(BFloat16))
 	defer d.SetAutocast(0)
 	assert.Error(t, d.SetAutocast(device.Int64))
-	const m, n, k = 33, 47, 61
-	a, b := randomFloat32(m*k, 1), randomFloat32(k*n, 2)
-	ab, bb := upload32(t, d, a), upload32(t, d, b)
-	cb, err := d.Alloc(device.Float32, m*n)
-	require.NoError(t, err)
-	d.Kernels().MatMul(device.MatMulParams{Batch: 1, M: m, N: n, K: k, Alpha: 1}, cb, ab, bb)
-	got := make([]float32, m*n)
-	require.NoError(t, d.Read(got, cb))
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			var exact, rounded, mag float64
-			for l := 0; l < k; l++ {
-				x, y := float64(a[i*k+l]), float64(b[l*n+j])
-				exact += x * y
-				rounded += float64(bf16(a[i*k+l])) * float64(bf16(b[l*n+j]))
-				mag += math.Abs(x * y)
+	for _, tc := range []struct {
+		dt    device.DType
+		round func(float32) float32
+		tol   float64
+	}{
+		{BFloat16, bf16, 1e-2},
+		{device.Float16, f16, 2e-3},
+	} {
+		require.NoError(t, d.SetAutocast(tc.dt))
+		assert.Equal(t, tc.dt, d.Autocast())
+		const m, n, k = 33, 47, 61
+		a, b := randomFloat32(m*k, 1), randomFloat32(k*n, 2)
+		ab, bb := upload32(t, d, a), upload32(t, d, b)
+		cb, err := d.Alloc(device.Float32, m*n)
+		require.NoError(t, err)
+		d.Kernels().MatMul(device.MatMulParams{Batch: 1, M: m, N: n, K: k, Alpha: 1}, cb, ab, bb)
+		got := make([]float32, m*n)
+		require.NoError(t, d.Read(got, cb))
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				var exact, rounded, mag float64
+				for l := 0; l < k; l++ {
+					x, y := float64(a[i*k+l]), float64(b[l*n+j])
+					exact += x * y
+					rounded += float64(tc.round(a[i*k+l])) * float64(tc.round(b[l*n+j]))
+					mag += math.Abs(x * y)
+				}
+				g := float64(got[i*n+j])
+				require.InDelta(t, rounded, g, 1e-5*mag+1e-6, "%v: C[%d,%d] against the product of the rounded inputs", tc.dt, i, j)
+				require.InDelta(t, exact, g, tc.tol*mag, "%v: C[%d,%d] against the float32 product", tc.dt, i, j)
 			}
-			g := float64(got[i*n+j])
-			require.InDelta(t, rounded, g, 1e-5*mag+1e-6, "C[%d,%d] against the product of the rounded inputs", i, j)
-			require.InDelta(t, exact, g, 1e-2*mag, "C[%d,%d] against the float32 product", i, j)
 		}
 	}
+}
+
+// f16 rounds x to float16 and back.
+func f16(x float32) float32 {
+	h := make([]uint16, 1)
+	cpu.Float32ToFloat16(h, []float32{x})
+	out := make([]float32, 1)
+	cpu.Float16ToFloat32(out, h)
+	return out[0]
 }
 
 // TestTF32 checks float32 products with TensorFloat-32 on against the CPU

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cuda"
+	"github.com/hora-dl/hora/dist"
+)
+
+// openDevice opens the configured device for this rank. "cuda" means the
+// GPU of the rank's local rank (one rank per GPU, as Horovod pins them);
+// a GPU gets the configured precision and TF32 setting.
+func openDevice(cfg *Config, comm dist.Communicator) (device.Device, error) {
+	spec := cfg.Device
+	if spec == "cuda" {
+		n, err := cuda.Available()
+		if err != nil {
+			return nil, err
+		}
+		if comm.LocalSize() > n {
+			return nil, fmt.Errorf("%d ranks on this host but %d GPU(s): start one rank per GPU", comm.LocalSize(), n)
+		}
+		spec = fmt.Sprintf("cuda:%d", comm.LocalRank())
+	}
+	dev, err := device.Open(spec)
+	if err != nil {
+		return nil, err
+	}
+	if g, ok := dev.(*cuda.Device); ok {
+		g.SetTF32(cfg.TF32)
+		ac := device.DType(0)
+		switch cfg.Precision {
+		case "bf16":
+			ac = cuda.BFloat16
+		case "fp16":
+			ac = device.Float16
+		}
+		if err := g.SetAutocast(ac); err != nil {
+			return nil, err
+		}
+	}
+	return dev, nil
+}
