@@ -175,7 +175,7 @@ type symbol struct {
 // library file in the error.
 func bind(h uintptr, lib string, syms []symbol) error {
 	for _, s := range syms {
-		addr, err := purego.Dlsym(h, s.name)
+		addr, err := Dlsym(h, s.name)
 		if err != nil || addr == 0 {
 			return fmt.Errorf("cuda: %s has no %s (too old a version?): %v", lib, s.name, err)
 		}

@@ -37,7 +37,7 @@
 //
 // # Testing without a GPU
 //
-// The package's tests run against an emulator (internal/emu): fake
+// The package's tests run against an emulator (cudaemu): fake
 // libcuda, NVRTC and cuBLAS built with g++, which compile the same CUDA C
 // for the CPU and run it there, block by block and thread by thread. Every
 // kernel is checked by device/devicetest against the reference

@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-
-	"github.com/ebitengine/purego"
 )
 
 // The sonames tried for each library, newest first. The driver ships
@@ -111,14 +109,14 @@ func OpenLibrary(what string, names []string) (uintptr, string, error) {
 	dirs := LibraryDirs()
 	var errs []string
 	if p, _ := FindLibrary(names, dirs); p != "" {
-		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(p)
 		if err == nil {
 			return h, p, nil
 		}
 		errs = append(errs, err.Error())
 	}
 	for _, n := range names {
-		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		h, err := dlopen(n)
 		if err == nil {
 			return h, n, nil
 		}

@@ -20,7 +20,7 @@ var allowedImports = map[string][]string{
 	"device/cpu/internal/vec":     {},
 	"device/devicetest":           {"device"},
 	"device/cuda":                 {"device"},
-	"device/cuda/internal/emu":    {},
+	"device/cuda/cudaemu":         {},
 	"dist/nccl":                   {"device", "device/cpu", "device/cuda", "dist"},
 	"dist/nccl/internal/fakenccl": {},
 	"tensor":                      {"device", "device/cpu"},

@@ -36,7 +36,11 @@
 //
 // Other out-of-bounds accesses go unnoticed: reads, and writes that skip
 // the guards; a wild pointer crashes the process (or silently corrupts
-// host memory).
+// host memory). When a kernel crashes (a wild pointer, an integer division
+// by zero, which a GPU would not trap, a stack overflow), a handler for
+// SIGSEGV, SIGBUS, SIGFPE and SIGILL, installed by the first launch and
+// chained to the Go runtime's, first prints the kernel, block and thread
+// (HORA_EMU_NO_CRASH_HANDLER=1 leaves it out).
 //
 // A launch runs the grid's blocks one after another on the calling
 // thread (launches are serialised process-wide). The threads of a block
@@ -93,12 +97,12 @@
 // # cuBLAS (csrc/cublas.cpp)
 //
 // cublasSgemmStridedBatched, cublasDgemmStridedBatched and
-// cublasGemmStridedBatchedEx (float32 or bfloat16 inputs, float32 output,
-// CUBLAS_COMPUTE_32F) compute column-major products accumulated in
+// cublasGemmStridedBatchedEx (float32, float16 or bfloat16 inputs,
+// float32 output, CUBLAS_COMPUTE_32F) compute column-major products accumulated in
 // double. beta == 0 means C is not read; bad leading dimensions give
 // CUBLAS_STATUS_INVALID_VALUE; operands outside live allocations give
 // CUBLAS_STATUS_EXECUTION_FAILED with a message. With the TF32 math mode
 // (cublasSetMathMode 3) or CUBLAS_COMPUTE_32F_FAST_TF32, float32 inputs
 // are rounded to TensorFloat-32 first, as a GPU's tensor cores do, so
 // that tests see a GPU's precision.
-package emu
+package cudaemu

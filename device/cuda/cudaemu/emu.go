@@ -1,4 +1,4 @@
-package emu
+package cudaemu
 
 import (
 	"bytes"
@@ -159,6 +159,12 @@ func buildCached() (string, error) {
 	}
 	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
 		return "", fmt.Errorf("cuda emulator: %w", err)
+	}
+	// One process builds; the others (go test runs packages in parallel) wait.
+	unlock := lockFile(dir + ".lock")
+	defer unlock()
+	if complete(dir) {
+		return dir, nil
 	}
 	tmp, err := os.MkdirTemp(CacheDir(), ".libs-tmp-*")
 	if err != nil {

@@ -1,4 +1,6 @@
-package emu
+//go:build linux
+
+package cudaemu
 
 import (
 	"fmt"
@@ -115,21 +117,24 @@ func TestMain(m *testing.M) {
 		fmt.Println("skipping the CUDA emulator's tests:", err)
 		os.Exit(0)
 	}
-	dir, err := os.MkdirTemp("", "hora-emu-test-*")
-	if err != nil {
-		panic(err)
-	}
 	code := func() int {
-		defer os.RemoveAll(dir)
-		if os.Getenv("HORA_EMU_CACHE") == "" {
-			os.Setenv("HORA_EMU_CACHE", filepath.Join(dir, "cache")) // a fresh cache: the tests compile for real
+		dir := os.Getenv("HORA_EMU_TEST_LIBS") // set for TestCrashReport's child process
+		if dir == "" {
+			var err error
+			if dir, err = os.MkdirTemp("", "hora-emu-test-*"); err != nil {
+				panic(err)
+			}
+			defer os.RemoveAll(dir)
+			if os.Getenv("HORA_EMU_CACHE") == "" {
+				os.Setenv("HORA_EMU_CACHE", filepath.Join(dir, "cache")) // a fresh cache: the tests compile for real
+			}
+			t0 := time.Now()
+			if err := Build(dir); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+			fmt.Printf("built the emulator in %v\n", time.Since(t0).Round(time.Millisecond))
 		}
-		t0 := time.Now()
-		if err := Build(dir); err != nil {
-			fmt.Println(err)
-			return 1
-		}
-		fmt.Printf("built the emulator in %v\n", time.Since(t0).Round(time.Millisecond))
 		libDir = dir
 		for _, l := range []struct {
 			name string
@@ -447,6 +452,8 @@ extern "C" __global__ void no_args(void) {}
 
 extern "C" __global__ void poke(float* x, long long i) { x[i] = 1; }
 
+extern "C" __global__ void divide(int* x, int d) { x[threadIdx.x] = x[threadIdx.x] / d; }
+
 // Reads shared memory it never wrote: garbage, as on a GPU.
 extern "C" __global__ void shared_garbage(unsigned int* out)
 {
@@ -759,6 +766,43 @@ func TestKernels(t *testing.T) {
 	}
 }
 
+// A kernel that crashes the process is named on stderr first.
+func TestCrashReport(t *testing.T) {
+	if c := os.Getenv("HORA_EMU_CRASH"); c != "" {
+		locked(t)
+		mod := module(t)
+		d := upload(t, []int32{1, 2, 3, 4})
+		if c == "divide" {
+			launch(t, mod, "divide", [3]uint32{2, 1, 1}, [3]uint32{4, 1, 1}, args(uint64(d), int32(0)))
+		} else {
+			launch(t, mod, "poke", [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, args(uint64(0), int64(0)))
+		}
+		t.Fatal("no crash")
+	}
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	for what, msg := range map[string]string{
+		"divide": "kernel divide crashed with an arithmetic exception",
+		"poke":   "kernel poke crashed with a segmentation fault",
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashReport$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "HORA_EMU_CRASH="+what, "HORA_EMU_TEST_LIBS="+libDir)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), msg) {
+			t.Errorf("%s: %v, the output lacks %q:\n%s", what, err, msg, out)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "hora cuda emulator:") || strings.HasPrefix(l, "SIG") {
+				t.Logf("%s: %s", what, l)
+			}
+		}
+		if !strings.Contains(string(out), "goroutine") { // the Go runtime's report follows
+			t.Errorf("%s: no goroutine trace after the emulator's message:\n%s", what, out)
+		}
+	}
+}
+
 // A second load of one image is a separate module, and unloading works.
 func TestModules(t *testing.T) {
 	locked(t)
@@ -778,6 +822,17 @@ func TestModules(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 	want(t, "cuModuleUnload(m2)", cu.cuModuleUnload(m2), 0)
+	// The crash handler, installed by the first launch, leaves Go's nil
+	// pointer panics to the Go runtime.
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("no panic")
+			}
+		}()
+		var p *int
+		_ = *p
+	}()
 	// A virtual architecture gives no CUBIN, as NVRTC.
 	img, r, _ = compile(t, "extern \"C\" __global__ void k(float* x) {}", "--gpu-architecture=compute_90")
 	if r != 0 || img != nil {
@@ -900,6 +955,18 @@ func TestUcontext(t *testing.T) {
 
 func bf16(x float32) uint16 { return uint16(math.Float32bits(x) >> 16) } // exact for the test's values
 
+// f16 returns the binary16 bits of x, a normal number with at most 11
+// significant bits, or zero.
+func f16(x float32) uint16 {
+	u := math.Float32bits(x)
+	sign := uint16(u>>16) & 0x8000
+	if x == 0 {
+		return sign
+	}
+	exp := int(u>>23&0xff) - 127 + 15
+	return sign | uint16(exp)<<10 | uint16(u>>13&0x3ff)
+}
+
 func tf32(x float32) float32 {
 	u := math.Float32bits(x)
 	u = (u + 0xfff + ((u >> 13) & 1)) &^ 0x1fff
@@ -1007,11 +1074,12 @@ func TestGemm(t *testing.T) {
 			// float32 and bfloat16 (the test's values are exact in both)
 			a32, b32, c32 := make([]float32, len(a)), make([]float32, len(b)), make([]float32, len(c))
 			a16, b16 := make([]uint16, len(a)), make([]uint16, len(b))
+			ah, bh := make([]uint16, len(a)), make([]uint16, len(b))
 			for i := range a {
-				a32[i], a16[i] = float32(a[i]), bf16(float32(a[i]))
+				a32[i], a16[i], ah[i] = float32(a[i]), bf16(float32(a[i])), f16(float32(a[i]))
 			}
 			for i := range b {
-				b32[i], b16[i] = float32(b[i]), bf16(float32(b[i]))
+				b32[i], b16[i], bh[i] = float32(b[i]), bf16(float32(b[i])), f16(float32(b[i]))
 			}
 			for i := range c {
 				c32[i] = float32(c[i])
@@ -1040,6 +1108,10 @@ func TestGemm(t *testing.T) {
 			dc = upload(t, c32)
 			want(t, "cublasGemmStridedBatchedEx bf16 "+name, blas.cublasGemmStridedBatchedEx(h, op(ta), op(tb), int32(m), int32(n), int32(k), unsafe.Pointer(&alpha32), da16, 14, int32(lda), int64(sa), db16, 14, int32(ldb), int64(sb), unsafe.Pointer(&beta32), dc, 0, int32(ldc), int64(sc), int32(batch), 68, -1), 0)
 			check("GemmEx bf16", dc)
+			dah, dbh := upload(t, ah), upload(t, bh)
+			dc = upload(t, c32)
+			want(t, "cublasGemmStridedBatchedEx f16 "+name, blas.cublasGemmStridedBatchedEx(h, op(ta), op(tb), int32(m), int32(n), int32(k), unsafe.Pointer(&alpha32), dah, 2, int32(lda), int64(sa), dbh, 2, int32(ldb), int64(sb), unsafe.Pointer(&beta32), dc, 0, int32(ldc), int64(sc), int32(batch), 68, -1), 0)
+			check("GemmEx f16", dc)
 		}
 	}
 
@@ -1059,7 +1131,8 @@ func TestGemm(t *testing.T) {
 	want(t, "Sgemm m < 0", blas.cublasSgemmStridedBatched(h, 0, 0, -1, 2, 2, &alpha, dc, 2, 0, dc, 2, 0, &beta, dc, 2, 0, 1), 7)
 	want(t, "Sgemm trans 5", blas.cublasSgemmStridedBatched(h, 5, 0, 2, 2, 2, &alpha, dc, 2, 0, dc, 2, 0, &beta, dc, 2, 0, 1), 7)
 	want(t, "Sgemm past the end", blas.cublasSgemmStridedBatched(h, 0, 0, 2, 2, 2, &alpha, dc, 2, 4, dc, 2, 0, &beta, dc, 2, 0, 2), 13)
-	want(t, "GemmEx f16", blas.cublasGemmStridedBatchedEx(h, 0, 0, 2, 2, 2, unsafe.Pointer(&alpha), dc, 2, 2, 0, dc, 2, 2, 0, unsafe.Pointer(&beta), dc, 0, 2, 0, 1, 68, -1), 15)
+	want(t, "GemmEx f16 output", blas.cublasGemmStridedBatchedEx(h, 0, 0, 2, 2, 2, unsafe.Pointer(&alpha), dc, 2, 2, 0, dc, 2, 2, 0, unsafe.Pointer(&beta), dc, 2, 2, 0, 1, 68, -1), 15)
+	want(t, "GemmEx mixed inputs", blas.cublasGemmStridedBatchedEx(h, 0, 0, 2, 2, 2, unsafe.Pointer(&alpha), dc, 0, 2, 0, dc, 14, 2, 0, unsafe.Pointer(&beta), dc, 0, 2, 0, 1, 68, -1), 15)
 	want(t, "bad handle", blas.cublasSgemmStridedBatched(12345, 0, 0, 2, 2, 2, &alpha, dc, 2, 0, dc, 2, 0, &beta, dc, 2, 0, 1), 1)
 
 	// TF32: float32 inputs are rounded to 10 mantissa bits.
@@ -1091,7 +1164,7 @@ func TestHoraKernels(t *testing.T) {
 		t.Skip("set HORA_EMU_KERNELS=1 to compile device/cuda/kernels")
 	}
 	locked(t)
-	dir := filepath.Join("..", "..", "kernels")
+	dir := filepath.Join("..", "kernels")
 	common, err := os.ReadFile(filepath.Join(dir, "common.cuh"))
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ enum {
     CUBLAS_STATUS_NOT_SUPPORTED = 15,
 };
 
-enum { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16BF = 14 };
+enum { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
 
 enum {
     CUBLAS_COMPUTE_32F = 68,
@@ -87,6 +87,25 @@ struct LoadF64 {
 };
 struct LoadBF16 {
     double operator()(const void* p, long long i) const { return bf16ToDouble(((const uint16_t*)p)[i]); }
+};
+
+// f16ToDouble widens IEEE binary16 bits (subnormals, infinities and NaNs included).
+double f16ToDouble(uint16_t h)
+{
+    int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    double v;
+    if (exp == 0) {
+        v = ldexp((double)man, -24);
+    } else if (exp == 31) {
+        v = man ? NAN : INFINITY;
+    } else {
+        v = ldexp((double)(man | 0x400), exp - 25);
+    }
+    return sign ? -v : v;
+}
+
+struct LoadF16 {
+    double operator()(const void* p, long long i) const { return f16ToDouble(((const uint16_t*)p)[i]); }
 };
 
 const char* opName(int op) { return op == 0 ? "N" : "T"; }
@@ -276,12 +295,15 @@ API int cublasGemmStridedBatchedEx(void* handle, int ta, int tb, int m, int n, i
         fprintf(stderr, "hora cuda emulator: %s: compute type %d is not emulated\n", fn, compute);
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
-    if (at != bt || (at != CUDA_R_32F && at != CUDA_R_16BF) || ct != CUDA_R_32F) {
-        fprintf(stderr, "hora cuda emulator: %s: types A %d, B %d, C %d are not emulated (32F or 16BF inputs, 32F output)\n", fn,
+    if (at != bt || (at != CUDA_R_32F && at != CUDA_R_16BF && at != CUDA_R_16F) || ct != CUDA_R_32F) {
+        fprintf(stderr, "hora cuda emulator: %s: types A %d, B %d, C %d are not emulated (32F, 16F or 16BF inputs, 32F output)\n", fn,
                 at, bt, ct);
         return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     double a = *(const float*)alpha, b = *(const float*)beta;
+    if (at == CUDA_R_16F) {
+        return gemm(fn, h, ta, tb, m, n, k, a, A, lda, sa, 2, LoadF16{}, B, ldb, sb, 2, LoadF16{}, b, (float*)C, ldc, sc, batch);
+    }
     if (at == CUDA_R_16BF) {
         return gemm(fn, h, ta, tb, m, n, k, a, A, lda, sa, 2, LoadBF16{}, B, ldb, sb, 2, LoadBF16{}, b, (float*)C, ldc, sc, batch);
     }

@@ -8,6 +8,8 @@
 // NVRTC (nvrtc.cpp) from the CUDA C with prelude.h. See doc.go.
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -427,6 +429,74 @@ void syncthreads()
     Fiber* self = g_s.cur;
     g_s.waiting.push_back(self);
     yieldToScheduler(self);
+}
+
+// ---- crash reports ----
+
+// While a launch runs, a crash (a wild pointer, an integer division by
+// zero, a fiber's stack overflow) on the launching thread first prints
+// which kernel, block and thread crashed, then goes to the handler that
+// was there before (the Go runtime's, which prints the goroutines).
+const int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+struct sigaction g_prevAction[65];
+std::atomic<bool> g_inLaunch{false};
+pthread_t g_launchThread;
+const char* g_launchKernel = "";
+size_t g_pageSize = 4096;
+
+void crashHandler(int sig, siginfo_t* info, void* uctx)
+{
+    if (g_inLaunch.load() && pthread_equal(pthread_self(), g_launchThread)) {
+        const ModuleState* st = g_s.st;
+        const char* what = sig == SIGSEGV ? "a segmentation fault (a wild pointer?)"
+                         : sig == SIGBUS  ? "a bus error"
+                         : sig == SIGFPE  ? "an arithmetic exception (an integer division by zero? a GPU would not trap)"
+                                          : "an illegal instruction";
+        uintptr_t addr = (uintptr_t)info->si_addr;
+        if (sig == SIGSEGV) {
+            for (Fiber* f : g_s.all) {
+                if (addr >= (uintptr_t)f->mem && addr < (uintptr_t)f->mem + g_pageSize) {
+                    what = "a stack overflow (more than 64 KiB of local variables?)";
+                }
+            }
+        }
+        char buf[512];
+        int n = snprintf(buf, sizeof buf,
+                         "hora cuda emulator: kernel %s crashed with %s at address %p, in block (%u, %u, %u) of grid "
+                         "(%u, %u, %u), thread (%u, %u, %u) of block (%u, %u, %u)\n",
+                         g_launchKernel, what, info->si_addr, st->blockIdx.x, st->blockIdx.y, st->blockIdx.z, st->gridDim.x,
+                         st->gridDim.y, st->gridDim.z, st->threadIdx.x, st->threadIdx.y, st->threadIdx.z, st->blockDim.x,
+                         st->blockDim.y, st->blockDim.z);
+        if (n > 0) {
+            ssize_t w = write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+            (void)w;
+        }
+        g_inLaunch.store(false);
+    }
+    struct sigaction* prev = &g_prevAction[sig];
+    if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction != nullptr) {
+        prev->sa_sigaction(sig, info, uctx);
+    } else if (prev->sa_handler == SIG_DFL || prev->sa_handler == SIG_IGN) {
+        signal(sig, SIG_DFL); // the faulting instruction runs again and kills the process
+    } else {
+        prev->sa_handler(sig);
+    }
+}
+
+void installCrashHandler()
+{
+    static bool done = false; // g_launch_mu held
+    if (done) return;
+    done = true;
+    g_pageSize = (size_t)sysconf(_SC_PAGESIZE);
+    for (int sig : kCrashSignals) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = crashHandler;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+        sigfillset(&sa.sa_mask);
+        sigaction(sig, &sa, &g_prevAction[sig]);
+    }
 }
 
 // runBlock runs every thread of the current block; it returns false when
@@ -884,6 +954,13 @@ CUresult run(Function* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, u
 {
     std::lock_guard<std::mutex> l(g_launch_mu);
     g_launches++;
+    if (getenv("HORA_EMU_NO_CRASH_HANDLER") == nullptr) installCrashHandler();
+    g_launchThread = pthread_self();
+    g_launchKernel = fn->name.c_str();
+    g_inLaunch.store(true);
+    struct Done {
+        ~Done() { g_inLaunch.store(false); }
+    } done;
     Module* m = fn->mod;
     if (m->sharedBegin != nullptr && m->sharedEnd > m->sharedBegin) {
         memset(m->sharedBegin, 0xff, (size_t)(m->sharedEnd - m->sharedBegin)); // shared memory starts as garbage

@@ -1,7 +1,7 @@
 // Hora CUDA emulator: the prelude the fake NVRTC puts before a program's
 // CUDA C so that g++ compiles it for the host CPU. It provides the CUDA
 // builtins Hora's kernels may use (device/cuda/kernels, see the rules in
-// the emu package's documentation) and nothing else: code that uses a
+// the cudaemu package documentation) and nothing else: code that uses a
 // CUDA feature the emulator does not model fails to compile here too.
 //
 // The emulator (libcuda.so.1 of this package) runs a launch on one OS
