@@ -135,3 +135,33 @@ func TestDistTrainRankFailure(t *testing.T) {
 	assert.Contains(t, string(out), "rank 1: aborting")
 	assert.Contains(t, string(out), "/nonexistent")
 }
+
+// TestDistTrainOnGPUs runs the same comparison on GPUs (the emulator's two,
+// on machines without one): two ranks, one GPU each, reduce their
+// gradients with NCCL or, where NCCL is missing (as with the emulator),
+// through host memory over MPI, and must end where one GPU process does.
+func TestDistTrainOnGPUs(t *testing.T) {
+	needGPU(t)
+	bin := buildTrain(t)
+	dataDir := syntheticFashion(t, 320, 100)
+	common := []string{"-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
+		"-set", "device=cuda", "-set", "tf32=false",
+		"-set", "train.epochs=2", "-set", "model.hidden=[32]", "-set", "dist.lr_scaling=none",
+		"-set", "output.progress=false"}
+	env := append(os.Environ(), "HORA_CACHE_DIR="+t.TempDir())
+
+	single := t.TempDir()
+	cmd := exec.Command(bin, append(common, "-set", "train.batch_size=64", "-out", single)...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "samples on cuda:0")
+
+	multi := t.TempDir()
+	cmd = mpirun(t, 2, append([]string{bin}, append(common, "-set", "train.batch_size=32", "-out", multi)...)...)
+	cmd.Env = env
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Regexp(t, `data-parallel over 2 ranks \(NCCL (not found.*host staging|[0-9.]+ ).*\)`, string(out))
+	assertSameWeights(t, single, multi)
+}

@@ -20,8 +20,10 @@ import (
 	"github.com/hora-dl/hora/data"
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu" // importing it registers "cpu"
+	"github.com/hora-dl/hora/device/cuda"
 	"github.com/hora-dl/hora/dist"
 	"github.com/hora-dl/hora/dist/mpi"
+	"github.com/hora-dl/hora/dist/nccl"
 	"github.com/hora-dl/hora/internal/hostcpu"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/onnx"
@@ -114,6 +116,17 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 	if err := backendError(dev); err != nil {
 		return inputError{fmt.Errorf("device %s: %w", dev.Name(), err)}
 	}
+	transport := "MPI"
+	if g, ok := dev.(*cuda.Device); ok && comm.Size() > 1 {
+		// GPU ranks reduce their gradients with NCCL (or, without it,
+		// through host memory over MPI).
+		gpuComm, err := nccl.New(ctx, comm, g)
+		if err != nil {
+			return err
+		}
+		defer gpuComm.Close()
+		comm, transport = gpuComm, nccl.Reason(gpuComm)
+	}
 	trainSet, testSet, err := loadData(cfg)
 	if err != nil {
 		return inputError{err}
@@ -197,8 +210,8 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 	fmt.Fprintf(stdout, "model %s: %d parameters; %d training and %d test samples on %s%s\n",
 		cfg.Model.Name, layers.NumParams(model), trainSet.Len(), testSet.Len(), dev.Name(), backend(dev))
 	if n := comm.Size(); n > 1 {
-		fmt.Fprintf(stdout, "data-parallel over %d ranks (MPI), %d compute threads each: global batch %d, learning rate %g × %.4g (%s scaling)\n",
-			n, cpu.Default().Threads(), n*cfg.Train.BatchSize*cfg.Dist.BackwardPassesPerStep,
+		fmt.Fprintf(stdout, "data-parallel over %d ranks (%s), %d compute threads each: global batch %d, learning rate %g × %.4g (%s scaling)\n",
+			n, transport, cpu.Default().Threads(), n*cfg.Train.BatchSize*cfg.Dist.BackwardPassesPerStep,
 			cfg.Optimizer.LR, scaling.Factor(n), scaling)
 	}
 	step := 0

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,6 +123,10 @@ func OpenLibrary(what string, names []string) (uintptr, string, error) {
 		}
 		errs = append(errs, err.Error())
 	}
-	return 0, "", fmt.Errorf("cuda: %s not found (tried %s in %s and the loader's path; set HORA_CUDA_LIBS to the folder that holds it): %s",
-		what, strings.Join(names, ", "), strings.Join(dirs, ":"), strings.Join(errs, "; "))
+	return 0, "", fmt.Errorf("cuda: %s %w (tried %s in %s and the loader's path; set HORA_CUDA_LIBS to the folder that holds it): %s",
+		what, ErrLibraryNotFound, strings.Join(names, ", "), strings.Join(dirs, ":"), strings.Join(errs, "; "))
 }
+
+// ErrLibraryNotFound is wrapped by OpenLibrary's error when no folder and
+// not the dynamic loader has the library.
+var ErrLibraryNotFound = errors.New("not found")

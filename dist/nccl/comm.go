@@ -107,7 +107,10 @@ func newComm(ctx context.Context, base dist.Communicator, dev *cuda.Device, lib 
 	}
 	if flag.(*cpu.Buffer).Int64s()[0] == 0 {
 		reason := "NCCL not found on another rank"
-		if why != nil {
+		switch {
+		case errors.Is(why, cuda.ErrLibraryNotFound):
+			reason = "NCCL not found (HORA_CUDA_LIBS can name its folder)"
+		case why != nil:
 			reason = "NCCL not used (" + why.Error() + ")"
 		}
 		return staged(base, dev, reason+": host staging through the base communicator"), nil
