@@ -188,7 +188,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "empty file",
 			path: "testdata/empty.yaml",
-			want: []string{"testdata/empty.yaml: the file is empty", "seed, device, data"},
+			want: []string{"testdata/empty.yaml: the file is empty", "seed, device, precision, tf32, data"},
 		},
 		{
 			name: "only comments",
@@ -230,7 +230,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "unknown top-level key",
 			yaml: minimalTestYAML + "epochs: 3\n",
-			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, data, model, optimizer, schedule, train, output, dist, timeline, export)`},
+			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, precision, tf32, data, model, optimizer, schedule, train, output, dist, timeline, export)`},
 		},
 		{
 			name: "string for int",
