@@ -52,16 +52,35 @@ func sizeClass(n int) int {
 	return (n + step - 1) / step * step
 }
 
-// alloc returns a block of at least n bytes and its size class.
+// cached returns a cached block of at least n bytes and its size class,
+// or ok false when there is none. It asks nothing of the driver, so it may
+// run on any goroutine.
+func (a *allocator) cached(n int) (p uintptr, size int, ok bool) {
+	size = sizeClass(n)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.takeLocked(size)
+}
+
+func (a *allocator) takeLocked(size int) (uintptr, int, bool) {
+	l := a.free[size]
+	if len(l) == 0 {
+		return 0, 0, false
+	}
+	p := l[len(l)-1]
+	a.free[size] = l[:len(l)-1]
+	a.stats.Cached -= int64(size)
+	a.stats.InUse += int64(size)
+	return p, size, true
+}
+
+// alloc returns a block of at least n bytes and its size class, from the
+// cache or else from the driver (so it runs on the context's goroutine).
 func (a *allocator) alloc(n int) (uintptr, int, error) {
 	size := sizeClass(n)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if l := a.free[size]; len(l) > 0 {
-		p := l[len(l)-1]
-		a.free[size] = l[:len(l)-1]
-		a.stats.Cached -= int64(size)
-		a.stats.InUse += int64(size)
+	if p, size, ok := a.takeLocked(size); ok {
 		return p, size, nil
 	}
 	p, err := a.mem.memAlloc(size)

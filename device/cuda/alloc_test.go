@@ -162,3 +162,19 @@ func TestPackArgs(t *testing.T) {
 	_, err = packArgs(nil, []any{"x"})
 	assert.ErrorContains(t, err, "unsupported type string")
 }
+
+func TestAllocatorCachedNeverCallsTheDriver(t *testing.T) {
+	m := newFakeMemory(0)
+	a := newAllocator(m)
+	_, _, ok := a.cached(1000)
+	assert.False(t, ok, "nothing cached yet")
+	p, c, err := a.alloc(1000)
+	require.NoError(t, err)
+	a.release(p, c)
+	q, c2, ok := a.cached(1000)
+	assert.True(t, ok)
+	assert.Equal(t, p, q)
+	assert.Equal(t, c, c2)
+	assert.Equal(t, 1, m.allocs)
+	assert.Equal(t, int64(c), a.Stats().InUse)
+}

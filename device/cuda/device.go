@@ -315,6 +315,21 @@ func (d *Device) alloc(dt device.DType, n int, zero bool) (*Buffer, error) {
 		return nil, fmt.Errorf("%s: alloc: negative length %d", d.name, n)
 	}
 	b := &Buffer{dev: d, dt: dt, n: n}
+	if d.closed.Load() {
+		return nil, fmt.Errorf("%s: alloc: device is closed", d.name)
+	}
+	// A cached block needs no driver call: the caller need not wait for
+	// the kernels queued before (they run before any use of the block
+	// queued after, on the one stream).
+	if p, class, ok := d.mem.cached(max(n*dt.Size(), 1)); ok {
+		b.ptr, b.class = p, class
+		if zero && n > 0 {
+			d.w.post(func() {
+				d.fail(d.api.check("cuMemsetD8Async", d.api.cuMemsetD8Async(p, 0, uintptr(n*dt.Size()), d.stream)))
+			})
+		}
+		return b, nil
+	}
 	err := d.Do(func() error {
 		p, class, err := d.mem.alloc(max(n*dt.Size(), 1))
 		if err != nil {
