@@ -129,3 +129,19 @@ type AdamHyper struct {
 	Step                               int
 	Decoupled, AMSGrad                 bool
 }
+
+// MultiStepKernels is an optional kernel set of a device whose Kernels()
+// value implements it: the fused optimizer updates of a parameter group
+// (many parameters, one set of hyper-parameters) in one call, so that a
+// GPU launches one kernel per group rather than one per parameter. Each
+// method returns false, changing nothing, when it has no kernel for these
+// buffers (their type, say); callers then update each parameter with
+// FusedKernels. Buffer i of each list has ns[i] elements.
+type MultiStepKernels interface {
+	// SGDSteps is FusedKernels.SGDStep for each params[i] (bufs[i] is
+	// its momentum buffer, or nil).
+	SGDSteps(h SGDHyper, params, grads, bufs []Buffer, ns []int) bool
+	// AdamSteps is FusedKernels.AdamStep without AMSGrad for each
+	// params[i].
+	AdamSteps(h AdamHyper, params, grads, m, v []Buffer, ns []int) bool
+}

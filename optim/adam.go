@@ -111,6 +111,9 @@ func NewAdam(params []*autograd.Param, cfg AdamConfig) (*Adam, error) {
 	o.fused = func(p *autograd.Param, st *paramState) bool {
 		return adamFused(adamParams(o.cfg), o.lr, false, p, st)
 	}
+	o.fusedGroup = func(ps []*autograd.Param, sts []*paramState) bool {
+		return adamFusedGroup(adamParams(o.cfg), o.lr, false, ps, sts)
+	}
 	return o, nil
 }
 
@@ -146,6 +149,9 @@ func NewAdamW(params []*autograd.Param, cfg AdamWConfig) (*AdamW, error) {
 	o.fused = func(p *autograd.Param, st *paramState) bool {
 		return adamFused(adamParams(o.cfg), o.lr, true, p, st)
 	}
+	o.fusedGroup = func(ps []*autograd.Param, sts []*paramState) bool {
+		return adamFusedGroup(adamParams(o.cfg), o.lr, true, ps, sts)
+	}
 	return o, nil
 }
 
@@ -160,13 +166,30 @@ func adamSlots(amsgrad bool) []string {
 	return []string{ExpAvgState, ExpAvgSqState}
 }
 
+// adamHyper returns the device's settings of an Adam step at st's step.
+func adamHyper(c adamParams, lr float64, decoupled bool, st *paramState) device.AdamHyper {
+	return device.AdamHyper{
+		LR: lr, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay,
+		Step: int(st.step), Decoupled: decoupled, AMSGrad: c.AMSGrad,
+	}
+}
+
+// adamFusedGroup runs one Adam (AdamW) step of the parameters ps, all at
+// the same step, with the device's multi-tensor kernel, reporting false
+// when there is none.
+func adamFusedGroup(c adamParams, lr float64, decoupled bool, ps []*autograd.Param, sts []*paramState) bool {
+	if c.AMSGrad {
+		return false
+	}
+	values, grads, bufs := groupTensors(ps, sts, ExpAvgState, ExpAvgSqState)
+	return tensor.AdamSteps(adamHyper(c, lr, decoupled, sts[0]), values, grads, bufs[0], bufs[1])
+}
+
 // adamFused runs one Adam (or, decoupled, AdamW) step of p in place with
 // the device's fused kernel, reporting false when there is none.
 func adamFused(c adamParams, lr float64, decoupled bool, p *autograd.Param, st *paramState) bool {
-	return tensor.AdamStep(device.AdamHyper{
-		LR: lr, Beta1: c.Beta1, Beta2: c.Beta2, Eps: c.Eps, WeightDecay: c.WeightDecay,
-		Step: int(st.step), Decoupled: decoupled, AMSGrad: c.AMSGrad,
-	}, p.Value, p.Grad, st.bufs[ExpAvgState], st.bufs[ExpAvgSqState], st.bufs[MaxExpAvgSqState])
+	return tensor.AdamStep(adamHyper(c, lr, decoupled, st),
+		p.Value, p.Grad, st.bufs[ExpAvgState], st.bufs[ExpAvgSqState], st.bufs[MaxExpAvgSqState])
 }
 
 // adamUpdate is the moment update and step shared by Adam and AdamW, in

@@ -108,6 +108,12 @@ type core struct {
 	// one fused device kernel and reports whether it could; Step falls
 	// back to update when it returns false.
 	fused func(p *autograd.Param, st *paramState) bool
+	// fusedGroup, when set, updates in place, with one call of the
+	// device's multi-tensor kernel, several parameters whose states are
+	// at the same step (so they share every hyper-parameter), and reports
+	// whether it could; Step falls back to fused and update for the
+	// parameters of a group it declines.
+	fusedGroup func(ps []*autograd.Param, sts []*paramState) bool
 }
 
 // newCore checks params and allocates, for each, the state buffers named
@@ -163,12 +169,18 @@ func (c *core) Step() error {
 			return err
 		}
 	}
+	var todo []int
 	for i, p := range c.params {
-		if p.Grad == nil {
-			continue
+		if p.Grad != nil {
+			c.state[i].step++
+			todo = append(todo, i)
 		}
-		st := &c.state[i]
-		st.step++
+	}
+	if c.fusedGroup != nil && c.fused != nil {
+		todo = c.stepGroups(todo)
+	}
+	for _, i := range todo {
+		p, st := c.params[i], &c.state[i]
 		if c.fused != nil && c.fused(p, st) {
 			continue
 		}
@@ -176,6 +188,49 @@ func (c *core) Step() error {
 	}
 	c.steps++
 	return nil
+}
+
+// groupTensors returns the values and gradients of ps and, for each slot
+// named, its state buffer of every parameter.
+func groupTensors(ps []*autograd.Param, sts []*paramState, slots ...string) (values, grads []*tensor.Tensor, bufs [][]*tensor.Tensor) {
+	values, grads = make([]*tensor.Tensor, len(ps)), make([]*tensor.Tensor, len(ps))
+	bufs = make([][]*tensor.Tensor, len(slots))
+	for k := range slots {
+		bufs[k] = make([]*tensor.Tensor, len(ps))
+	}
+	for i, p := range ps {
+		values[i], grads[i] = p.Value, p.Grad
+		for k, s := range slots {
+			bufs[k][i] = sts[i].bufs[s]
+		}
+	}
+	return values, grads, bufs
+}
+
+// stepGroups updates the parameters of todo (indices into params) with
+// fusedGroup, one group per step count, and returns those it did not.
+func (c *core) stepGroups(todo []int) []int {
+	groups := map[int64][]int{}
+	var order []int64
+	for _, i := range todo {
+		s := c.state[i].step
+		if groups[s] == nil {
+			order = append(order, s)
+		}
+		groups[s] = append(groups[s], i)
+	}
+	var left []int
+	for _, s := range order {
+		g := groups[s]
+		ps, sts := make([]*autograd.Param, len(g)), make([]*paramState, len(g))
+		for j, i := range g {
+			ps[j], sts[j] = c.params[i], &c.state[i]
+		}
+		if len(g) < 2 || !c.fusedGroup(ps, sts) {
+			left = append(left, g...)
+		}
+	}
+	return left
 }
 
 // checkGrad reports a gradient or value that does not fit parameter i.

@@ -84,12 +84,19 @@ func NewSGD(params []*autograd.Param, cfg SGDConfig) (*SGD, error) {
 	}
 	o := &SGD{core: c, cfg: cfg}
 	o.update = o.apply
-	o.fused = func(p *autograd.Param, st *paramState) bool {
+	hyper := func(st *paramState) device.SGDHyper {
 		c := o.cfg
-		return tensor.SGDStep(device.SGDHyper{
+		return device.SGDHyper{
 			LR: o.lr, Momentum: c.Momentum, Dampening: c.Dampening, WeightDecay: c.WeightDecay,
 			Nesterov: c.Nesterov, First: st.step == 1,
-		}, p.Value, p.Grad, st.bufs[MomentumBufferState])
+		}
+	}
+	o.fused = func(p *autograd.Param, st *paramState) bool {
+		return tensor.SGDStep(hyper(st), p.Value, p.Grad, st.bufs[MomentumBufferState])
+	}
+	o.fusedGroup = func(ps []*autograd.Param, sts []*paramState) bool {
+		values, grads, bufs := groupTensors(ps, sts, MomentumBufferState)
+		return tensor.SGDSteps(hyper(sts[0]), values, grads, bufs[0])
 	}
 	return o, nil
 }

@@ -290,3 +290,88 @@ func (t *Tensor) SameShape(u *Tensor) bool { return sameDims(t.shape, u.shape) }
 
 // HasShape reports whether t has the given shape.
 func (t *Tensor) HasShape(shape []int) bool { return sameDims(t.shape, shape) }
+
+// multiStep returns the device's MultiStepKernels when every tensor of
+// the lists (nil entries aside) is dense, of one float type and on one
+// device, and the lists have the lengths and shapes of params.
+func multiStep(params []*Tensor, others ...[]*Tensor) device.MultiStepKernels {
+	if len(params) == 0 {
+		return nil
+	}
+	mk, ok := params[0].kernels().(device.MultiStepKernels)
+	if !ok {
+		return nil
+	}
+	p0 := params[0]
+	for _, list := range append([][]*Tensor{params}, others...) {
+		if len(list) != len(params) {
+			return nil
+		}
+		for i, t := range list {
+			if t == nil {
+				continue
+			}
+			if !t.IsContiguous() || t.DType() != p0.DType() || t.Device() != p0.Device() || !t.DType().IsFloat() || !sameShape(t, params[i]) {
+				return nil
+			}
+		}
+	}
+	return mk
+}
+
+// buffers returns the buffers of ts and their element counts (nil and 0
+// for a nil tensor).
+func buffers(ts []*Tensor) ([]device.Buffer, []int) {
+	bs, ns := make([]device.Buffer, len(ts)), make([]int, len(ts))
+	for i, t := range ts {
+		if t != nil {
+			bs[i], ns[i] = t.buf, t.Len()
+		}
+	}
+	return bs, ns
+}
+
+// SGDSteps updates every params[i] in place with one SGD step, as SGDStep
+// does, in one call of the device's multi-tensor kernel (a GPU launches one
+// kernel for the group). bufs[i] is params[i]'s momentum buffer (nil
+// without momentum). It returns false, changing nothing, when the device
+// has no such kernel for these tensors.
+func SGDSteps(h device.SGDHyper, params, grads, bufs []*Tensor) bool {
+	mk := multiStep(params, grads, bufs)
+	if mk == nil {
+		return false
+	}
+	for i := range params {
+		if grads[i] == nil || (h.Momentum != 0 && bufs[i] == nil) {
+			return false
+		}
+	}
+	pb, ns := buffers(params)
+	gb, _ := buffers(grads)
+	bb, _ := buffers(bufs)
+	return mk.SGDSteps(h, pb, gb, bb, ns)
+}
+
+// AdamSteps updates every params[i] in place with one Adam (AdamW) step
+// without AMSGrad, as AdamStep does, in one call of the device's
+// multi-tensor kernel. It returns false, changing nothing, when the device
+// has no such kernel for these tensors.
+func AdamSteps(h device.AdamHyper, params, grads, m, v []*Tensor) bool {
+	if h.AMSGrad {
+		return false
+	}
+	mk := multiStep(params, grads, m, v)
+	if mk == nil {
+		return false
+	}
+	for i := range params {
+		if grads[i] == nil || m[i] == nil || v[i] == nil {
+			return false
+		}
+	}
+	pb, ns := buffers(params)
+	gb, _ := buffers(grads)
+	mb, _ := buffers(m)
+	vb, _ := buffers(v)
+	return mk.AdamSteps(h, pb, gb, mb, vb, ns)
+}

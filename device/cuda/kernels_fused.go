@@ -130,8 +130,26 @@ const (
 func (k *kernels) SGDStep(h device.SGDHyper, param, grad, buf device.Buffer, n int) {
 	sfx := floatSuffix("SGDStep", param)
 	noHalf("SGDStep", grad, buf)
+	flags := sgdFlags(h, sfx == "f64")
+	if flags&sgdMomentum == 0 {
+		buf = nil
+	}
+	if sfx == "f32" {
+		a := sgdArgs32(h, flags)
+		k.launch1D("sgd_step_f32", n, param, grad, buf, int64(n), a.wd, a.mom, a.omd, a.neglr, a.flags)
+		return
+	}
+	if h.WeightDecay != 0 {
+		flags |= sgdWD
+	}
+	k.launch1D("sgd_step_f64", n, param, grad, buf, int64(n), h.LR, h.Momentum, 1-h.Dampening, h.WeightDecay, flags)
+}
+
+// sgdFlags returns the momentum flags of an SGD step: none when the
+// momentum is 0 (in float32 when not wide).
+func sgdFlags(h device.SGDHyper, wide bool) int32 {
 	var flags int32
-	if h.Momentum != 0 && (sfx == "f64" || float32(h.Momentum) != 0) {
+	if h.Momentum != 0 && (wide || float32(h.Momentum) != 0) {
 		flags |= sgdMomentum
 		if h.First {
 			flags |= sgdFirst
@@ -139,22 +157,24 @@ func (k *kernels) SGDStep(h device.SGDHyper, param, grad, buf device.Buffer, n i
 		if h.Nesterov {
 			flags |= sgdNesterov
 		}
-	} else {
-		buf = nil
 	}
-	if sfx == "f32" {
-		wd, mom, lr := float32(h.WeightDecay), float32(h.Momentum), float32(h.LR)
-		if wd != 0 {
-			flags |= sgdWD
-		}
-		omd := float32(1 - decimal(float32(h.Dampening)))
-		k.launch1D("sgd_step_f32", n, param, grad, buf, int64(n), wd, mom, omd, -lr, flags)
-		return
+	return flags
+}
+
+// sgd32 holds the float32 arguments of sgd_step_f32 and sgd_multi_f32.
+type sgd32 struct {
+	wd, mom, omd, neglr float32
+	flags               int32
+}
+
+// sgdArgs32 returns them for h, adding the weight-decay flag to flags.
+func sgdArgs32(h device.SGDHyper, flags int32) sgd32 {
+	a := sgd32{wd: float32(h.WeightDecay), mom: float32(h.Momentum), neglr: -float32(h.LR), flags: flags}
+	if a.wd != 0 {
+		a.flags |= sgdWD
 	}
-	if h.WeightDecay != 0 {
-		flags |= sgdWD
-	}
-	k.launch1D("sgd_step_f64", n, param, grad, buf, int64(n), h.LR, h.Momentum, 1-h.Dampening, h.WeightDecay, flags)
+	a.omd = float32(1 - decimal(float32(h.Dampening)))
+	return a
 }
 
 // The flags of adam_step_gen (kernels/fused.cu ADAM_*).
@@ -171,19 +191,8 @@ func (k *kernels) AdamStep(h device.AdamHyper, param, grad, m, v, maxV device.Bu
 	sfx := floatSuffix("AdamStep", param)
 	noHalf("AdamStep", grad, m, v, maxV)
 	if sfx == "f32" && maxV == nil {
-		lr32, b1, b2 := float32(h.LR), float32(h.Beta1), float32(h.Beta2)
-		b1d, b2d, lrd := decimal(b1), decimal(b2), decimal(lr32)
-		bc1 := 1 - math.Pow(b1d, float64(h.Step))
-		bc2 := 1 - math.Pow(b2d, float64(h.Step))
-		wd, l2 := float32(1), int32(0)
-		switch wd32 := float32(h.WeightDecay); {
-		case h.Decoupled:
-			wd = float32(1 - lrd*decimal(wd32))
-		case wd32 != 0:
-			wd, l2 = wd32, 1
-		}
-		k.launch1D("adam_step_f32", n, param, grad, m, v, int64(n), b1, float32(1-b1d), b2, float32(1-b2d),
-			float32(math.Sqrt(bc2)), float32(h.Eps), float32(-(lrd / bc1)), wd, l2)
+		a := adamArgs32(h)
+		k.launch1D("adam_step_f32", n, param, grad, m, v, int64(n), a.b1, a.omb1, a.b2, a.omb2, a.bc2sqrt, a.eps, a.negstep, a.wd, a.l2)
 		return
 	}
 	t := float64(h.Step)
@@ -200,6 +209,30 @@ func (k *kernels) AdamStep(h device.AdamHyper, param, grad, m, v, maxV device.Bu
 	k.launch1D("adam_step_gen_"+sfx, n, param, grad, m, v, maxV, int64(n),
 		scalar(dt, h.LR/bc1), scalar(dt, math.Sqrt(bc2)), scalar(dt, h.Beta1), scalar(dt, h.Beta2), scalar(dt, h.Eps),
 		scalar(dt, 1-h.Beta1), scalar(dt, 1-h.Beta2), scalar(dt, 1-h.LR*h.WeightDecay), scalar(dt, h.WeightDecay), flags)
+}
+
+// adam32 holds the float32 arguments of adam_step_f32 and adam_multi_f32.
+type adam32 struct {
+	b1, omb1, b2, omb2, bc2sqrt, eps, negstep, wd float32
+	l2                                            int32
+}
+
+// adamArgs32 returns them for h, computed as the CPU's vectorised Adam
+// does (PyTorch's float64 scalar arithmetic).
+func adamArgs32(h device.AdamHyper) adam32 {
+	lr32, b1, b2 := float32(h.LR), float32(h.Beta1), float32(h.Beta2)
+	b1d, b2d, lrd := decimal(b1), decimal(b2), decimal(lr32)
+	bc1 := 1 - math.Pow(b1d, float64(h.Step))
+	bc2 := 1 - math.Pow(b2d, float64(h.Step))
+	a := adam32{b1: b1, omb1: float32(1 - b1d), b2: b2, omb2: float32(1 - b2d), bc2sqrt: float32(math.Sqrt(bc2)),
+		eps: float32(h.Eps), negstep: float32(-(lrd / bc1)), wd: 1}
+	switch wd32 := float32(h.WeightDecay); {
+	case h.Decoupled:
+		a.wd = float32(1 - lrd*decimal(wd32))
+	case wd32 != 0:
+		a.wd, a.l2 = wd32, 1
+	}
+	return a
 }
 
 // decimal widens a float32 hyperparameter to the float64 nearest its

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hora-dl/hora/autograd"
@@ -101,4 +102,60 @@ func TestTrainingMatchesCPU(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGroupStepsEqualPerParameterSteps updates 40 parameters of assorted
+// sizes (more than one launch's 32, an empty one among them) with the
+// multi-tensor kernels and with one kernel each: the results must be
+// identical, for SGD with momentum and for AdamW.
+func TestGroupStepsEqualPerParameterSteps(t *testing.T) {
+	gpu := gpuOrSkip(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	random := func(n int) *tensor.Tensor {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		v, err := tensor.FromSlice(gpu, x, n)
+		require.NoError(t, err)
+		return v
+	}
+	const count = 40
+	var ps, gs, bufs, ms, vs []*tensor.Tensor
+	for i := 0; i < count; i++ {
+		n := (i*37)%300 + 1
+		if i == 7 {
+			n = 0
+		}
+		ps, gs, bufs = append(ps, random(n)), append(gs, random(n)), append(bufs, random(n))
+		ms, vs = append(ms, random(n)), append(vs, random(n).Abs())
+	}
+	clone := func(ts []*tensor.Tensor) []*tensor.Tensor {
+		out := make([]*tensor.Tensor, len(ts))
+		for i, x := range ts {
+			out[i] = x.Clone()
+		}
+		return out
+	}
+	p2, b2, m2, v2 := clone(ps), clone(bufs), clone(ms), clone(vs)
+
+	sgd := device.SGDHyper{LR: 0.1, Momentum: 0.9, Dampening: 0.1, WeightDecay: 1e-4, Nesterov: true}
+	require.True(t, tensor.SGDSteps(sgd, ps, gs, bufs))
+	for i := range p2 {
+		require.True(t, tensor.SGDStep(sgd, p2[i], gs[i], b2[i]))
+	}
+	adam := device.AdamHyper{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 3, Decoupled: true}
+	require.True(t, tensor.AdamSteps(adam, ps, gs, ms, vs))
+	for i := range p2 {
+		require.True(t, tensor.AdamStep(adam, p2[i], gs[i], m2[i], v2[i], nil))
+	}
+	for i := range ps {
+		require.Equal(t, p2[i].Float32s(), ps[i].Float32s(), "parameter %d", i)
+		require.Equal(t, b2[i].Float32s(), bufs[i].Float32s(), "momentum %d", i)
+		require.Equal(t, m2[i].Float32s(), ms[i].Float32s(), "m %d", i)
+		require.Equal(t, v2[i].Float32s(), vs[i].Float32s(), "v %d", i)
+	}
+	// Float64 has no multi-tensor kernel: the caller is told so.
+	p64 := []*tensor.Tensor{ps[0].Cast(device.Float64)}
+	assert.False(t, tensor.SGDSteps(device.SGDHyper{LR: 0.1}, p64, []*tensor.Tensor{gs[0].Cast(device.Float64)}, []*tensor.Tensor{nil}))
 }

@@ -278,31 +278,38 @@ __device__ __forceinline__ float hora_mul32(float x, float y) { return (float)((
 #define SGD_FIRST 4
 #define SGD_NESTEROV 8
 
-// sgd_step_f32 is torch.optim.SGD's update in PyTorch's float32 order of
-// operations (device/cpu/internal/vec sgdGo): wd, mom, omd = 1-dampening
-// and neglr = -lr as float32.
+// sgd_elem_f32 is torch.optim.SGD's update of element i in PyTorch's
+// float32 order of operations (device/cpu/internal/vec sgdGo): wd, mom,
+// omd = 1-dampening and neglr = -lr as float32.
+__device__ __forceinline__ void sgd_elem_f32(float* p, const float* g, float* buf, long long i, float wd, float mom,
+                                             float omd, float neglr, int flags)
+{
+    float pi = p[i], gi = g[i];
+    if (flags & SGD_WD) {
+        gi = hora_fma32(pi, wd, gi);
+    }
+    if (flags & SGD_MOMENTUM) {
+        float b = gi;
+        if (!(flags & SGD_FIRST)) {
+            b = hora_fma32(gi, omd, hora_mul32(buf[i], mom));
+        }
+        buf[i] = b;
+        if (flags & SGD_NESTEROV) {
+            gi = hora_fma32(b, mom, gi);
+        } else {
+            gi = b;
+        }
+    }
+    p[i] = hora_fma32(gi, neglr, pi);
+}
+
+// sgd_step_f32 updates one float32 parameter (sgd_elem_f32).
 extern "C" __global__ void sgd_step_f32(float* p, const float* g, float* buf, long long n, float wd, float mom,
                                         float omd, float neglr, int flags)
 {
     HORA_LOOP(i, n)
     {
-        float pi = p[i], gi = g[i];
-        if (flags & SGD_WD) {
-            gi = hora_fma32(pi, wd, gi);
-        }
-        if (flags & SGD_MOMENTUM) {
-            float b = gi;
-            if (!(flags & SGD_FIRST)) {
-                b = hora_fma32(gi, omd, hora_mul32(buf[i], mom));
-            }
-            buf[i] = b;
-            if (flags & SGD_NESTEROV) {
-                gi = hora_fma32(b, mom, gi);
-            } else {
-                gi = b;
-            }
-        }
-        p[i] = hora_fma32(gi, neglr, pi);
+        sgd_elem_f32(p, g, buf, i, wd, mom, omd, neglr, flags);
     }
 }
 
@@ -330,28 +337,37 @@ extern "C" __global__ void sgd_step_f64(double* p, const double* g, double* buf,
     }
 }
 
-// adam_step_f32 is torch.optim.Adam's (AdamW's) update in PyTorch's
-// float32 order of operations, without AMSGrad (device/cpu/internal/vec
-// adamGo): l2 = 1 adds wd·param to the gradient, else param is scaled by
-// wd (1 - lr·weight_decay for AdamW, 1 for no decay).
+// adam_elem_f32 is torch.optim.Adam's (AdamW's) update of element i in
+// PyTorch's float32 order of operations, without AMSGrad
+// (device/cpu/internal/vec adamGo): l2 = 1 adds wd·param to the gradient,
+// else param is scaled by wd (1 - lr·weight_decay for AdamW, 1 for no
+// decay).
+__device__ __forceinline__ void adam_elem_f32(float* p, const float* g, float* m, float* v, long long i, float b1,
+                                              float omb1, float b2, float omb2, float bc2sqrt, float eps,
+                                              float negstep, float wd, int l2)
+{
+    float pi = p[i], gi = g[i];
+    if (l2) {
+        gi = hora_fma32(pi, wd, gi);
+    } else {
+        pi = hora_mul32(pi, wd);
+    }
+    float mi = hora_fma32(gi, omb1, hora_mul32(m[i], b1));
+    m[i] = mi;
+    float vi = hora_mul32(v[i], b2) + hora_mul32(hora_mul32(omb2, gi), gi);
+    v[i] = vi;
+    float d = sqrtf(vi) / bc2sqrt + eps;
+    p[i] = pi + hora_mul32(negstep, mi) / d;
+}
+
+// adam_step_f32 updates one float32 parameter (adam_elem_f32).
 extern "C" __global__ void adam_step_f32(float* p, const float* g, float* m, float* v, long long n, float b1,
                                          float omb1, float b2, float omb2, float bc2sqrt, float eps, float negstep,
                                          float wd, int l2)
 {
     HORA_LOOP(i, n)
     {
-        float pi = p[i], gi = g[i];
-        if (l2) {
-            gi = hora_fma32(pi, wd, gi);
-        } else {
-            pi = hora_mul32(pi, wd);
-        }
-        float mi = hora_fma32(gi, omb1, hora_mul32(m[i], b1));
-        m[i] = mi;
-        float vi = hora_mul32(v[i], b2) + hora_mul32(hora_mul32(omb2, gi), gi);
-        v[i] = vi;
-        float d = sqrtf(vi) / bc2sqrt + eps;
-        p[i] = pi + hora_mul32(negstep, mi) / d;
+        adam_elem_f32(p, g, m, v, i, b1, omb1, b2, omb2, bc2sqrt, eps, negstep, wd, l2);
     }
 }
 
@@ -392,3 +408,51 @@ extern "C" __global__ void adam_step_f32(float* p, const float* g, float* m, flo
 
 HORA_ADAM_GEN(f32, float)
 HORA_ADAM_GEN(f64, double)
+
+// Multi-tensor updates: one launch updates up to HORA_MULTI parameters of
+// a group (same hyper-parameters), block row blockIdx.y for tensor
+// blockIdx.y, its blocks striding over that tensor's elements.
+#define HORA_MULTI 32
+
+// MultiTensor lists the tensors of one launch (Go: multiTensorArg): the
+// element counts and the addresses of the parameters, gradients and two
+// state buffers (momentum; or Adam's m and v), 0 where unused.
+struct MultiTensor {
+    long long n[HORA_MULTI];
+    long long p[HORA_MULTI];
+    long long g[HORA_MULTI];
+    long long a[HORA_MULTI];
+    long long b[HORA_MULTI];
+    int count;
+    int pad;
+};
+
+// sgd_multi_f32 is sgd_step_f32 over the tensors of t.
+extern "C" __global__ void sgd_multi_f32(MultiTensor t, float wd, float mom, float omd, float neglr, int flags)
+{
+    int k = blockIdx.y;
+    if (k >= t.count) return;
+    float* p = (float*)t.p[k];
+    const float* g = (const float*)t.g[k];
+    float* buf = (float*)t.a[k];
+    long long n = t.n[k];
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x) {
+        sgd_elem_f32(p, g, buf, i, wd, mom, omd, neglr, flags);
+    }
+}
+
+// adam_multi_f32 is adam_step_f32 over the tensors of t.
+extern "C" __global__ void adam_multi_f32(MultiTensor t, float b1, float omb1, float b2, float omb2, float bc2sqrt,
+                                          float eps, float negstep, float wd, int l2)
+{
+    int k = blockIdx.y;
+    if (k >= t.count) return;
+    float* p = (float*)t.p[k];
+    const float* g = (const float*)t.g[k];
+    float* m = (float*)t.a[k];
+    float* v = (float*)t.b[k];
+    long long n = t.n[k];
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)blockDim.x * gridDim.x) {
+        adam_elem_f32(p, g, m, v, i, b1, omb1, b2, omb2, bc2sqrt, eps, negstep, wd, l2);
+    }
+}
