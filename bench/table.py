@@ -79,18 +79,14 @@ def loadavg():
         return "?"
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("-repeat", type=int, default=1)
-    ap.add_argument("files", nargs="+")
-    args = ap.parse_args()
-
-    values = {}  # (framework, workload) -> [values]
-    units = {}
-    compare = {}  # pytorch workload -> hora workload
-    order = []  # workloads in order of first appearance
-    infos = {}
-    for path in args.files:
+def load(paths):
+    """Reads the JSON lines of the files: the values of each (framework,
+    workload), each workload's unit, the PyTorch workloads compared with a
+    Hora one (workload -> hora_workload), the workloads in order of first
+    appearance, and the info lines ((framework, info) -> value)."""
+    values = {}
+    units, compare, order, infos = {}, {}, [], {}
+    for path in paths:
         with open(path) as f:
             for n, line in enumerate(f, 1):
                 line = line.strip()
@@ -110,6 +106,29 @@ def main():
                     compare[w] = r["hora_workload"]
                 if w not in order:
                     order.append(w)
+    return values, units, compare, order, infos
+
+
+def row_order(order, compare):
+    """Hora's workloads in the order measured, each followed by the
+    PyTorch-only rows that compare with it."""
+    rows = [w for w in order if w not in compare]
+    for w in order:
+        if w in compare:
+            at = rows.index(compare[w]) + 1 if compare[w] in rows else len(rows)
+            while at < len(rows) and rows[at] in compare:
+                at += 1
+            rows.insert(at, w)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-repeat", type=int, default=1)
+    ap.add_argument("files", nargs="+")
+    args = ap.parse_args()
+
+    values, units, compare, order, infos = load(args.files)
 
     def median(fw, w):
         v = values.get((fw, w))
@@ -122,15 +141,7 @@ def main():
     print()
     print(f"| workload | unit | Hora | PyTorch | Hora/PyTorch | target |")
     print("|---|---|---|---|---|---|")
-    # Hora's workloads first, in the order measured, each followed by the
-    # PyTorch-only rows that compare with it.
-    rows = [w for w in order if w not in compare]
-    for w in order:
-        if w in compare:
-            at = rows.index(compare[w]) + 1 if compare[w] in rows else len(rows)
-            while at < len(rows) and rows[at] in compare:
-                at += 1
-            rows.insert(at, w)
+    rows = row_order(order, compare)
     failed = 0
     for w in rows:
         unit = units[w]

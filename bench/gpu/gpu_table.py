@@ -11,10 +11,13 @@ The lines are those of bench/table.py: {"framework", "workload", "unit",
 the CPU benchmark's targets; these are the GPU issue's.
 """
 import argparse
-import json
+import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from table import load, row_order  # noqa: E402  (bench/table.py)
 
 # The issue's targets: Hora/PyTorch >= x for the workloads whose name
 # matches (the full sizes only, so that a -small run meets none).
@@ -41,32 +44,6 @@ def fmt(value, unit):
     return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
 
 
-def load(paths):
-    values = {}  # (framework, workload) -> [values]
-    units, compare, order, infos = {}, {}, [], {}
-    for path in paths:
-        with open(path) as f:
-            for n, line in enumerate(f, 1):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError as e:
-                    sys.exit(f"{path}:{n}: {e}: {line!r}")
-                if "info" in r:
-                    infos[(r["framework"], r["info"])] = r["value"]
-                    continue
-                w = r["workload"]
-                values.setdefault((r["framework"], w), []).append(r["value"])
-                units[w] = r["unit"]
-                if "hora_workload" in r:
-                    compare[w] = r["hora_workload"]
-                if w not in order:
-                    order.append(w)
-    return values, units, compare, order, infos
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("-repeat", type=int, default=1)
@@ -85,15 +62,7 @@ def main(argv=None):
     print()
     print("| workload | unit | Hora | PyTorch | Hora/PyTorch | target |")
     print("|---|---|---|---|---|---|")
-    # Hora's workloads in the order measured, each followed by the
-    # PyTorch rows compared with it.
-    rows = [w for w in order if w not in compare]
-    for w in order:
-        if w in compare:
-            at = rows.index(compare[w]) + 1 if compare[w] in rows else len(rows)
-            while at < len(rows) and rows[at] in compare:
-                at += 1
-            rows.insert(at, w)
+    rows = row_order(order, compare)
     missed = 0
     for w in rows:
         unit = units[w]
