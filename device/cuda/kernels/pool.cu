@@ -63,6 +63,20 @@ __device__ __forceinline__ void hora_cover(int h, int k, int s, int pad, int out
     *hi = u + 1;
 }
 
+// hora_pool_window finds, for input element e (flat over n·c·h·w), its
+// plane, its position in the plane, and the output rows [i0, i1) and
+// columns [j0, j1) whose windows cover it.
+__device__ __forceinline__ void hora_pool_window(PoolShape p, long long e, long long* plane, long long* at, int* i0,
+                                                 int* i1, int* j0, int* j1)
+{
+    long long hw = (long long)p.h * p.w;
+    *plane = e / hw;
+    *at = e - *plane * hw;
+    int h = (int)(*at / p.w), w = (int)(*at - (long long)h * p.w);
+    hora_cover(h, p.kh, p.sh, p.ph, p.oh, i0, i1);
+    hora_cover(w, p.kw, p.sw, p.pw, p.ow, j0, j1);
+}
+
 // maxpool_grad sets each dx element to the sum of the dy whose recorded
 // maximum it is.
 #define HORA_MAXPOOL_GRAD(SUF, T)                                                                              \
@@ -73,11 +87,9 @@ __device__ __forceinline__ void hora_cover(int h, int k, int s, int pad, int out
         long long total = (long long)p.n * p.c * hw;                                                           \
         HORA_LOOP(e, total)                                                                                    \
         {                                                                                                      \
-            long long plane = e / hw, at = e - plane * hw;                                                     \
-            int h = (int)(at / p.w), w = (int)(at - (long long)h * p.w);                                       \
+            long long plane, at;                                                                               \
             int i0, i1, j0, j1;                                                                                \
-            hora_cover(h, p.kh, p.sh, p.ph, p.oh, &i0, &i1);                                                   \
-            hora_cover(w, p.kw, p.sw, p.pw, p.ow, &j0, &j1);                                                   \
+            hora_pool_window(p, e, &plane, &at, &i0, &i1, &j0, &j1);                                           \
             const T* g = dy + plane * ohw;                                                                     \
             const long long* a = arg + plane * ohw;                                                            \
             T acc = 0;                                                                                         \
@@ -144,11 +156,9 @@ HORA_AVGPOOL(f64, double)
         long long total = (long long)p.n * p.c * hw;                                                           \
         HORA_LOOP(e, total)                                                                                    \
         {                                                                                                      \
-            long long plane = e / hw, at = e - plane * hw;                                                     \
-            int h = (int)(at / p.w), w = (int)(at - (long long)h * p.w);                                       \
+            long long plane, at;                                                                               \
             int i0, i1, j0, j1;                                                                                \
-            hora_cover(h, p.kh, p.sh, p.ph, p.oh, &i0, &i1);                                                   \
-            hora_cover(w, p.kw, p.sw, p.pw, p.ow, &j0, &j1);                                                   \
+            hora_pool_window(p, e, &plane, &at, &i0, &i1, &j0, &j1);                                           \
             const T* g = dy + plane * ohw;                                                                     \
             T acc = 0;                                                                                         \
             for (int i = i0; i < i1; i++) {                                                                    \
