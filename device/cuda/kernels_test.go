@@ -12,6 +12,7 @@ import (
 
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu"
+	"github.com/hora-dl/hora/device/devicetest"
 )
 
 // These tests check the kernels that device/devicetest does not (the
@@ -47,7 +48,7 @@ func (e *pairEnv) put(dt device.DType, vals []float64) twin {
 	for i, dev := range []device.Device{e.cpu, e.gpu} {
 		b, err := dev.Alloc(dt, len(vals))
 		require.NoError(e.t, err)
-		require.NoError(e.t, dev.Write(b, hostOf(dt, vals)))
+		require.NoError(e.t, dev.Write(b, devicetest.HostSlice(dt, vals)))
 		e.t.Cleanup(b.Free)
 		if i == 0 {
 			tw.c = b
@@ -79,7 +80,7 @@ func (e *pairEnv) garbage(dt device.DType, n int) twin {
 // same checks that tw holds the same values on both devices.
 func (e *pairEnv) same(tw twin, what string, args ...any) {
 	e.t.Helper()
-	want, got := readAll(e.t, e.cpu, tw.c), readAll(e.t, e.gpu, tw.g)
+	want, got := devicetest.Download(e.t, e.cpu, tw.c), devicetest.Download(e.t, e.gpu, tw.g)
 	rtol := 1e-12
 	if tw.c.DType() == device.Float32 {
 		rtol = 2e-6
@@ -104,46 +105,6 @@ func (e *pairEnv) same(tw twin, what string, args ...any) {
 	if bad > 5 {
 		e.t.Errorf("%s: %d of %d values differ", fmt.Sprintf(what, args...), bad, len(want))
 	}
-}
-
-func hostOf(dt device.DType, vals []float64) any {
-	switch dt {
-	case device.Float32:
-		s := make([]float32, len(vals))
-		for i, v := range vals {
-			s[i] = float32(v)
-		}
-		return s
-	case device.Int64:
-		s := make([]int64, len(vals))
-		for i, v := range vals {
-			s[i] = int64(v)
-		}
-		return s
-	}
-	return append([]float64(nil), vals...)
-}
-
-func readAll(t *testing.T, dev device.Device, b device.Buffer) []float64 {
-	t.Helper()
-	out := make([]float64, b.Len())
-	switch b.DType() {
-	case device.Float32:
-		s := make([]float32, b.Len())
-		require.NoError(t, dev.Read(s, b))
-		for i, v := range s {
-			out[i] = float64(v)
-		}
-	case device.Int64:
-		s := make([]int64, b.Len())
-		require.NoError(t, dev.Read(s, b))
-		for i, v := range s {
-			out[i] = float64(v)
-		}
-	default:
-		require.NoError(t, dev.Read(out, b))
-	}
-	return out
 }
 
 var testFloatTypes = []device.DType{device.Float32, device.Float64}

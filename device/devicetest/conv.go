@@ -102,7 +102,7 @@ func TestConv2D(t *testing.T, dev device.Device) {
 				oh, ow := p.OutH(), p.OutW()
 				nx, nw, ny := p.N*p.C*p.H*p.W, p.OutC*(p.C/p.Groups)*p.KH*p.KW, p.N*p.OutC*oh*ow
 				xv, wv, dyv := randFloats(rng, nx, -1, 1), randFloats(rng, nw, -1, 1), randFloats(rng, ny, -1, 1)
-				x, w, dy := upload(t, dev, dt, xv), upload(t, dev, dt, wv), upload(t, dev, dt, dyv)
+				x, w, dy := Upload(t, dev, dt, xv), Upload(t, dev, dt, wv), Upload(t, dev, dt, dyv)
 
 				wantY, magY := make([]float64, ny), make([]float64, ny)
 				wantDX, magDX := make([]float64, nx), make([]float64, nx)
@@ -116,19 +116,19 @@ func TestConv2D(t *testing.T, dev device.Device) {
 					magDW[wi] += math.Abs(dyv[yi] * xv[xi])
 				})
 
-				y := upload(t, dev, dt, sentinel(ny))
+				y := Upload(t, dev, dt, sentinel(ny))
 				k.Conv2D(p, y, x, w)
-				gotY := download(t, dev, y)
+				gotY := Download(t, dev, y)
 				checkClose(t, dt, gotY, wantY, magY, "Conv2D %+v", p)
 
-				dx := upload(t, dev, dt, sentinel(nx))
+				dx := Upload(t, dev, dt, sentinel(nx))
 				k.Conv2DGradInput(p, dx, dy, w)
-				gotDX := download(t, dev, dx)
+				gotDX := Download(t, dev, dx)
 				checkClose(t, dt, gotDX, wantDX, magDX, "Conv2DGradInput %+v", p)
 
-				dw := upload(t, dev, dt, sentinel(nw))
+				dw := Upload(t, dev, dt, sentinel(nw))
 				k.Conv2DGradWeight(p, dw, dy, x)
-				gotDW := download(t, dev, dw)
+				gotDW := Download(t, dev, dw)
 				checkClose(t, dt, gotDW, wantDW, magDW, "Conv2DGradWeight %+v", p)
 
 				// Adjoint identities, from the device's own results.
@@ -146,10 +146,10 @@ func TestConv2D(t *testing.T, dev device.Device) {
 	t.Run("N0", func(t *testing.T) {
 		for _, dt := range floatTypes {
 			pp := p(0, 2, 4, 4, 3, 3, 3, 1, 1, 0, 0, 1, 1, 1)
-			x, dy := upload(t, dev, dt, nil), upload(t, dev, dt, nil)
-			dw := upload(t, dev, dt, sentinel(3*2*9))
+			x, dy := Upload(t, dev, dt, nil), Upload(t, dev, dt, nil)
+			dw := Upload(t, dev, dt, sentinel(3*2*9))
 			k.Conv2DGradWeight(pp, dw, dy, x)
-			checkEqual(t, download(t, dev, dw), make([]float64, 3*2*9), "Conv2DGradWeight with N=0 on %v", dt)
+			checkEqual(t, Download(t, dev, dw), make([]float64, 3*2*9), "Conv2DGradWeight with N=0 on %v", dt)
 		}
 	})
 }

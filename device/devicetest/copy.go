@@ -57,10 +57,10 @@ func TestCopy(t *testing.T, dev device.Device) {
 							srcVals[i] = -100 + 200*rng.Float64()
 						}
 					}
-					src := upload(t, dev, sdt, srcVals)
-					stored := download(t, dev, src)
+					src := Upload(t, dev, sdt, srcVals)
+					stored := Download(t, dev, src)
 					dstInit := sentinel(span(tc.dl) + 2)
-					dst := upload(t, dev, ddt, dstInit)
+					dst := Upload(t, dev, ddt, dstInit)
 					want := make([]float64, len(dstInit))
 					for i, v := range dstInit {
 						want[i] = roundTo(ddt, v)
@@ -69,8 +69,8 @@ func TestCopy(t *testing.T, dev device.Device) {
 						want[at(tc.dl, idx)] = roundTo(ddt, stored[at(tc.sl, idx)])
 					})
 					k.Copy(dst, tc.dl, src, tc.sl)
-					checkEqual(t, download(t, dev, dst), want, "Copy %v %v to %v %v", sdt, tc.sl, ddt, tc.dl)
-					checkEqual(t, download(t, dev, src), stored, "Copy changed its source")
+					checkEqual(t, Download(t, dev, dst), want, "Copy %v %v to %v %v", sdt, tc.sl, ddt, tc.dl)
+					checkEqual(t, Download(t, dev, src), stored, "Copy changed its source")
 				})
 			}
 		}
@@ -108,12 +108,12 @@ func testHalfRounding(t *testing.T, dev device.Device) {
 			{"step", layout([]int{len(vals)}, []int{2}, 1)},
 		} {
 			t.Run(sdt.String()+"/"+tc.name, func(t *testing.T) {
-				src := upload(t, dev, sdt, vals)
-				stored := download(t, dev, src)
+				src := Upload(t, dev, sdt, vals)
+				stored := Download(t, dev, src)
 				sl := dense(0, len(vals))
-				h := upload(t, dev, device.Float16, sentinel(span(tc.hl)))
+				h := Upload(t, dev, device.Float16, sentinel(span(tc.hl)))
 				k.Copy(h, tc.hl, src, sl)
-				got := download(t, dev, h)
+				got := Download(t, dev, h)
 				want := make([]float64, len(vals))
 				gotView := make([]float64, len(vals))
 				for i, v := range stored {
@@ -127,10 +127,10 @@ func testHalfRounding(t *testing.T, dev device.Device) {
 
 				// And back: float16 to every type is exact (int64 truncates).
 				for _, ddt := range allTypes {
-					back := upload(t, dev, ddt, make([]float64, len(vals)))
+					back := Upload(t, dev, ddt, make([]float64, len(vals)))
 					k.Copy(back, sl, h, tc.hl)
 					wantBack := make([]float64, len(vals))
-					gotBack := download(t, dev, back)
+					gotBack := Download(t, dev, back)
 					for i, v := range want {
 						switch {
 						case ddt == device.Int64 && (math.IsInf(v, 0) || math.IsNaN(v)):

@@ -69,12 +69,13 @@ func roundTo(dt device.DType, v float64) float64 {
 	return v
 }
 
-// upload allocates a buffer of type dt holding vals (converted to dt).
-func upload(t testing.TB, dev device.Device, dt device.DType, vals []float64) device.Buffer {
+// Upload allocates a buffer of type dt on dev holding vals (converted
+// to dt), freed when the test ends.
+func Upload(t testing.TB, dev device.Device, dt device.DType, vals []float64) device.Buffer {
 	t.Helper()
 	b, err := dev.Alloc(dt, len(vals))
 	require.NoError(t, err, "Alloc(%v, %d)", dt, len(vals))
-	src := hostSlice(dt, vals)
+	src := HostSlice(dt, vals)
 	if src == nil {
 		t.Fatalf("upload: unsupported %v", dt)
 	}
@@ -83,9 +84,9 @@ func upload(t testing.TB, dev device.Device, dt device.DType, vals []float64) de
 	return b
 }
 
-// hostSlice converts vals to the host slice type of dt ([]uint16 of
+// HostSlice converts vals to the host slice type of dt ([]uint16 of
 // binary16 bits for Float16), or returns nil for an unknown type.
-func hostSlice(dt device.DType, vals []float64) any {
+func HostSlice(dt device.DType, vals []float64) any {
 	switch dt {
 	case device.Float32:
 		s := make([]float32, len(vals))
@@ -111,8 +112,8 @@ func hostSlice(dt device.DType, vals []float64) any {
 	return nil
 }
 
-// download reads b back as float64.
-func download(t testing.TB, dev device.Device, b device.Buffer) []float64 {
+// Download reads b back as float64 (Float16 widened exactly).
+func Download(t testing.TB, dev device.Device, b device.Buffer) []float64 {
 	t.Helper()
 	out := make([]float64, b.Len())
 	switch b.DType() {

@@ -156,9 +156,9 @@ func TestUnary(t *testing.T, dev device.Device) {
 				}{{"edge", edgeValues}, {"random", random}} {
 					t.Run(name+"/"+in.name, func(t *testing.T) {
 						n := len(in.x)
-						src := upload(t, dev, dt, append(append([]float64(nil), in.x...), 1, 2))
-						xs := download(t, dev, src)
-						dst := upload(t, dev, dt, sentinel(n+2))
+						src := Upload(t, dev, dt, append(append([]float64(nil), in.x...), 1, 2))
+						xs := Download(t, dev, src)
+						dst := Upload(t, dev, dt, sentinel(n+2))
 						k.Unary(u.op, dst, src, n, s)
 						want := make([]float64, n+2)
 						for i := range want {
@@ -168,7 +168,7 @@ func TestUnary(t *testing.T, dev device.Device) {
 								want[i] = roundTo(dt, sentinel(n + 2)[i])
 							}
 						}
-						checkClose(t, dt, download(t, dev, dst), want, nil, "%s(x, %g) on %s inputs", u.name, s, in.name)
+						checkClose(t, dt, Download(t, dev, dst), want, nil, "%s(x, %g) on %s inputs", u.name, s, in.name)
 					})
 				}
 			}
@@ -178,10 +178,10 @@ func TestUnary(t *testing.T, dev device.Device) {
 	for _, dt := range floatTypes {
 		t.Run("Sigmoid/large/"+dt.String(), func(t *testing.T) {
 			xs := []float64{-1e30, -1e4, -1000, -100, -90, 90, 100, 1000, 1e4, 1e30, math.Inf(1), math.Inf(-1)}
-			src := upload(t, dev, dt, xs)
-			dst := upload(t, dev, dt, make([]float64, len(xs)))
+			src := Upload(t, dev, dt, xs)
+			dst := Upload(t, dev, dt, make([]float64, len(xs)))
 			k.Unary(device.Sigmoid, dst, src, len(xs), 0)
-			for i, y := range download(t, dev, dst) {
+			for i, y := range Download(t, dev, dst) {
 				assert.False(t, math.IsNaN(y), "Sigmoid(%g) is NaN", xs[i])
 				if xs[i] > 0 {
 					assert.Equal(t, 1.0, y, "Sigmoid(%g)", xs[i])
@@ -207,10 +207,10 @@ func TestUnary(t *testing.T, dev device.Device) {
 				{device.Floor, []float64{nan, inf, -inf, 0, -2, -1, 0, 1, 2, -3, 3, roundTo(dt, 1e30)}},
 				{device.Ceil, []float64{nan, inf, -inf, 0, -1, 0, 1, 2, 3, -2, 3, roundTo(dt, 1e30)}},
 			} {
-				src := upload(t, dev, dt, special)
-				dst := upload(t, dev, dt, make([]float64, len(special)))
+				src := Upload(t, dev, dt, special)
+				dst := Upload(t, dev, dt, make([]float64, len(special)))
 				k.Unary(tc.op, dst, src, len(special), 0)
-				checkEqual(t, download(t, dev, dst), tc.want, "op %d on special values", tc.op)
+				checkEqual(t, Download(t, dev, dst), tc.want, "op %d on special values", tc.op)
 			}
 		})
 	}
@@ -325,15 +325,15 @@ func TestBinary(t *testing.T, dev device.Device) {
 					if tc.name == "large" || tc.name == "large-permuted" {
 						av, bv = randFloats(rng, span(al), -3, 3), randFloats(rng, span(bl), -3, 3)
 					}
-					a, b := upload(t, dev, dt, av), upload(t, dev, dt, bv)
+					a, b := Upload(t, dev, dt, av), Upload(t, dev, dt, bv)
 					n := device.NumElements(al.Shape)
-					dst := upload(t, dev, dt, sentinel(n))
+					dst := Upload(t, dev, dt, sentinel(n))
 					want := make([]float64, 0, n)
 					forEach(al.Shape, func(idx []int) {
 						want = append(want, roundTo(dt, binaryRef(bo.op, av[at(al, idx)], bv[at(bl, idx)])))
 					})
 					k.Binary(bo.op, dst, a, al, b, bl)
-					checkClose(t, dt, download(t, dev, dst), want, nil, "%s %v %v", bo.name, al, bl)
+					checkClose(t, dt, Download(t, dev, dst), want, nil, "%s %v %v", bo.name, al, bl)
 				})
 			}
 		}
@@ -352,10 +352,10 @@ func TestBinary(t *testing.T, dev device.Device) {
 				{device.Mod, []float64{1, 2, -2, -1, 0, 0, 1.5, nan, 0}},
 				{device.Rem, []float64{1, -1, 1, -1, 0, 0, 1.5, nan, 0}},
 			} {
-				a, b := upload(t, dev, dt, av), upload(t, dev, dt, bv)
-				dst := upload(t, dev, dt, make([]float64, len(av)))
+				a, b := Upload(t, dev, dt, av), Upload(t, dev, dt, bv)
+				dst := Upload(t, dev, dt, make([]float64, len(av)))
 				k.Binary(tc.op, dst, a, dense(0, len(av)), b, dense(0, len(bv)))
-				checkEqual(t, download(t, dev, dst), tc.want, "op %d", tc.op)
+				checkEqual(t, Download(t, dev, dst), tc.want, "op %d", tc.op)
 			}
 		})
 	}
@@ -365,11 +365,11 @@ func TestBinary(t *testing.T, dev device.Device) {
 			nan := math.NaN()
 			av := []float64{nan, 1, nan, -1}
 			bv := []float64{1, nan, nan, 2}
-			a, b := upload(t, dev, dt, av), upload(t, dev, dt, bv)
+			a, b := Upload(t, dev, dt, av), Upload(t, dev, dt, bv)
 			for _, op := range []device.BinaryOp{device.Maximum, device.Minimum, device.Add} {
-				dst := upload(t, dev, dt, make([]float64, 4))
+				dst := Upload(t, dev, dt, make([]float64, 4))
 				k.Binary(op, dst, a, dense(0, 4), b, dense(0, 4))
-				got := download(t, dev, dst)
+				got := Download(t, dev, dst)
 				for i := 0; i < 3; i++ {
 					assert.True(t, math.IsNaN(got[i]), "op %d(%g, %g) = %g, want NaN", op, av[i], bv[i], got[i])
 				}
@@ -392,9 +392,9 @@ func TestWhere(t *testing.T, dev device.Device) {
 					cv[i] = conds[rng.IntN(len(conds))]
 				}
 				av, bv := randFloats(rng, span(al), -3, 3), randFloats(rng, span(bl), -3, 3)
-				c, a, b := upload(t, dev, dt, cv), upload(t, dev, dt, av), upload(t, dev, dt, bv)
+				c, a, b := Upload(t, dev, dt, cv), Upload(t, dev, dt, av), Upload(t, dev, dt, bv)
 				n := device.NumElements(al.Shape)
-				dst := upload(t, dev, dt, sentinel(n))
+				dst := Upload(t, dev, dt, sentinel(n))
 				want := make([]float64, 0, n)
 				forEach(al.Shape, func(idx []int) {
 					if cv[at(cl, idx)] != 0 {
@@ -404,7 +404,7 @@ func TestWhere(t *testing.T, dev device.Device) {
 					}
 				})
 				k.Where(dst, c, cl, a, al, b, bl)
-				checkEqual(t, download(t, dev, dst), want, "Where %v %v %v", cl, al, bl)
+				checkEqual(t, Download(t, dev, dst), want, "Where %v %v %v", cl, al, bl)
 			})
 		}
 	}

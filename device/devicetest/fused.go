@@ -78,15 +78,15 @@ func TestFusedAct(t *testing.T, dev device.Device) {
 							}
 							want[i] = actRef(act, v)
 						}
-						x, y := upload(t, dev, dt, xv), upload(t, dev, dt, sentinel(n))
+						x, y := Upload(t, dev, dt, xv), Upload(t, dev, dt, sentinel(n))
 						var b device.Buffer
 						if withBias {
-							b = upload(t, dev, dt, bv)
+							b = Upload(t, dev, dt, bv)
 						}
 						fk.BiasAct(act, y, x, b, outer, channels, inner)
-						checkClose(t, dt, download(t, dev, y), want, nil, "BiasAct(%v) inner %d, bias %v", act, inner, withBias)
+						checkClose(t, dt, Download(t, dev, y), want, nil, "BiasAct(%v) inner %d, bias %v", act, inner, withBias)
 						fk.BiasAct(act, x, x, b, outer, channels, inner) // in place
-						checkClose(t, dt, download(t, dev, x), want, nil, "BiasAct(%v) in place, inner %d, bias %v", act, inner, withBias)
+						checkClose(t, dt, Download(t, dev, x), want, nil, "BiasAct(%v) in place, inner %d, bias %v", act, inner, withBias)
 					}
 				}
 			})
@@ -99,11 +99,11 @@ func TestFusedAct(t *testing.T, dev device.Device) {
 				for i := range want {
 					want[i] = actGradRef(act, dyv[i], yv[i])
 				}
-				y, dy, dx := upload(t, dev, dt, yv), upload(t, dev, dt, dyv), upload(t, dev, dt, sentinel(n))
+				y, dy, dx := Upload(t, dev, dt, yv), Upload(t, dev, dt, dyv), Upload(t, dev, dt, sentinel(n))
 				fk.ActGrad(act, dx, dy, y, n)
-				checkEqual(t, download(t, dev, dx), want, "ActGrad(%v)", act)
+				checkEqual(t, Download(t, dev, dx), want, "ActGrad(%v)", act)
 				fk.ActGrad(act, dy, dy, y, n) // in place
-				checkEqual(t, download(t, dev, dy), want, "ActGrad(%v) in place", act)
+				checkEqual(t, Download(t, dev, dy), want, "ActGrad(%v) in place", act)
 			})
 		}
 	}
@@ -133,7 +133,7 @@ func TestFusedAct(t *testing.T, dev device.Device) {
 					nx, nw, ny := p.N*p.C*p.H*p.W, p.OutC*(p.C/p.Groups)*p.KH*p.KW, p.N*p.OutC*oh*ow
 					// Inputs large enough for ReLU6 to clip.
 					xv, wv, bv := randFloats(rng, nx, -3, 3), randFloats(rng, nw, -1.5, 1.5), randFloats(rng, p.OutC, -2, 2)
-					x, w := upload(t, dev, dt, xv), upload(t, dev, dt, wv)
+					x, w := Upload(t, dev, dt, xv), Upload(t, dev, dt, wv)
 					for _, withBias := range []bool{false, true} {
 						sum, mag := make([]float64, ny), make([]float64, ny)
 						convTaps(p, func(yi, xi, wi int) {
@@ -142,7 +142,7 @@ func TestFusedAct(t *testing.T, dev device.Device) {
 						})
 						var b device.Buffer
 						if withBias {
-							b = upload(t, dev, dt, bv)
+							b = Upload(t, dev, dt, bv)
 						}
 						want := make([]float64, ny)
 						for yi := range want {
@@ -154,9 +154,9 @@ func TestFusedAct(t *testing.T, dev device.Device) {
 							}
 							want[yi] = actRef(act, v)
 						}
-						y := upload(t, dev, dt, sentinel(ny))
+						y := Upload(t, dev, dt, sentinel(ny))
 						ck.Conv2DBiasAct(p, act, y, x, w, b)
-						checkClose(t, dt, download(t, dev, y), want, mag, "Conv2DBiasAct(%v) %+v, bias %v", act, p, withBias)
+						checkClose(t, dt, Download(t, dev, y), want, mag, "Conv2DBiasAct(%v) %+v, bias %v", act, p, withBias)
 					}
 				})
 			}

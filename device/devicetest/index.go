@@ -43,8 +43,8 @@ func TestIndexing(t *testing.T, dev device.Device) {
 			smallPos := func(o, j, i int) int { return (o*m+j)*inner + i }
 
 			t.Run("Gather/"+name, func(t *testing.T) {
-				src, idx := upload(t, dev, dt, bigV), upload(t, dev, device.Int64, perElem)
-				dst := upload(t, dev, dt, sentinel(outer*m*inner))
+				src, idx := Upload(t, dev, dt, bigV), Upload(t, dev, device.Int64, perElem)
+				dst := Upload(t, dev, dt, sentinel(outer*m*inner))
 				want := make([]float64, outer*m*inner)
 				for o := 0; o < outer; o++ {
 					for j := 0; j < m; j++ {
@@ -54,10 +54,10 @@ func TestIndexing(t *testing.T, dev device.Device) {
 					}
 				}
 				k.Gather(dst, src, idx, outer, n, m, inner)
-				checkEqual(t, download(t, dev, dst), want, "Gather")
+				checkEqual(t, Download(t, dev, dst), want, "Gather")
 			})
 			t.Run("ScatterAdd/"+name, func(t *testing.T) {
-				dst, src, idx := upload(t, dev, dt, bigV), upload(t, dev, dt, smallV), upload(t, dev, device.Int64, perElem)
+				dst, src, idx := Upload(t, dev, dt, bigV), Upload(t, dev, dt, smallV), Upload(t, dev, device.Int64, perElem)
 				want := append([]float64(nil), bigV...)
 				mag := make([]float64, len(want))
 				for i, v := range bigV {
@@ -72,11 +72,11 @@ func TestIndexing(t *testing.T, dev device.Device) {
 					}
 				}
 				k.ScatterAdd(dst, src, idx, outer, n, m, inner)
-				checkClose(t, dt, download(t, dev, dst), roundAll(dt, want), mag, "ScatterAdd")
+				checkClose(t, dt, Download(t, dev, dst), roundAll(dt, want), mag, "ScatterAdd")
 			})
 			t.Run("IndexSelect/"+name, func(t *testing.T) {
-				src, idx := upload(t, dev, dt, bigV), upload(t, dev, device.Int64, perSlice)
-				dst := upload(t, dev, dt, sentinel(outer*m*inner))
+				src, idx := Upload(t, dev, dt, bigV), Upload(t, dev, device.Int64, perSlice)
+				dst := Upload(t, dev, dt, sentinel(outer*m*inner))
 				want := make([]float64, outer*m*inner)
 				for o := 0; o < outer; o++ {
 					for j := 0; j < m; j++ {
@@ -86,10 +86,10 @@ func TestIndexing(t *testing.T, dev device.Device) {
 					}
 				}
 				k.IndexSelect(dst, src, idx, outer, n, m, inner)
-				checkEqual(t, download(t, dev, dst), want, "IndexSelect")
+				checkEqual(t, Download(t, dev, dst), want, "IndexSelect")
 			})
 			t.Run("IndexAdd/"+name, func(t *testing.T) {
-				dst, src, idx := upload(t, dev, dt, bigV), upload(t, dev, dt, smallV), upload(t, dev, device.Int64, perSlice)
+				dst, src, idx := Upload(t, dev, dt, bigV), Upload(t, dev, dt, smallV), Upload(t, dev, device.Int64, perSlice)
 				want := append([]float64(nil), bigV...)
 				mag := make([]float64, len(want))
 				for i, v := range bigV {
@@ -104,7 +104,7 @@ func TestIndexing(t *testing.T, dev device.Device) {
 					}
 				}
 				k.IndexAdd(dst, src, idx, outer, n, m, inner)
-				checkClose(t, dt, download(t, dev, dst), roundAll(dt, want), mag, "IndexAdd")
+				checkClose(t, dt, Download(t, dev, dst), roundAll(dt, want), mag, "IndexAdd")
 			})
 		}
 	}

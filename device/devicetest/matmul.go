@@ -114,11 +114,11 @@ func TestMatMul(t *testing.T, dev device.Device) {
 								cv[i] = math.NaN()
 							}
 						}
-						a, b, c := upload(t, dev, dt, av), upload(t, dev, dt, bv), upload(t, dev, dt, cv)
+						a, b, c := Upload(t, dev, dt, av), Upload(t, dev, dt, bv), Upload(t, dev, dt, cv)
 						want := append([]float64(nil), cv...)
 						mag := matmulRef(p, want, av, bv)
 						k.MatMul(p, c, a, b)
-						checkClose(t, dt, download(t, dev, c), want, mag, "MatMul %+v", p)
+						checkClose(t, dt, Download(t, dev, c), want, mag, "MatMul %+v", p)
 					})
 				}
 			}

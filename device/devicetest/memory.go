@@ -23,7 +23,7 @@ func TestMemory(t *testing.T, dev device.Device) {
 				assert.Equal(t, n, b.Len(), "Len")
 				assert.Equal(t, dt, b.DType(), "DType")
 				assert.True(t, b.Device() == dev, "Device() is not the allocating device")
-				got := download(t, dev, b)
+				got := Download(t, dev, b)
 				checkEqual(t, got, make([]float64, n), "Alloc(%v, %d) is not zero-filled", dt, n)
 				b.Free()
 			}
@@ -33,8 +33,8 @@ func TestMemory(t *testing.T, dev device.Device) {
 			if dt.IsFloat() || dt == device.Float16 {
 				vals = append(vals, 0.5, -0.25, 1e-3, 1e30)
 			}
-			b := upload(t, dev, dt, vals)
-			got := download(t, dev, b)
+			b := Upload(t, dev, dt, vals)
+			got := Download(t, dev, b)
 			want := make([]float64, len(vals))
 			for i, v := range vals {
 				want[i] = roundTo(dt, v)
@@ -74,12 +74,12 @@ func TestMemory(t *testing.T, dev device.Device) {
 		assert.NoError(t, dev.Write(f32, []float32{1, 2, 3}))
 		assert.NoError(t, dev.Write(i64, []int64{1, 2, 3}))
 		// A failed write must leave the buffer as it was.
-		checkEqual(t, download(t, dev, f32), []float64{1, 2, 3}, "float32 buffer after failed writes")
+		checkEqual(t, Download(t, dev, f32), []float64{1, 2, 3}, "float32 buffer after failed writes")
 	})
 
 	t.Run("ReadErrors", func(t *testing.T) {
-		f32 := upload(t, dev, device.Float32, []float64{1, 2, 3})
-		i64 := upload(t, dev, device.Int64, []float64{1, 2, 3})
+		f32 := Upload(t, dev, device.Float32, []float64{1, 2, 3})
+		i64 := Upload(t, dev, device.Int64, []float64{1, 2, 3})
 		assert.Error(t, dev.Read(make([]float64, 3), f32), "float32 buffer into []float64")
 		assert.Error(t, dev.Read(make([]float32, 3), i64), "int64 buffer into []float32")
 		assert.Error(t, dev.Read(make([]float32, 2), f32), "short destination")
@@ -97,7 +97,7 @@ func TestMemory(t *testing.T, dev device.Device) {
 		f16, err := dev.Alloc(device.Float16, 3)
 		require.NoError(t, err)
 		defer f16.Free()
-		f32 := upload(t, dev, device.Float32, []float64{1, 2, 3})
+		f32 := Upload(t, dev, device.Float32, []float64{1, 2, 3})
 		assert.Error(t, dev.Write(f16, []float32{1, 2, 3}), "float32 data into float16 buffer")
 		assert.Error(t, dev.Write(f32, []uint16{1, 2, 3}), "uint16 data into float32 buffer")
 		assert.Error(t, dev.Write(f16, []uint16{1, 2}), "short write")
@@ -146,7 +146,7 @@ func TestFill(t *testing.T, dev device.Device) {
 		} {
 			t.Run(dt.String()+"/"+tc.name, func(t *testing.T) {
 				init := sentinel(tc.len)
-				b := upload(t, dev, dt, init)
+				b := Upload(t, dev, dt, init)
 				k.Fill(b, tc.n, tc.v)
 				want := make([]float64, tc.len)
 				for i := range want {
@@ -156,7 +156,7 @@ func TestFill(t *testing.T, dev device.Device) {
 						want[i] = roundTo(dt, init[i])
 					}
 				}
-				checkEqual(t, download(t, dev, b), want, "Fill(%d, %g) of %v[%d]", tc.n, tc.v, dt, tc.len)
+				checkEqual(t, Download(t, dev, b), want, "Fill(%d, %g) of %v[%d]", tc.n, tc.v, dt, tc.len)
 			})
 		}
 	}

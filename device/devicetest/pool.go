@@ -82,7 +82,7 @@ func TestMaxPool2D(t *testing.T, dev device.Device) {
 					}
 					xv := randFloats(rng, nx, lo, hi)
 					dyv := randFloats(rng, ny, -1, 1)
-					x, dy := upload(t, dev, dt, xv), upload(t, dev, dt, dyv)
+					x, dy := Upload(t, dev, dt, xv), Upload(t, dev, dt, dyv)
 					wantY, wantArg := make([]float64, ny), make([]float64, ny)
 					for i := range wantArg {
 						wantArg[i] = -1
@@ -92,10 +92,10 @@ func TestMaxPool2D(t *testing.T, dev device.Device) {
 							wantY[yi], wantArg[yi] = xv[xi], float64(xi%(p.H*p.W))
 						}
 					})
-					y, arg := upload(t, dev, dt, sentinel(ny)), upload(t, dev, device.Int64, sentinel(ny))
+					y, arg := Upload(t, dev, dt, sentinel(ny)), Upload(t, dev, device.Int64, sentinel(ny))
 					k.MaxPool2D(p, y, arg, x)
-					checkEqual(t, download(t, dev, y), wantY, "MaxPool2D %+v", p)
-					checkEqual(t, download(t, dev, arg), wantArg, "MaxPool2D argmax %+v", p)
+					checkEqual(t, Download(t, dev, y), wantY, "MaxPool2D %+v", p)
+					checkEqual(t, Download(t, dev, arg), wantArg, "MaxPool2D argmax %+v", p)
 
 					wantDX, mag := make([]float64, nx), make([]float64, nx)
 					for yi, a := range wantArg {
@@ -103,9 +103,9 @@ func TestMaxPool2D(t *testing.T, dev device.Device) {
 						wantDX[xi] += dyv[yi]
 						mag[xi] += math.Abs(dyv[yi])
 					}
-					dx := upload(t, dev, dt, sentinel(nx))
+					dx := Upload(t, dev, dt, sentinel(nx))
 					k.MaxPool2DGrad(p, dx, dy, arg)
-					checkClose(t, dt, download(t, dev, dx), wantDX, mag, "MaxPool2DGrad %+v", p)
+					checkClose(t, dt, Download(t, dev, dx), wantDX, mag, "MaxPool2DGrad %+v", p)
 				})
 			}
 		}
@@ -133,19 +133,19 @@ func TestMaxPool2D(t *testing.T, dev device.Device) {
 						wantY[yi], wantArg[yi] = xv[xi], float64(xi%(p.H*p.W))
 					}
 				})
-				y, arg := upload(t, dev, dt, sentinel(ny)), upload(t, dev, device.Int64, sentinel(ny))
-				k.MaxPool2D(p, y, arg, upload(t, dev, dt, xv))
-				checkEqual(t, download(t, dev, y), wantY, "MaxPool2D with ties %+v", p)
-				checkEqual(t, download(t, dev, arg), wantArg, "MaxPool2D argmax with ties %+v", p)
+				y, arg := Upload(t, dev, dt, sentinel(ny)), Upload(t, dev, device.Int64, sentinel(ny))
+				k.MaxPool2D(p, y, arg, Upload(t, dev, dt, xv))
+				checkEqual(t, Download(t, dev, y), wantY, "MaxPool2D with ties %+v", p)
+				checkEqual(t, Download(t, dev, arg), wantArg, "MaxPool2D argmax with ties %+v", p)
 			}
 		})
 		t.Run("NaN/"+dt.String(), func(t *testing.T) {
 			p := device.PoolParams{N: 1, C: 1, H: 2, W: 4, KH: 2, KW: 2, StrideH: 2, StrideW: 2}
 			nan := math.NaN()
-			x := upload(t, dev, dt, []float64{1, nan, 5, 6, 7, 2, 8, nan})
-			y, arg := upload(t, dev, dt, sentinel(2)), upload(t, dev, device.Int64, sentinel(2))
+			x := Upload(t, dev, dt, []float64{1, nan, 5, 6, 7, 2, 8, nan})
+			y, arg := Upload(t, dev, dt, sentinel(2)), Upload(t, dev, device.Int64, sentinel(2))
 			k.MaxPool2D(p, y, arg, x)
-			got, gotArg := download(t, dev, y), download(t, dev, arg)
+			got, gotArg := Download(t, dev, y), Download(t, dev, arg)
 			checkEqual(t, got, []float64{nan, nan}, "MaxPool2D with NaN")
 			checkEqual(t, gotArg, []float64{1, 7}, "MaxPool2D argmax with NaN")
 		})
@@ -170,7 +170,7 @@ func TestAvgPool2D(t *testing.T, dev device.Device) {
 					oh, ow := p.OutH(), p.OutW()
 					nx, ny := p.N*p.C*p.H*p.W, p.N*p.C*oh*ow
 					xv, dyv := randFloats(rng, nx, -1, 1), randFloats(rng, ny, -1, 1)
-					x, dy := upload(t, dev, dt, xv), upload(t, dev, dt, dyv)
+					x, dy := Upload(t, dev, dt, xv), Upload(t, dev, dt, dyv)
 					count := make([]float64, ny)
 					poolTaps(p, func(yi, xi int) { count[yi]++ })
 					div := func(yi int) float64 {
@@ -187,13 +187,13 @@ func TestAvgPool2D(t *testing.T, dev device.Device) {
 						wantDX[xi] += dyv[yi] / div(yi)
 						magDX[xi] += math.Abs(dyv[yi] / div(yi))
 					})
-					y := upload(t, dev, dt, sentinel(ny))
+					y := Upload(t, dev, dt, sentinel(ny))
 					k.AvgPool2D(p, y, x)
-					gotY := download(t, dev, y)
+					gotY := Download(t, dev, y)
 					checkClose(t, dt, gotY, wantY, magY, "AvgPool2D %+v", p)
-					dx := upload(t, dev, dt, sentinel(nx))
+					dx := Upload(t, dev, dt, sentinel(nx))
 					k.AvgPool2DGrad(p, dx, dy)
-					gotDX := download(t, dev, dx)
+					gotDX := Download(t, dev, dx)
 					checkClose(t, dt, gotDX, wantDX, magDX, "AvgPool2DGrad %+v", p)
 
 					lhs, m1 := dot(gotY, dyv)

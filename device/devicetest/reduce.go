@@ -102,16 +102,16 @@ func TestReduce(t *testing.T, dev device.Device) {
 
 func checkReduce(t *testing.T, dev device.Device, k device.Kernels, op device.ReduceOp, dt device.DType, xs []float64, outer, n, inner int) {
 	t.Helper()
-	src := upload(t, dev, dt, xs)
-	xs = download(t, dev, src)
+	src := Upload(t, dev, dt, xs)
+	xs = Download(t, dev, src)
 	odt := dt
 	if op == device.ReduceArgMax {
 		odt = device.Int64
 	}
-	dst := upload(t, dev, odt, sentinel(outer*inner))
+	dst := Upload(t, dev, odt, sentinel(outer*inner))
 	k.Reduce(op, dst, src, outer, n, inner)
 	want, mag := reduceRef(op, xs, outer, n, inner)
-	got := download(t, dev, dst)
+	got := Download(t, dev, dst)
 	if op == device.ReduceSum {
 		checkClose(t, dt, got, want, mag, "Reduce %d over %d×%d×%d", op, outer, n, inner)
 	} else {
