@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cuda"
@@ -10,8 +11,9 @@ import (
 
 // openDevice opens the configured device for this rank. "cuda" means the
 // GPU of the rank's local rank (one rank per GPU, as Horovod pins them);
-// a GPU gets the configured precision and TF32 setting.
-func openDevice(cfg *Config, comm dist.Communicator) (device.Device, error) {
+// a GPU gets the configured precision and TF32 setting, and its kernels
+// are loaded (compiled, the first time, saying so on out).
+func openDevice(cfg *Config, comm dist.Communicator, out io.Writer) (device.Device, error) {
 	spec := cfg.Device
 	if spec == "cuda" {
 		n, err := cuda.Available()
@@ -37,6 +39,13 @@ func openDevice(cfg *Config, comm dist.Communicator) (device.Device, error) {
 			ac = device.Float16
 		}
 		if err := g.SetAutocast(ac); err != nil {
+			return nil, err
+		}
+		if !g.KernelsCached() {
+			fmt.Fprintf(out, "%s (%s): compiling the CUDA kernels for sm_%d, once (cached in %s)\n",
+				g.Name(), g.GPU(), g.ComputeCapability(), cuda.CacheDir())
+		}
+		if err := g.LoadKernels(); err != nil {
 			return nil, err
 		}
 	}

@@ -30,10 +30,16 @@ func needGPU(t *testing.T) {
 		if emuErr = cudaemu.Available(); emuErr != nil {
 			return
 		}
-		var dir string
-		if dir, emuErr = cudaemu.BuildCached(); emuErr == nil {
-			os.Setenv("HORA_CUDA_LIBS", dir)
+		var dir, cache string
+		if dir, emuErr = cudaemu.BuildCached(); emuErr != nil {
+			return
 		}
+		// The compiled kernels go to a folder of this test run, not the user's cache.
+		if cache, emuErr = os.MkdirTemp("", "hora-train-cuda-cache-*"); emuErr != nil {
+			return
+		}
+		os.Setenv("HORA_CUDA_LIBS", dir)
+		os.Setenv("HORA_CACHE_DIR", cache)
 	})
 	if emuErr != nil {
 		t.Skipf("no CUDA emulator: %v", emuErr)
@@ -57,6 +63,9 @@ func TestTrainOnGPU(t *testing.T) {
 				"-set", "output.progress=false", "-out", out)
 			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			assert.Contains(t, stdout, "samples on cuda:0")
+			if precision == "fp32" { // the first run compiles the kernels into the empty cache
+				assert.Contains(t, stdout, "compiling the CUDA kernels for sm_")
+			}
 			metrics := readMetrics(t, filepath.Join(out, "metrics.jsonl"))
 			require.Len(t, metrics, 2)
 			assert.Less(t, metrics[1]["train_loss"], metrics[0]["train_loss"], "it learns")

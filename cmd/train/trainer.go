@@ -109,7 +109,7 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 			return inputError{fmt.Errorf("export.onnx: %w", err)}
 		}
 	}
-	dev, err := openDevice(cfg, comm)
+	dev, err := openDevice(cfg, comm, stdout)
 	if err != nil {
 		return inputError{fmt.Errorf("%s: device: %w", cfg.File(), err)}
 	}

@@ -318,3 +318,12 @@ func upload32(t testing.TB, d *Device, v []float32) device.Buffer {
 	require.NoError(t, d.Write(b, v))
 	return b
 }
+
+func TestLoadKernelsFillsTheCache(t *testing.T) {
+	d := testDevice(t)
+	if onGPU && os.Getenv("HORA_CACHE_DIR") == "" {
+		t.Skip("the cache folder is the user's")
+	}
+	require.NoError(t, d.LoadKernels())
+	assert.True(t, d.KernelsCached())
+}

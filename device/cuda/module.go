@@ -138,8 +138,7 @@ func compileKernels(arch int) ([]byte, error) {
 		return nil, err
 	}
 	src, opts := Source(), compileOptions(arch)
-	key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00nvrtc %d.%d", src, strings.Join(opts, " "), major, minor)))
-	path := filepath.Join(CacheDir(), fmt.Sprintf("kernels-sm_%d-%s.cubin", arch, hex.EncodeToString(key[:12])))
+	path := cachePath(src, opts, arch, major, minor)
 	if img, err := os.ReadFile(path); err == nil && len(img) > 0 {
 		return img, nil
 	}
@@ -149,6 +148,40 @@ func compileKernels(arch int) ([]byte, error) {
 	}
 	writeCache(path, img)
 	return img, nil
+}
+
+// cachePath names the cached image of src compiled with opts for sm_arch
+// by NVRTC major.minor.
+func cachePath(src string, opts []string, arch int, major, minor int32) string {
+	key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00nvrtc %d.%d", src, strings.Join(opts, " "), major, minor)))
+	return filepath.Join(CacheDir(), fmt.Sprintf("kernels-sm_%d-%s.cubin", arch, hex.EncodeToString(key[:12])))
+}
+
+// KernelsCached reports whether d's kernels are in the disk cache
+// (CacheDir), so that loading them is quick; when not, the first kernel
+// (or LoadKernels) compiles them, which takes seconds.
+func (d *Device) KernelsCached() bool {
+	nv, err := loadNVRTC()
+	if err != nil {
+		return false
+	}
+	var major, minor int32
+	if nv.nvrtcVersion(&major, &minor) != 0 {
+		return false
+	}
+	fi, err := os.Stat(cachePath(Source(), compileOptions(d.arch), d.arch, major, minor))
+	return err == nil && fi.Size() > 0
+}
+
+// LoadKernels compiles (or loads from the cache) d's kernels now, rather
+// than at the first kernel, and returns the error that would otherwise
+// surface at the next Sync.
+func (d *Device) LoadKernels() error {
+	err := d.Do(func() error { _, err := d.module(); return err })
+	if err != nil {
+		return fmt.Errorf("%s: %w", d.name, err)
+	}
+	return nil
 }
 
 // writeCache stores img at path atomically (a temporary file renamed), so
