@@ -100,7 +100,7 @@ func (a *Arena) alloc(dev device.Device, dt device.DType, n int) device.Buffer {
 	} else {
 		var err error
 		if b, err = dev.Alloc(dt, n); err != nil {
-			panic(fmt.Sprintf("tensor: allocating %v×%d on %s: %v", dt, n, dev.Name(), err))
+			panic(&DeviceError{Op: fmt.Sprintf("allocating %v×%d on %s", dt, n, dev.Name()), Err: err})
 		}
 	}
 	a.used = append(a.used, b)

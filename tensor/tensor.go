@@ -54,12 +54,27 @@ func New(dev device.Device, dt device.DType, shape ...int) *Tensor {
 	n := numElements(shape)
 	b, err := dev.Alloc(dt, n)
 	if err != nil {
-		panic(fmt.Sprintf("tensor: allocating %v%v on %s: %v", dt, slices.Clone(shape), dev.Name(), err))
+		panic(&DeviceError{Op: fmt.Sprintf("allocating %v%v on %s", dt, slices.Clone(shape), dev.Name()), Err: err})
 	}
 	t := &Tensor{buf: b}
 	t.setContiguous(shape)
 	return t
 }
+
+// DeviceError is the panic value of a tensor operation whose device
+// failed: an allocation (a GPU out of memory), a copy, or a read, which
+// also reports a kernel that failed on the device. A program that wants
+// such failures as errors recovers it (cmd/train does).
+type DeviceError struct {
+	Op  string // what the tensor package was doing: "read", "allocating float32[128 10] on cuda:0"
+	Err error  // the device's error
+}
+
+// Error says what failed and why.
+func (e *DeviceError) Error() string { return "tensor: " + e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the device's error.
+func (e *DeviceError) Unwrap() error { return e.Err }
 
 // Zeros returns a float32 tensor of zeros on the CPU.
 func Zeros(shape ...int) *Tensor { return New(cpuDevice, device.Float32, shape...) }
@@ -286,7 +301,7 @@ func (t *Tensor) To(dev device.Device) *Tensor {
 	}
 	out, err := FromSlice(dev, data, t.shape...)
 	if err != nil {
-		panic(fmt.Sprintf("tensor: moving %v to %s: %v", t.shape, dev.Name(), err))
+		panic(&DeviceError{Op: fmt.Sprintf("moving %v to %s", t.shape, dev.Name()), Err: err})
 	}
 	return out
 }
@@ -321,7 +336,7 @@ func read[T any](t *Tensor, want device.DType) []T {
 	c := t.Contiguous()
 	out := make([]T, c.Len())
 	if err := c.Device().Read(out, c.buf); err != nil {
-		panic(fmt.Sprintf("tensor: read: %v", err))
+		panic(&DeviceError{Op: "read", Err: err})
 	}
 	return out
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cuda"
 	"github.com/hora-dl/hora/dist"
+	"github.com/hora-dl/hora/tensor"
 )
 
 // openDevice opens the configured device for this rank. "cuda" means the
@@ -50,4 +52,13 @@ func openDevice(cfg *Config, comm dist.Communicator, out io.Writer) (device.Devi
 		}
 	}
 	return dev, nil
+}
+
+// deviceFailure is the error of a run whose device failed, with advice
+// when the GPU ran out of memory.
+func deviceFailure(de *tensor.DeviceError) error {
+	if errors.Is(de, cuda.ErrOutOfMemory) {
+		return fmt.Errorf("%w; lower train.batch_size or train.eval_batch_size, or use precision bf16", de)
+	}
+	return de
 }

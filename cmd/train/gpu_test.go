@@ -89,3 +89,21 @@ func TestPrecisionNeedsCUDA(t *testing.T) {
 	assert.Contains(t, stderr, "precision:")
 	assert.Contains(t, stderr, "fp8")
 }
+
+// TestTrainGPUOutOfMemory gives the emulated GPU almost no memory: the
+// run must end with an error naming the CUDA error and what to change,
+// not a panic.
+func TestTrainGPUOutOfMemory(t *testing.T) {
+	needGPU(t)
+	if os.Getenv("HORA_CUDA_TEST") == "gpu" {
+		t.Skip("limits the emulator's memory")
+	}
+	dataDir := syntheticFashion(t, 64, 16)
+	t.Setenv("HORA_EMU_MEM_LIMIT", "1")
+	code, stdout, stderr := runTrain(t, "-config", "../../configs/fashion-mnist-cnn.yaml",
+		"-set", "data.dir="+dataDir, "-set", "device=cuda", "-set", "output.progress=false", "-out", t.TempDir())
+	assert.Equal(t, 1, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stderr, "CUDA_ERROR_OUT_OF_MEMORY")
+	assert.Contains(t, stderr, "lower train.batch_size")
+	assert.NotContains(t, stderr, "goroutine", "no panic")
+}

@@ -100,6 +100,19 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 }
 
 func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout, stderr io.Writer) (err error) {
+	defer func() {
+		// A device that fails (a GPU out of memory, a kernel that did not
+		// run) makes the tensor operation panic with a DeviceError: report
+		// it as this run's error. Other panics are bugs and stay panics.
+		if r := recover(); r != nil {
+			var de *tensor.DeviceError
+			if e, ok := r.(error); ok && errors.As(e, &de) {
+				err = deviceFailure(de)
+				return
+			}
+			panic(r)
+		}
+	}()
 	rank0 := comm.Rank() == 0
 	if rank0 {
 		if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
