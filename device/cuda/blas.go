@@ -192,7 +192,7 @@ func (k *kernels) matMulAutocast(ac device.DType, p device.MatMulParams, cb, ab,
 func (k *kernels) scaleMatrices(p device.MatMulParams, c *Buffer) {
 	mn := p.M * p.N
 	for i := 0; i < p.Batch; i++ {
-		view := &Buffer{dev: k.d, dt: c.dt, n: mn, ptr: c.ptr + uintptr((p.COff+i*p.CStride)*c.dt.Size())}
+		view := c.view(p.COff+i*p.CStride, mn)
 		if p.Beta == 0 {
 			k.Fill(view, mn, 0)
 		} else {

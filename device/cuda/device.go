@@ -480,7 +480,13 @@ func (d *Device) Slice(b device.Buffer, off, n int) (device.Buffer, error) {
 	if off < 0 || n < 0 || off > cb.n-n {
 		return nil, fmt.Errorf("%s: slice [%d, %d) of %d elements is out of range", d.name, off, off+n, cb.n)
 	}
-	return &Buffer{dev: d, dt: cb.dt, n: n, ptr: cb.ptr + uintptr(off*cb.dt.Size())}, nil
+	return cb.view(off, n), nil
+}
+
+// view returns elements [off, off+n) of b as a buffer that owns nothing
+// (its Free does nothing); the caller checks the bounds.
+func (b *Buffer) view(off, n int) *Buffer {
+	return &Buffer{dev: b.dev, dt: b.dt, n: n, ptr: b.ptr + uintptr(off*b.dt.Size())}
 }
 
 // Kernels returns the GPU's kernels. They are queued on the stream and

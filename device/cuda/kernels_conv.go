@@ -257,7 +257,6 @@ func (k *kernels) Conv2DGradWeight(p device.ConvParams, dw, dy, x device.Buffer)
 			}
 		}
 		// dw = Σ of the slots [first, first+slots).
-		view := &Buffer{dev: k.d, dt: dt, n: slots * nw, ptr: part.ptr + uintptr(first*nw*dt.Size())}
-		k.reduceSum(sfx, dw, view, 1, slots, nw)
+		k.reduceSum(sfx, dw, part.view(first*nw, slots*nw), 1, slots, nw)
 	}
 }

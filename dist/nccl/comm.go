@@ -536,7 +536,12 @@ func (c *Comm) onDevice(b device.Buffer, in bool) (buf *cuda.Buffer, back func()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	host := hostSlice(b.DType(), b.Len())
+	hb, err := cpu.Default().Alloc(b.DType(), b.Len())
+	if err != nil {
+		t.Free()
+		return nil, nil, nil, err
+	}
+	host := hostData(hb.(*cpu.Buffer))
 	if in {
 		if err := b.Device().Read(host, b); err != nil {
 			t.Free()
@@ -554,20 +559,4 @@ func (c *Comm) onDevice(b device.Buffer, in bool) (buf *cuda.Buffer, back func()
 		return b.Device().Write(b, host)
 	}
 	return t.(*cuda.Buffer), back, t.Free, nil
-}
-
-// hostSlice returns a host slice for n elements of dt, of the type that
-// device.Device's Read and Write take.
-func hostSlice(dt device.DType, n int) any {
-	switch dt {
-	case device.Float32:
-		return make([]float32, n)
-	case device.Float64:
-		return make([]float64, n)
-	case device.Int64:
-		return make([]int64, n)
-	case device.Float16:
-		return make([]uint16, n)
-	}
-	panic(fmt.Sprintf("dist/nccl: no host type for %v", dt))
 }

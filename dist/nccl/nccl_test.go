@@ -272,7 +272,11 @@ func lenOf(host any) int {
 
 // compare reads b and compares it with want (host data of b's type).
 func compare(dev *cuda.Device, what string, b device.Buffer, want any) error {
-	got := hostSlice(b.DType(), b.Len())
+	hb, err := cpu.Default().Alloc(b.DType(), b.Len())
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	got := hostData(hb.(*cpu.Buffer))
 	if err := dev.Read(got, b); err != nil {
 		return fmt.Errorf("%s: read: %w", what, err)
 	}
