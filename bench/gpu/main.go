@@ -19,7 +19,7 @@
 //   - mlp, cnn: one training step of the MLP 784-512-256-10 (SGD, momentum
 //     0.9, lr 0.05) and of models.NewCNN (Adam, lr 1e-3) on a fixed random
 //     Fashion-MNIST-shaped batch of 128 and of 1024, taken as cmd/train
-//     takes it (see trainJob.step): the batch is uploaded from host memory
+//     takes it (see benchjob.Job.Step): the batch is uploaded from host memory
 //     every step ("host data"), and again with the batch already on the
 //     device ("data on GPU").
 //   - resnet18: the same step for the ResNet-18 that
@@ -51,11 +51,11 @@ import (
 	"time"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/bench/internal/benchjob"
 	"github.com/hora-dl/hora/device"
 	_ "github.com/hora-dl/hora/device/cpu" // registers "cpu"
 	"github.com/hora-dl/hora/device/cuda"
 	"github.com/hora-dl/hora/layers"
-	"github.com/hora-dl/hora/models"
 	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
@@ -322,17 +322,17 @@ func (b *bench) train(model string, n int) error {
 		defer b.gpu.SetTF32(tf32)
 		b.gpu.SetTF32(b.tf32)
 	}
-	layers.Train(j.model)
+	layers.Train(j.Model)
 	prec := "fp32"
 	if b.gpu != nil && b.tf32 {
 		prec = "tf32"
 	}
 	name := fmt.Sprintf("%s train step batch %d %s", model, n, prec)
 	if model == "resnet18" {
-		name = fmt.Sprintf("resnet18 %s train step batch %d %s", j.inputName(), n, prec)
+		name = fmt.Sprintf("resnet18 %s train step batch %d %s", sampleName(j), n, prec)
 	}
 	perSec, err := b.measure(b.size.warmUp, func() error {
-		_, _, err := j.step()
+		_, _, err := j.Step()
 		return err
 	})
 	if err != nil {
@@ -344,16 +344,16 @@ func (b *bench) train(model string, n int) error {
 	if !b.resident {
 		return nil
 	}
-	x, err := tensor.FromSlice(b.dev, j.x, j.shape...)
+	x, err := tensor.FromSlice(b.dev, j.Batch.X, j.Batch.Shape...)
 	if err != nil {
 		return err
 	}
-	y, err := tensor.FromSlice(b.dev, j.y, len(j.y))
+	y, err := tensor.FromSlice(b.dev, j.Batch.Y, len(j.Batch.Y))
 	if err != nil {
 		return err
 	}
 	perSec, err = b.measure(b.size.warmUp, func() error {
-		_, _, err := j.stepOn(x, y)
+		_, _, err := j.StepOn(x, y)
 		return err
 	})
 	if err != nil {
@@ -362,71 +362,25 @@ func (b *bench) train(model string, n int) error {
 	return b.emit(name+" (data on GPU)", "samples/s", perSec*float64(n))
 }
 
-// trainJob is a model, its optimizer and a fixed random batch in host
-// memory, as bench/hora's trainJob but on any device and at any batch.
-type trainJob struct {
-	dev   device.Device
-	model layers.Layer
-	opt   optim.Optimizer
-	x     []float32 // the batch's inputs, shape shape
-	shape []int
-	y     []int64 // its labels
-	arena *tensor.Arena
-}
-
-// newTrainJob returns the model and optimizer of model ("mlp" and "cnn"
-// as configs/fashion-mnist-{mlp,cnn}.yaml; "resnet18" from b.onnx) on
-// b.dev, with a seeded random batch of n samples.
-func (b *bench) newTrainJob(model string, n int) (*trainJob, error) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	j := &trainJob{dev: b.dev, arena: tensor.NewArena()}
-	classes := 10
-	var err error
-	switch model {
-	case "mlp":
-		if j.model, err = models.NewMLP(models.MLPConfig{In: 28 * 28, Hidden: []int{512, 256}, Classes: classes, Activation: "relu"}, rng); err != nil {
-			return nil, err
-		}
-		j.shape = []int{n, 1, 28, 28}
-	case "cnn":
-		j.model = models.NewCNN(classes, rng)
-		j.shape = []int{n, 1, 28, 28}
-	case "resnet18":
-		m, err := loadResNet(b.onnx)
-		if err != nil {
-			return nil, err
-		}
-		j.model = m
-		j.shape = append([]int{n}, m.Inputs[0].Shape[1:]...)
-		if s := m.Outputs[0].Shape; len(s) == 2 && s[1] > 0 {
-			classes = s[1]
-		}
-	default:
-		return nil, fmt.Errorf("unknown model %q", model)
+// newTrainJob returns the training job of model at batch n on b.dev:
+// "mlp" and "cnn" as configs/fashion-mnist-{mlp,cnn}.yaml (and
+// bench/hora), "resnet18" the file b.onnx with SGD (lr 0.01, momentum 0.9).
+func (b *bench) newTrainJob(model string, n int) (*benchjob.Job, error) {
+	if model != "resnet18" {
+		return benchjob.New(b.dev, model, n)
 	}
-	// The optimizer's state is created where the parameters are: move
-	// them first.
-	layers.To(j.model, b.dev)
-	switch model {
-	case "mlp":
-		j.opt, err = optim.NewSGD(j.model.Parameters(), optim.SGDConfig{LR: 0.05, Momentum: 0.9})
-	case "cnn":
-		j.opt, err = optim.NewAdam(j.model.Parameters(), optim.AdamConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
-	default:
-		j.opt, err = optim.NewSGD(j.model.Parameters(), optim.SGDConfig{LR: 0.01, Momentum: 0.9})
-	}
+	m, err := loadResNet(b.onnx)
 	if err != nil {
 		return nil, err
 	}
-	j.x = make([]float32, device.NumElements(j.shape))
-	for i := range j.x {
-		j.x[i] = float32(rng.NormFloat64())
+	classes := 10
+	if s := m.Outputs[0].Shape; len(s) == 2 && s[1] > 0 {
+		classes = s[1]
 	}
-	j.y = make([]int64, n)
-	for i := range j.y {
-		j.y[i] = rng.Int64N(int64(classes))
+	newOpt := func(ps []*autograd.Param) (optim.Optimizer, error) {
+		return optim.NewSGD(ps, optim.SGDConfig{LR: 0.01, Momentum: 0.9})
 	}
-	return j, nil
+	return benchjob.NewWith(b.dev, m, newOpt, append([]int{n}, m.Inputs[0].Shape[1:]...), classes, rand.New(rand.NewPCG(1, 1)))
 }
 
 // loadResNet imports the ResNet-18 file: one input of shape
@@ -451,64 +405,11 @@ func loadResNet(path string) (*onnx.Model, error) {
 	return m, nil
 }
 
-// inputName formats the sample shape: "3x64x64".
-func (j *trainJob) inputName() string {
-	s := make([]string, len(j.shape)-1)
-	for i, d := range j.shape[1:] {
+// sampleName formats the shape of one sample of j's batch: "3x64x64".
+func sampleName(j *benchjob.Job) string {
+	s := make([]string, len(j.Batch.Shape)-1)
+	for i, d := range j.Batch.Shape[1:] {
 		s[i] = fmt.Sprint(d)
 	}
 	return strings.Join(s, "x")
-}
-
-// step takes one optimizer step on the host batch exactly as
-// bench/hora's trainJob.step (and cmd/train's trainEpoch) does: the
-// batch becomes device tensors in the step's arena, then update.
-func (j *trainJob) step() (loss float64, right int, err error) {
-	defer j.arena.Reset()
-	x, err := j.arena.FromSlice(j.dev, j.x, j.shape...)
-	if err != nil {
-		return 0, 0, err
-	}
-	y, err := j.arena.FromSlice(j.dev, j.y, len(j.y))
-	if err != nil {
-		return 0, 0, err
-	}
-	return j.update(x, y)
-}
-
-// stepOn takes the same step on a batch already on the device.
-func (j *trainJob) stepOn(x, y *tensor.Tensor) (loss float64, right int, err error) {
-	defer j.arena.Reset()
-	return j.update(x.WithArena(j.arena), y.WithArena(j.arena))
-}
-
-// update is the rest of bench/hora's trainJob.step on the batch x, y
-// (tensors of the step's arena): forward, cross-entropy, the loss value,
-// backward, optimizer step, ZeroGrad and the count of correct predictions.
-func (j *trainJob) update(x, y *tensor.Tensor) (loss float64, right int, err error) {
-	logits := j.model.Forward(autograd.Constant(x))
-	l := layers.CrossEntropy(logits, y, layers.CrossEntropyOptions{})
-	loss = l.Value.Item()
-	if err := autograd.Backward(l); err != nil {
-		return 0, 0, err
-	}
-	if err := j.opt.Step(); err != nil {
-		return 0, 0, err
-	}
-	j.opt.ZeroGrad()
-	right = correct(logits.Value, y)
-	return loss, right, nil
-}
-
-// correct counts the rows of logits whose argmax equals the label, as
-// cmd/train does for the training accuracy.
-func correct(logits, y *tensor.Tensor) int {
-	pred := logits.ArgMax(1, false).Int64s()
-	n := 0
-	for i, l := range y.Int64s() {
-		if pred[i] == l {
-			n++
-		}
-	}
-	return n
 }

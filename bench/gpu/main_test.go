@@ -266,29 +266,29 @@ func testTrainStepsLearn(t *testing.T, dev device.Device, resnet bool) {
 			}
 			j, err := b.newTrainJob(model, 4)
 			require.NoError(t, err)
-			layers.Train(j.model)
-			first, right, err := j.step()
+			layers.Train(j.Model)
+			first, right, err := j.Step()
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, right, 0)
 			last := first
 			for range 4 {
-				last, _, err = j.step()
+				last, _, err = j.Step()
 				require.NoError(t, err)
 			}
 			assert.False(t, math.IsNaN(last))
 			assert.Less(t, last, first, "the loss on one repeated batch falls")
 			// The resident variant takes the same steps.
-			x, err := tensor.FromSlice(dev, j.x, j.shape...)
+			x, err := tensor.FromSlice(dev, j.Batch.X, j.Batch.Shape...)
 			require.NoError(t, err)
-			y, err := tensor.FromSlice(dev, j.y, len(j.y))
+			y, err := tensor.FromSlice(dev, j.Batch.Y, len(j.Batch.Y))
 			require.NoError(t, err)
 			for range 2 {
-				loss, _, err := j.stepOn(x, y)
+				loss, _, err := j.StepOn(x, y)
 				require.NoError(t, err)
 				assert.Less(t, loss, first)
 			}
 			require.NoError(t, dev.Sync())
-			bufs := layers.BuffersOf(j.model)
+			bufs := layers.BuffersOf(j.Model)
 			if model != "resnet18" {
 				assert.Empty(t, bufs)
 				return

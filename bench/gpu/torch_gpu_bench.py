@@ -25,8 +25,8 @@ Groups (the same as hora-gpu-bench's; default gemm mlp cnn resnet18):
             out here; 3x64x64 inputs, 10 classes, SGD momentum 0.9, lr 0.01)
             at batch 128.
 
-A training step is the one of Hora's trainer (cmd/train, bench/hora's
-trainJob.step): forward, cross-entropy, loss.item(), backward, optimizer
+A training step is the one of Hora's trainer (cmd/train, and
+bench/internal/benchjob's Job.Step): forward, cross-entropy, loss.item(), backward, optimizer
 step, zero_grad, and the count of correct predictions read back (.item()).
 Training uses float32 with TF32 matrix products and convolutions (as Hora's
 default); --no-tf32 turns TF32 off on both (and hora-gpu-bench -tf32=false).

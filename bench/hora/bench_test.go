@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hora-dl/hora/bench/internal/benchjob"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -49,16 +50,16 @@ func BenchmarkTrainStepCNN(b *testing.B) { benchTrainStep(newJob(b, "cnn"))(b) }
 
 func BenchmarkInferenceCNN(b *testing.B) {
 	j := newJob(b, "cnn")
-	layers.Eval(j.model)
-	x, err := j.inferenceInput()
+	layers.Eval(j.Model)
+	x, err := tensor.FromSlice(j.Dev, j.Batch.X, j.Batch.Shape...)
 	require.NoError(b, err)
 	for b.Loop() {
-		j.infer(x)
+		j.Infer(x)
 	}
 	b.ReportMetric(float64(batchSize)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }
 
-func newJob(tb testing.TB, name string) *trainJob {
+func newJob(tb testing.TB, name string) *benchjob.Job {
 	j, err := newTrainJob(name)
 	require.NoError(tb, err)
 	return j
@@ -94,11 +95,11 @@ func TestTrainStepLearns(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"mlp", "cnn"} {
 		j := newJob(t, name)
-		first, _, err := j.step(j.batch)
+		first, _, err := j.Step()
 		require.NoError(t, err)
 		var last float64
 		for range 4 {
-			last, _, err = j.step(j.batch)
+			last, _, err = j.Step()
 			require.NoError(t, err)
 		}
 		assert.False(t, math.IsNaN(last), name)

@@ -178,12 +178,12 @@ func (b *bench) inference() error {
 	if err != nil {
 		return err
 	}
-	layers.Eval(j.model)
-	x, err := j.inferenceInput()
+	layers.Eval(j.Model)
+	x, err := tensor.FromSlice(j.Dev, j.Batch.X, j.Batch.Shape...)
 	if err != nil {
 		return err
 	}
-	perSec := measure(b.minTime, func() { j.infer(x) })
+	perSec := measure(b.minTime, func() { j.Infer(x) })
 	return b.emit(fmt.Sprintf("cnn inference batch %d", batchSize), "samples/s", perSec*batchSize)
 }
 

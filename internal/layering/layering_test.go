@@ -45,8 +45,9 @@ var allowedImports = map[string][]string{
 	"cmd/onnxcheck":               {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb"},
 	"bench/onnx":                  {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb"},
 	"examples/onnxrun":            {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "onnx", "onnx/onnxpb"},
-	"bench/hora":                  {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models"},
-	"bench/gpu":                   {"device", "device/cpu", "device/cuda", "tensor", "autograd", "layers", "optim", "models", "onnx"},
+	"bench/internal/benchjob":     {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models"},
+	"bench/hora":                  {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models", "bench/internal/benchjob"},
+	"bench/gpu":                   {"device", "device/cpu", "device/cuda", "tensor", "autograd", "layers", "optim", "models", "onnx", "bench/internal/benchjob"},
 }
 
 func TestImportDirection(t *testing.T) {
