@@ -28,27 +28,27 @@ var onGPU = os.Getenv("HORA_CUDA_TEST") == "gpu"
 // fake libcuda, NVRTC and cuBLAS that run the kernels on the CPU), unless
 // HORA_CUDA_TEST=gpu asks for the real libraries and GPU.
 func TestMain(m *testing.M) {
-	var dir string
+	var cache string
 	if !onGPU {
 		var err error
-		dir, err = os.MkdirTemp("", "hora-cuda-emu-*")
+		cache, err = os.MkdirTemp("", "hora-cuda-cache-*") // Hora's compiled kernels
 		switch {
 		case err != nil:
 			skipReason = err.Error()
 		case cudaemu.Available() != nil:
 			skipReason = fmt.Sprintf("the CUDA emulator cannot be built: %v (HORA_CUDA_TEST=gpu runs on a real GPU)", cudaemu.Available())
 		default:
-			if err := cudaemu.Build(dir); err != nil {
+			if libs, err := cudaemu.BuildCached(); err != nil {
 				skipReason = fmt.Sprintf("building the CUDA emulator: %v", err)
 			} else {
-				os.Setenv("HORA_CUDA_LIBS", dir)
-				os.Setenv("HORA_CACHE_DIR", dir)
+				os.Setenv("HORA_CUDA_LIBS", libs)
+				os.Setenv("HORA_CACHE_DIR", cache)
 			}
 		}
 	}
 	code := m.Run()
-	if dir != "" {
-		os.RemoveAll(dir)
+	if cache != "" {
+		os.RemoveAll(cache)
 	}
 	os.Exit(code)
 }

@@ -20,6 +20,9 @@ import (
 //go:embed csrc/prelude.h csrc/cuda.cpp csrc/nvrtc.cpp csrc/cublas.cpp
 var sources embed.FS
 
+// sourceFiles are the files of csrc that Build writes and compiles.
+var sourceFiles = []string{"prelude.h", "cuda.cpp", "nvrtc.cpp", "cublas.cpp"}
+
 // Library file names Build writes, as device/cuda looks for them.
 const (
 	DriverLib = "libcuda.so.1"
@@ -69,7 +72,7 @@ func build(dir string, driverFlags []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cuda emulator: %w", err)
 	}
-	for _, f := range []string{"prelude.h", "cuda.cpp", "nvrtc.cpp", "cublas.cpp"} {
+	for _, f := range sourceFiles {
 		b, err := sources.ReadFile("csrc/" + f)
 		if err != nil {
 			return err
@@ -148,7 +151,7 @@ func buildCached() (string, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", compiler())
-	for _, f := range []string{"prelude.h", "cuda.cpp", "nvrtc.cpp", "cublas.cpp"} {
+	for _, f := range sourceFiles {
 		b, _ := sources.ReadFile("csrc/" + f)
 		fmt.Fprintf(h, "%s\x00%d\x00", f, len(b))
 		h.Write(b)
