@@ -118,13 +118,22 @@ func (s *GradScaler) Unscale() (finite bool) {
 	}
 	s.unscaled, s.finite = true, true
 	params := s.Params()
+	// A sum in float64 is NaN or ±Inf exactly when an element is (float32
+	// gradients cannot overflow it), so one sum per device, read once,
+	// tells: a GPU is not waited for once per parameter.
+	sums := map[device.Device]*tensor.Tensor{}
 	for _, p := range params {
 		if p == nil || p.Var == nil || p.Grad == nil {
 			continue
 		}
-		// A sum in float64 is NaN or ±Inf exactly when an element is
-		// (float32 gradients cannot overflow it).
-		if sum := p.Grad.Cast(device.Float64).SumAll().Item(); math.IsNaN(sum) || math.IsInf(sum, 0) {
+		sum := p.Grad.Cast(device.Float64).SumAll()
+		if t := sums[sum.Device()]; t != nil {
+			sum = t.Add(sum)
+		}
+		sums[sum.Device()] = sum
+	}
+	for _, sum := range sums {
+		if v := sum.Item(); math.IsNaN(v) || math.IsInf(v, 0) {
 			s.finite = false
 			return false
 		}
