@@ -85,6 +85,9 @@ func NewLoader(ds Dataset, cfg LoaderConfig) (*Loader, error) {
 	return &Loader{ds: ds, cfg: cfg, shape: shape, size: product(shape)}, nil
 }
 
+// Dataset returns the dataset l reads.
+func (l *Loader) Dataset() Dataset { return l.ds }
+
 // Config returns the configuration of l.
 func (l *Loader) Config() LoaderConfig { return l.cfg }
 

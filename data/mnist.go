@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -96,6 +97,26 @@ func fashionFiles() [4]string {
 // suffix (DefaultFashionMNISTDir after `apt-get install dataset-fashion-mnist`).
 // Pixels are scaled to [0, 1] and not normalized; see (*InMemory).Normalize.
 func LoadFashionMNIST(dir string) (train, test *InMemory, err error) {
+	if train, test, err = LoadIDXDir(dir, 10); err != nil {
+		return nil, nil, err
+	}
+	for i, ds := range []*InMemory{train, test} {
+		if ds.Shape[1] != 28 || ds.Shape[2] != 28 {
+			path, _ := findIDX(dir, fashionFiles()[2*i])
+			return nil, nil, fmt.Errorf("load fashion-mnist: %s: images are %d×%d, expected 28×28",
+				path, ds.Shape[1], ds.Shape[2])
+		}
+	}
+	return train, test, nil
+}
+
+// LoadIDXDir loads a training and a test set stored as Fashion-MNIST is
+// (MNIST, KMNIST and others are too): dir holds
+// {train,t10k}-{images-idx3,labels-idx1}-ubyte, each with or without a .gz
+// suffix. Images may have any size; every label must lie in [0, classes)
+// (an error names the file and the sample index otherwise). Pixels are
+// scaled to [0, 1].
+func LoadIDXDir(dir string, classes int) (train, test *InMemory, err error) {
 	var paths [4]string
 	var missing []string
 	files := fashionFiles()
@@ -114,17 +135,14 @@ func LoadFashionMNIST(dir string) (train, test *InMemory, err error) {
 			"install them with `apt-get install dataset-fashion-mnist` (into %s)",
 			dir, strings.Join(missing, ", "), strings.Join(files[:], ", "), DefaultFashionMNISTDir)
 	}
-	if train, err = LoadIDX(paths[0], paths[1]); err != nil {
+	if train, err = LoadIDXClasses(paths[0], paths[1], classes); err != nil {
 		return nil, nil, err
 	}
-	if test, err = LoadIDX(paths[2], paths[3]); err != nil {
+	if test, err = LoadIDXClasses(paths[2], paths[3], classes); err != nil {
 		return nil, nil, err
 	}
-	for i, ds := range []*InMemory{train, test} {
-		if ds.Shape[1] != 28 || ds.Shape[2] != 28 {
-			return nil, nil, fmt.Errorf("load fashion-mnist: %s: images are %d×%d, expected 28×28",
-				paths[2*i], ds.Shape[1], ds.Shape[2])
-		}
+	if !slices.Equal(train.Shape, test.Shape) {
+		return nil, nil, fmt.Errorf("load idx: %s: test images are %v, training images %v: expected the same size", paths[2], test.Shape, train.Shape)
 	}
 	return train, test, nil
 }

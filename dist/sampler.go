@@ -81,3 +81,43 @@ func (s *DistributedSampler) Indices(epoch int) []int {
 	}
 	return out
 }
+
+// IndicesFrom returns this rank's indices for the rest of an epoch whose
+// first start positions of the shared order have been trained on (by
+// any number of ranks): the order from position start on, padded (or,
+// with DropLast, cut) to a multiple of Size, every Size-th position
+// starting at Rank. IndicesFrom(e, 0) is Indices(e). When start is a
+// multiple of Size·B for batch B, IndicesFrom(e, start) is Indices(e)
+// without its first start/Size indices; with another number of ranks it
+// shares the rest of the epoch among them, which is how a run resumes
+// on a different world size.
+func (s *DistributedSampler) IndicesFrom(epoch, start int) []int {
+	if start <= 0 {
+		return s.Indices(epoch)
+	}
+	var order []int
+	if s.cfg.Shuffle {
+		order = rand.New(rand.NewPCG(s.cfg.Seed, uint64(epoch))).Perm(s.n)
+	} else {
+		order = make([]int, s.n)
+		for i := range order {
+			order[i] = i
+		}
+	}
+	if start >= s.n {
+		return []int{} // the epoch is over (only padding was left)
+	}
+	rest := order[start:]
+	total := (len(rest) + s.size - 1) / s.size * s.size
+	if s.cfg.DropLast {
+		total = len(rest) / s.size * s.size
+	}
+	for i := 0; len(rest) < total; i++ {
+		rest = append(rest, order[i%s.n]) // padding: from the start, cyclically
+	}
+	out := make([]int, 0, total/s.size)
+	for i := s.rank; i < total; i += s.size {
+		out = append(out, rest[i])
+	}
+	return out
+}

@@ -91,3 +91,44 @@ func TestSingleAllgatherFloat16(t *testing.T) {
 	require.NoError(t, dev.Read(got, dst))
 	assert.Equal(t, []uint16{0x3c00, 0xc000}, got)
 }
+
+func TestSamplerIndicesFrom(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{10, 11, 64} {
+		for _, size := range []int{1, 2, 3} {
+			for _, dropLast := range []bool{false, true} {
+				cfg := dist.SamplerConfig{Shuffle: true, Seed: 7, DropLast: dropLast}
+				for rank := range size {
+					s, err := dist.NewDistributedSampler(n, rank, size, cfg)
+					require.NoError(t, err)
+					full := s.Indices(3)
+					require.Equal(t, full, s.IndicesFrom(3, 0))
+					for k := 1; k*size*2 <= len(full)*size; k++ {
+						start := k * size * 2 // two samples per rank per batch
+						assert.Equal(t, full[start/size:], s.IndicesFrom(3, start), "n %d size %d rank %d start %d", n, size, rank, start)
+					}
+				}
+				// Resharding: what 2 ranks left of an epoch, 3 ranks cover
+				// exactly once (padding aside).
+				if !dropLast && size == 3 {
+					one, _ := dist.NewDistributedSampler(n, 0, 1, cfg)
+					want := map[int]bool{}
+					for _, i := range one.Indices(1)[4:] {
+						want[i] = true
+					}
+					seen := map[int]bool{}
+					for rank := range 3 {
+						s3, _ := dist.NewDistributedSampler(n, rank, 3, cfg)
+						for _, i := range s3.IndicesFrom(1, 4) {
+							seen[i] = true
+						}
+					}
+					for i := range want {
+						assert.True(t, seen[i], "3 ranks cover the rest of the epoch: sample %d", i)
+					}
+					assert.LessOrEqual(t, len(seen), len(want)+2, "padding adds at most size-1 samples")
+				}
+			}
+		}
+	}
+}

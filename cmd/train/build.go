@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/data"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/models"
 	"github.com/hora-dl/hora/onnx"
@@ -12,38 +15,263 @@ import (
 	"github.com/hora-dl/hora/tensor"
 )
 
-// The Fashion-MNIST geometry the zoo models are built for.
-const (
-	imageFeatures = 28 * 28
-	classes       = 10
-)
+// datasets are the training and test sets of a run and what the model
+// needs to know about them.
+type datasets struct {
+	train, test data.Dataset
+	// classes is the number of classes of an image data set.
+	classes int
+	// lm describes the text of a language model (nil for images).
+	lm *languageModel
+	// augment wraps the training set when data.augment_* is on.
+	augment *data.Augmented
+}
 
-// buildModel returns the model the config names, initialised from rng.
-func buildModel(cfg *Config, rng *rand.Rand) (layers.Layer, error) {
+// languageModel is what a character-level language model's run knows
+// about its text.
+type languageModel struct {
+	vocab   *data.CharVocab
+	unigram float64 // entropy of the training characters, nats
+	context int
+}
+
+// split turns a batch of windows of T+1 ids into the model's input ids
+// (the first T of each) and the targets (the last T).
+func (l *languageModel) split(b data.Batch) (xs []float32, ys []int64, shape []int) {
+	n, w := b.Len(), b.Shape[1]
+	t := w - 1
+	xs = make([]float32, 0, n*t)
+	ys = make([]int64, 0, n*t)
+	for i := range n {
+		row := b.X[i*w : (i+1)*w]
+		xs = append(xs, row[:t]...)
+		for _, id := range row[1:] {
+			ys = append(ys, int64(id))
+		}
+	}
+	return xs, ys, []int{n, t}
+}
+
+// vocabJSON is the content of vocab.json: the characters in id order.
+func (l *languageModel) vocabJSON() []byte {
+	js, _ := json.Marshal(map[string]any{"chars": string(l.vocab.Runes()), "size": l.vocab.Size()})
+	return append(js, '\n')
+}
+
+// loadDatasets reads the training and test sets named by the config. A
+// language model resuming from a checkpoint keeps the checkpoint's
+// vocabulary (vocab), so that its ids mean the same characters.
+func loadDatasets(cfg *Config, vocab string) (*datasets, error) {
+	d := cfg.Data
+	if d.Name == "text" {
+		return loadText(cfg, vocab)
+	}
+	var tr, te *data.InMemory
+	var err error
+	classes := 10
+	switch d.Name {
+	case "fashion-mnist":
+		tr, te, err = data.LoadFashionMNIST(d.Dir)
+	case "idx":
+		classes = cfg.Model.Classes
+		tr, te, err = data.LoadIDXDir(d.Dir, classes)
+	default:
+		err = fmt.Errorf("%s: data.name: unknown data set %q (known: %v)", cfg.File(), d.Name, knownDatasets)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fill := float32(0)
+	if d.Normalize {
+		tr.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
+		te.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
+		fill = -data.FashionMNISTMean / data.FashionMNISTStd // black, normalized
+	}
+	ds := &datasets{train: tr, test: te, classes: classes}
+	if n := cfg.Train.Limit; n > 0 && n < tr.Len() {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		ds.train = data.Subset(tr, idx)
+	}
+	if d.AugmentPad > 0 || d.AugmentFlip {
+		aug := data.Augment{Pad: d.AugmentPad, Fill: fill, FlipHorizontal: d.AugmentFlip}
+		if ds.augment, err = data.NewAugmented(ds.train, aug, cfg.Seed); err != nil {
+			return nil, fmt.Errorf("%s: data: %w", cfg.File(), err)
+		}
+		ds.train = ds.augment
+	}
+	return ds, nil
+}
+
+// loadText reads the text of a language model, builds its vocabulary
+// (or takes vocab) and cuts it into windows of model.context characters.
+func loadText(cfg *Config, vocab string) (*datasets, error) {
+	text, err := data.LoadText(cfg.Data.Files)
+	if err != nil {
+		return nil, fmt.Errorf("%s: data.files: %w", cfg.File(), err)
+	}
+	v := data.NewCharVocab(text)
+	if vocab != "" {
+		v = data.NewCharVocab(vocab)
+	}
+	ids, err := v.Encode(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: data.files: the text has a character the checkpoint's vocabulary lacks: %w", cfg.File(), err)
+	}
+	trainIDs, valIDs, err := data.SplitTokens(ids, cfg.Data.ValFraction)
+	if err != nil {
+		return nil, fmt.Errorf("%s: data.val_fraction: %w", cfg.File(), err)
+	}
+	t := cfg.Model.Context
+	tr, err := data.NewTokenWindows(trainIDs, t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: data.files: the training text (%d characters) is too short for model.context %d: %w", cfg.File(), len(trainIDs), t, err)
+	}
+	te, err := data.NewTokenWindows(valIDs, t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: data.val_fraction: the validation text (%d characters) is too short for model.context %d: %w", cfg.File(), len(valIDs), t, err)
+	}
+	ds := &datasets{train: tr, test: te,
+		lm: &languageModel{vocab: v, unigram: data.UnigramEntropy(trainIDs, v.Size()), context: t}}
+	if n := cfg.Train.Limit; n > 0 && n < tr.Len() {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		ds.train = data.Subset(tr, idx)
+	}
+	return ds, nil
+}
+
+// buildModel returns the model the config names, for the data sets ds,
+// initialised from rng.
+func buildModel(cfg *Config, ds *datasets, rng *rand.Rand) (layers.Layer, error) {
 	m := cfg.Model
-	switch m.Name {
-	case "mlp":
-		net, err := models.NewMLP(models.MLPConfig{
-			In: imageFeatures, Hidden: m.Hidden, Classes: classes,
-			Activation: m.Activation, Dropout: m.Dropout,
-		}, rng)
+	classes := ds.classes
+	inCh := 1
+	if ds.lm == nil {
+		inCh = ds.train.SampleShape()[0]
+	}
+	wrap := func(l layers.Layer, err error) (layers.Layer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: model: %w", cfg.File(), err)
 		}
-		return net, nil
+		return l, nil
+	}
+	resnet := func(rc models.ResNetConfig) (layers.Layer, error) {
+		rc.Stem = m.Stem
+		return wrap(models.NewResNet(rc, rng))
+	}
+	switch m.Name {
+	case "mlp":
+		in := 1
+		for _, d := range ds.train.SampleShape() {
+			in *= d
+		}
+		return wrap(models.NewMLP(models.MLPConfig{
+			In: in, Hidden: m.Hidden, Classes: classes,
+			Activation: m.Activation, Dropout: m.Dropout,
+		}, rng))
 	case "cnn":
 		return models.NewCNN(classes, rng), nil
 	case "lenet5":
 		return models.NewLeNet5(classes, rng), nil
+	case "resnet18":
+		return resnet(models.ResNet18Config(inCh, classes))
+	case "resnet34":
+		return resnet(models.ResNet34Config(inCh, classes))
+	case "resnet20":
+		return resnet(models.ResNet20Config(inCh, classes))
+	case "resnet56":
+		return resnet(models.ResNet56Config(inCh, classes))
+	case "resnet":
+		return resnet(models.ResNetConfig{Block: "basic", Layers: m.Blocks, Widths: m.Widths,
+			InChannels: inCh, Classes: classes})
+	case "mobilenet":
+		return wrap(models.NewMobileNet(models.MobileNetSmallConfig(inCh, classes), rng))
+	case "transformer":
+		shape := ds.train.SampleShape()
+		c, h, w := shape[0], shape[1], shape[2]
+		tc := models.TransformerClassifierConfig{Dim: m.Dim, Heads: m.Heads, Layers: m.Layers, FF: m.FF,
+			Classes: classes, Dropout: m.Dropout, PatchSize: m.PatchSize, InFeatures: c * w, SeqLen: h}
+		if p := m.PatchSize; p > 0 {
+			if h%p != 0 || w%p != 0 {
+				return nil, fmt.Errorf("%s: model.patch_size: expected a divisor of the image size %d×%d, found %d", cfg.File(), h, w, p)
+			}
+			tc.InFeatures, tc.SeqLen = c*p*p, (h/p)*(w/p)
+		}
+		return wrap(models.NewTransformerClassifier(tc, rng))
+	case "charlm":
+		return wrap(models.NewCharLM(models.CharLMConfig{Vocab: ds.lm.vocab.Size(), Context: m.Context,
+			Dim: m.Dim, Heads: m.Heads, Layers: m.Layers, FF: m.FF, Dropout: m.Dropout}, rng))
 	case "onnx":
-		return importModel(cfg)
+		return importModel(cfg, ds)
 	}
-	return nil, fmt.Errorf("%s: model.name: unknown model %q (known: mlp, lenet5, cnn, onnx)", cfg.File(), m.Name)
+	return nil, fmt.Errorf("%s: model.name: unknown model %q (known: %v)", cfg.File(), m.Name, knownModels)
+}
+
+// fixedInput lists the models built for 1×28×28 images only.
+var fixedInput = []string{"cnn", "lenet5"}
+
+// checkData checks, before training, that the data sets fit the model:
+// the images have the size the model takes, and (for an image
+// classifier) one sample through the model gives one logit per class.
+// Errors name the data set and the sample index.
+func checkData(cfg *Config, ds *datasets, model layers.Layer) error {
+	if ds.lm != nil {
+		return nil
+	}
+	for _, part := range []struct {
+		name string
+		ds   data.Dataset
+	}{{"training", ds.train}, {"test", ds.test}} {
+		shape := part.ds.SampleShape()
+		if slices.Contains(fixedInput, cfg.Model.Name) && !slices.Equal(shape, []int{1, 28, 28}) {
+			return fmt.Errorf("%s: data: %s sample 0 is %v, but model %s takes 1×28×28 images (use model mlp, resnet, mobilenet or transformer for other sizes)",
+				cfg.File(), part.name, shape, cfg.Model.Name)
+		}
+	}
+	shape := append([]int{1}, ds.train.SampleShape()...)
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	sample := make([]float32, n)
+	label := ds.train.Sample(0, sample)
+	out, err := forwardOnce(model, tensor.FromFloat32(sample, shape...))
+	if err != nil {
+		return fmt.Errorf("%s: data: training sample 0 (%v) does not fit model %s: %w", cfg.File(), ds.train.SampleShape(), cfg.Model.Name, err)
+	}
+	if s := out.Shape(); len(s) != 2 || s[1] != ds.classes {
+		return fmt.Errorf("%s: data: model %s gives %v for training sample 0, expected [1 %d] (one logit per class)", cfg.File(), cfg.Model.Name, s, ds.classes)
+	}
+	if label < 0 || label >= int64(ds.classes) {
+		return fmt.Errorf("%s: data: training sample 0 has label %d, expected 0..%d", cfg.File(), label, ds.classes-1)
+	}
+	return nil
+}
+
+// forwardOnce runs the model on x without recording gradients, turning a
+// shape panic into an error.
+func forwardOnce(model layers.Layer, x *tensor.Tensor) (out *tensor.Tensor, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(*tensor.DeviceError); ok {
+				panic(r)
+			}
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	layers.Eval(model)
+	defer layers.Train(model)
+	return model.Forward(autograd.NoGrad(autograd.Constant(x))).Value, nil
 }
 
 // importModel loads the ONNX model of model.file and checks that it maps
-// Fashion-MNIST images to class logits.
-func importModel(cfg *Config) (layers.Layer, error) {
+// the data set's images to class logits.
+func importModel(cfg *Config, ds *datasets) (layers.Layer, error) {
 	m, err := onnx.Load(cfg.Model.File)
 	if err != nil {
 		return nil, fmt.Errorf("%s: model.file: %w", cfg.File(), err)
@@ -52,27 +280,27 @@ func importModel(cfg *Config) (layers.Layer, error) {
 		return nil, fmt.Errorf("%s: model.file %s: the model has %d inputs and %d outputs, want 1 and 1", cfg.File(), cfg.Model.File, len(m.Inputs), len(m.Outputs))
 	}
 	in := m.Inputs[0]
+	want := append([]int{-1}, ds.train.SampleShape()...)
 	if in.Shape != nil {
-		want := []int{-1, 1, 28, 28}
 		ok := len(in.Shape) == len(want)
 		for d := 1; ok && d < len(want); d++ {
 			ok = in.Shape[d] < 0 || in.Shape[d] == want[d]
 		}
 		if !ok {
-			return nil, fmt.Errorf("%s: model.file %s: input %v, want images [batch, 1, 28, 28]", cfg.File(), cfg.Model.File, in)
+			return nil, fmt.Errorf("%s: model.file %s: input %v, want images [batch, %d, %d, %d]", cfg.File(), cfg.Model.File, in, want[1], want[2], want[3])
 		}
 	}
 	if len(m.Parameters()) == 0 {
 		return nil, fmt.Errorf("%s: model.file %s: the model has no float initializers to train", cfg.File(), cfg.Model.File)
 	}
 	// One image through the model, so that a model that does not compute
-	// [batch, 10] logits fails here, with its own error, not mid-epoch.
-	outs, err := m.Run(autograd.NoGrad(autograd.Constant(tensor.Zeros(1, 1, 28, 28))))
+	// [batch, classes] logits fails here, with its own error, not mid-epoch.
+	outs, err := m.Run(autograd.NoGrad(autograd.Constant(tensor.Zeros(append([]int{1}, want[1:]...)...))))
 	if err != nil {
 		return nil, fmt.Errorf("%s: model.file %s: %w", cfg.File(), cfg.Model.File, err)
 	}
-	if s := outs[0].Shape(); len(s) != 2 || s[0] != 1 || s[1] != classes {
-		return nil, fmt.Errorf("%s: model.file %s: output %q is %v for one image, want [1 %d] (class logits)", cfg.File(), cfg.Model.File, m.Outputs[0].Name, s, classes)
+	if s := outs[0].Shape(); len(s) != 2 || s[0] != 1 || s[1] != ds.classes {
+		return nil, fmt.Errorf("%s: model.file %s: output %q is %v for one image, want [1 %d] (class logits)", cfg.File(), cfg.Model.File, m.Outputs[0].Name, s, ds.classes)
 	}
 	return m, nil
 }
@@ -112,7 +340,8 @@ func buildSchedule(cfg *Config, trainSamples int) (optim.Schedule, error) {
 	s, lr := cfg.Schedule, cfg.Optimizer.LR
 	periods := cfg.Train.Epochs
 	if s.Per == "step" {
-		periods *= (trainSamples + cfg.Train.BatchSize - 1) / cfg.Train.BatchSize
+		perStep := cfg.Train.BatchSize * cfg.Dist.BackwardPassesPerStep
+		periods *= (trainSamples + perStep - 1) / perStep
 	}
 	var sched optim.Schedule
 	var err error

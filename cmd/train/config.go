@@ -30,8 +30,11 @@ const DefaultDataDir = "/usr/share/datasets/fashion-mnist"
 
 // Names accepted by Validate. They are read only.
 var (
-	knownDatasets    = []string{"fashion-mnist"}
-	knownModels      = []string{"mlp", "lenet5", "cnn", "onnx"}
+	knownDatasets    = []string{"fashion-mnist", "idx", "text"}
+	knownModels      = []string{"mlp", "lenet5", "cnn", "resnet18", "resnet34", "resnet20", "resnet56", "resnet", "mobilenet", "transformer", "charlm", "onnx"}
+	knownStems       = []string{"cifar", "imagenet"}
+	knownFormats     = []string{"text", "json"}
+	knownMetrics     = []string{"auto", "test_loss", "test_accuracy"}
 	knownActivations = []string{"relu", "gelu", "tanh", "sigmoid", "silu"}
 	knownOptimizers  = []string{"sgd", "adam", "adamw", "rmsprop", "adagrad"}
 	knownSchedules   = []string{"none", "step", "multistep", "cosine"}
@@ -81,6 +84,18 @@ type Config struct {
 	Timeline string `yaml:"timeline"`
 	// Export lists the files the trained model is exported to.
 	Export ExportConfig `yaml:"export"`
+	// Checkpoint says how often the full training state is saved and how
+	// many checkpoints are kept.
+	Checkpoint CheckpointConfig `yaml:"checkpoint"`
+	// Sample configures the text a language model (model "charlm") writes
+	// after each evaluation and for the predict command.
+	Sample SampleConfig `yaml:"sample"`
+	// Deterministic makes a run bit-for-bit repeatable on the same
+	// machine: the CPU thread count is pinned (train.threads, or the
+	// cores found at the start) and recorded in each checkpoint so that a
+	// resume uses the same; a GPU runs without TF32. Runs on the CPU are
+	// already repeatable for a fixed thread count. Default false.
+	Deterministic bool `yaml:"deterministic"`
 
 	// path is the file the configuration was read from ("" when built in Go).
 	path string
@@ -92,14 +107,34 @@ type Config struct {
 
 // DataConfig selects the data set.
 type DataConfig struct {
-	// Name is the data set: "fashion-mnist" (the only one so far, and the
-	// default).
+	// Name is the data set: "fashion-mnist" (the default), "idx" (any
+	// folder holding train/t10k image and label files in the IDX format
+	// of Fashion-MNIST, e.g. MNIST; the class count is model.classes) or
+	// "text" (the files of data.files, for model "charlm").
 	Name string `yaml:"name"`
-	// Dir is the folder holding the data set files. Default DefaultDataDir.
+	// Dir is the folder holding the image data set files, named
+	// {train,t10k}-{images-idx3,labels-idx1}-ubyte(.gz). Default
+	// DefaultDataDir.
 	Dir string `yaml:"dir"`
 	// Normalize maps pixels p in [0, 1] to (p - FashionMNISTMean) /
 	// FashionMNISTStd. Default true.
 	Normalize bool `yaml:"normalize"`
+	// Files lists the text files (or glob patterns) of data set "text",
+	// read in sorted order and joined with newlines. Default [] (required
+	// by "text").
+	Files []string `yaml:"files"`
+	// ValFraction is the fraction of the text kept, from its end, for
+	// validation. Default 0.1.
+	ValFraction float64 `yaml:"val_fraction"`
+	// AugmentPad pads training images by this many pixels on each side
+	// and crops them back at a random offset (torchvision's RandomCrop
+	// with padding); 0 (the default) turns it off. The random choices
+	// depend only on the seed, the epoch and the sample, so a resumed or
+	// rescaled run sees the same images.
+	AugmentPad int `yaml:"augment_pad"`
+	// AugmentFlip mirrors each training image left to right with
+	// probability 1/2. Default false.
+	AugmentFlip bool `yaml:"augment_flip"`
 }
 
 // ModelConfig selects and shapes the network.
@@ -121,6 +156,70 @@ type ModelConfig struct {
 	// Dropout is the probability of zeroing an activation in training;
 	// 0 (the default) disables dropout.
 	Dropout float64 `yaml:"dropout"`
+	// Classes is the number of classes of data set "idx"; Fashion-MNIST
+	// has 10. Default 10.
+	Classes int `yaml:"classes"`
+	// Blocks lists the residual blocks per stage of "resnet", e.g.
+	// [2, 2, 2]. Default [2, 2, 2].
+	Blocks []int `yaml:"blocks"`
+	// Widths lists the channels per stage of "resnet" (as many as
+	// blocks), e.g. [16, 32, 64]. Default [16, 32, 64].
+	Widths []int `yaml:"widths"`
+	// Stem is the first layer of the ResNets: "cifar" (3×3 convolution,
+	// for small images, the default) or "imagenet" (7×7 stride-2
+	// convolution and max-pool).
+	Stem string `yaml:"stem"`
+	// Dim is the width of the tokens of "transformer" and "charlm".
+	// Default 128.
+	Dim int `yaml:"dim"`
+	// Heads is the number of attention heads of "transformer" and
+	// "charlm"; it must divide dim. Default 4.
+	Heads int `yaml:"heads"`
+	// Layers is the number of Transformer blocks. Default 4.
+	Layers int `yaml:"layers"`
+	// FF is the hidden width of the feed-forward part of each Transformer
+	// block. Default 512.
+	FF int `yaml:"ff"`
+	// PatchSize is the side of the square image patches that are the
+	// tokens of "transformer" (it must divide 28); 0 makes each image row
+	// a token. Default 7.
+	PatchSize int `yaml:"patch_size"`
+	// Context is the number of characters "charlm" sees at once (its
+	// training window). Default 128.
+	Context int `yaml:"context"`
+}
+
+// CheckpointConfig says how often the full training state (weights,
+// optimizer, schedule, random generators, data position) is saved under
+// output.dir/checkpoints, and which checkpoints are kept.
+type CheckpointConfig struct {
+	// EverySteps saves a checkpoint every this many optimizer steps, in
+	// addition to the end of each epoch; 0 (the default) saves at the end
+	// of epochs only.
+	EverySteps int `yaml:"every_steps"`
+	// Keep is the number of most recent checkpoints kept (the best one is
+	// kept too). Default 3.
+	Keep int `yaml:"keep"`
+	// BestMetric is the evaluation metric that picks the best checkpoint:
+	// "test_accuracy" (higher is better), "test_loss" (lower is better)
+	// or "auto" (the default: accuracy for classifiers, loss for language
+	// models).
+	BestMetric string `yaml:"best_metric"`
+}
+
+// SampleConfig configures text generation by a language model.
+type SampleConfig struct {
+	// Prompt is the text generation starts from; "" starts from a
+	// newline. Default "".
+	Prompt string `yaml:"prompt"`
+	// Length is the number of characters generated. Default 200.
+	Length int `yaml:"length"`
+	// Temperature divides the logits before sampling: below 1 is more
+	// conservative, 0 always takes the most likely character. Default 0.8.
+	Temperature float64 `yaml:"temperature"`
+	// TopK samples among the k most likely characters only; 0 (the
+	// default) among all.
+	TopK int `yaml:"top_k"`
 }
 
 // ExportConfig lists the files the trained model is written to after the
@@ -250,6 +349,28 @@ type TrainConfig struct {
 	// Limit uses only the first Limit training samples; 0 (the default)
 	// uses them all. Meant for quick runs and tests.
 	Limit int `yaml:"limit"`
+	// EvalEverySteps evaluates on the test set every this many optimizer
+	// steps, in addition to the end of each epoch; 0 (the default) at the
+	// end of epochs only.
+	EvalEverySteps int `yaml:"eval_every_steps"`
+	// LogEverySteps writes the training loss to metrics.jsonl every this
+	// many optimizer steps. Default 50.
+	LogEverySteps int `yaml:"log_every_steps"`
+	// EMA keeps an exponential moving average of the weights with this
+	// decay (e.g. 0.999), updated after each step; evaluation, the best
+	// checkpoint and the exported model then use the averaged weights.
+	// 0 (the default) turns it off.
+	EMA float64 `yaml:"ema"`
+	// Patience stops training early when the best metric
+	// (checkpoint.best_metric) has not improved by more than MinDelta for
+	// this many evaluations in a row; 0 (the default) never stops early.
+	Patience int `yaml:"patience"`
+	// MinDelta is the smallest change of the best metric that counts as
+	// an improvement for Patience. Default 0.
+	MinDelta float64 `yaml:"min_delta"`
+	// Threads is the number of CPU threads that compute; 0 (the default)
+	// uses every core (under mpirun, the rank's share).
+	Threads int `yaml:"threads"`
 }
 
 // OutputConfig says where results go.
@@ -258,8 +379,20 @@ type OutputConfig struct {
 	// defaults it to "runs/<config file name without extension>"; the
 	// -out flag of the command overrides it.
 	Dir string `yaml:"dir"`
-	// Progress shows a progress bar while training. Default true.
+	// Progress shows a progress bar while training: a live bar with the
+	// ETA, samples/s and loss on a terminal, a line every tenth of an
+	// epoch elsewhere. Default true.
 	Progress bool `yaml:"progress"`
+	// Format is the format of what the command prints: "text" (the
+	// default) or "json" (one JSON object per line and event, for batch
+	// systems; no progress bar).
+	Format string `yaml:"format"`
+	// Quiet prints only the start, one line per epoch and the end. The
+	// -q flag sets it. Default false.
+	Quiet bool `yaml:"quiet"`
+	// Plot draws output.dir/curves.png (loss and accuracy per step and
+	// epoch, train and test) after each evaluation. Default true.
+	Plot bool `yaml:"plot"`
 }
 
 // DefaultConfig returns the configuration used for every key a file leaves
@@ -273,14 +406,28 @@ func DefaultConfig() *Config {
 		Precision: "fp32",
 		TF32:      true,
 		Data: DataConfig{
-			Name:      "fashion-mnist",
-			Dir:       DefaultDataDir,
-			Normalize: true,
+			Name:        "fashion-mnist",
+			Dir:         DefaultDataDir,
+			Normalize:   true,
+			Files:       []string{},
+			ValFraction: 0.1,
 		},
 		Model: ModelConfig{
 			Hidden:     []int{512, 256},
 			Activation: "relu",
+			Classes:    10,
+			Blocks:     []int{2, 2, 2},
+			Widths:     []int{16, 32, 64},
+			Stem:       "cifar",
+			Dim:        128,
+			Heads:      4,
+			Layers:     4,
+			FF:         512,
+			PatchSize:  7,
+			Context:    128,
 		},
+		Checkpoint: CheckpointConfig{Keep: 3, BestMetric: "auto"},
+		Sample:     SampleConfig{Length: 200, Temperature: 0.8},
 		Optimizer: OptimizerConfig{
 			Betas: [2]float64{0.9, 0.999},
 			Eps:   1e-8,
@@ -297,9 +444,12 @@ func DefaultConfig() *Config {
 			BatchSize:     128,
 			EvalBatchSize: 1000,
 			Prefetch:      2,
+			LogEverySteps: 50,
 		},
 		Output: OutputConfig{
 			Progress: true,
+			Format:   "text",
+			Plot:     true,
 		},
 		Dist: DistConfig{
 			LRScaling:             "linear",
@@ -1053,7 +1203,6 @@ func (c *Config) Validate() error {
 		v.fail("precision", fmt.Sprintf(`"fp32" on device %q (bf16 and fp16 need a CUDA device)`, c.Device), strconv.Quote(c.Precision))
 	}
 	v.oneOf("data.name", c.Data.Name, knownDatasets)
-	v.nonEmpty("data.dir", c.Data.Dir, "the folder of the data set")
 
 	v.oneOf("model.name", c.Model.Name, knownModels)
 	if c.Model.Name == "mlp" {
@@ -1071,6 +1220,8 @@ func (c *Config) Validate() error {
 	}
 	v.oneOf("model.activation", c.Model.Activation, knownActivations)
 	v.inRange("model.dropout", c.Model.Dropout, 0, 1, false)
+	v.validateModel()
+	v.validateData()
 
 	o := c.Optimizer
 	v.oneOf("optimizer.name", o.Name, knownOptimizers)
@@ -1150,8 +1301,108 @@ func (c *Config) Validate() error {
 		v.fail("train.limit", "an integer >= 0 (0 uses every sample)", strconv.Itoa(t.Limit))
 	}
 
+	if t.EvalEverySteps < 0 {
+		v.fail("train.eval_every_steps", "an integer >= 0 (0: at the end of epochs only)", strconv.Itoa(t.EvalEverySteps))
+	}
+	v.atLeast1("train.log_every_steps", t.LogEverySteps)
+	v.inRange("train.ema", t.EMA, 0, 1, false)
+	if t.Patience < 0 {
+		v.fail("train.patience", "an integer >= 0 (0 never stops early)", strconv.Itoa(t.Patience))
+	}
+	v.atLeast0("train.min_delta", t.MinDelta)
+	if t.Threads < 0 {
+		v.fail("train.threads", "an integer >= 0 (0 uses every core)", strconv.Itoa(t.Threads))
+	}
+
+	k := c.Checkpoint
+	if k.EverySteps < 0 {
+		v.fail("checkpoint.every_steps", "an integer >= 0 (0: at the end of epochs only)", strconv.Itoa(k.EverySteps))
+	}
+	v.atLeast1("checkpoint.keep", k.Keep)
+	v.oneOf("checkpoint.best_metric", k.BestMetric, knownMetrics)
+	if k.BestMetric == "test_accuracy" && c.Model.Name == "charlm" {
+		v.fail("checkpoint.best_metric", `"test_loss" or "auto" for a language model (it has no accuracy)`, strconv.Quote(k.BestMetric))
+	}
+
+	if c.Sample.Length < 0 {
+		v.fail("sample.length", "an integer >= 0", strconv.Itoa(c.Sample.Length))
+	}
+	v.atLeast0("sample.temperature", c.Sample.Temperature)
+	if c.Sample.TopK < 0 {
+		v.fail("sample.top_k", "an integer >= 0 (0: all characters)", strconv.Itoa(c.Sample.TopK))
+	}
+
 	v.nonEmpty("output.dir", c.Output.Dir, "a folder")
+	v.oneOf("output.format", c.Output.Format, knownFormats)
 	return errors.Join(v.errs...)
+}
+
+// validateModel checks the keys that shape the zoo's models.
+func (v *configValidator) validateModel() {
+	m := v.c.Model
+	v.atLeast1("model.classes", m.Classes)
+	switch m.Name {
+	case "resnet":
+		if len(m.Blocks) == 0 {
+			v.fail("model.blocks", `a non-empty list of block counts for model "resnet", e.g. [2, 2, 2]`, "[]")
+		}
+		if len(m.Widths) != len(m.Blocks) {
+			v.fail("model.widths", fmt.Sprintf("a list of %d widths, one per stage of model.blocks", len(m.Blocks)), fmt.Sprint(m.Widths))
+		}
+		for i, b := range m.Blocks {
+			if b < 1 {
+				v.fail(fmt.Sprintf("model.blocks[%d]", i), "an integer >= 1", strconv.Itoa(b))
+			}
+		}
+		for i, w := range m.Widths {
+			if w < 1 {
+				v.fail(fmt.Sprintf("model.widths[%d]", i), "an integer >= 1", strconv.Itoa(w))
+			}
+		}
+		v.oneOf("model.stem", m.Stem, knownStems)
+	case "resnet18", "resnet34", "resnet20", "resnet56":
+		v.oneOf("model.stem", m.Stem, knownStems)
+	case "transformer", "charlm":
+		v.atLeast1("model.dim", m.Dim)
+		v.atLeast1("model.heads", m.Heads)
+		if m.Heads >= 1 && m.Dim >= 1 && m.Dim%m.Heads != 0 {
+			v.fail("model.heads", fmt.Sprintf("a divisor of model.dim = %d", m.Dim), strconv.Itoa(m.Heads))
+		}
+		v.atLeast1("model.layers", m.Layers)
+		v.atLeast1("model.ff", m.FF)
+		if m.Name == "transformer" && (m.PatchSize < 0 || m.PatchSize > 0 && 28%m.PatchSize != 0) {
+			v.fail("model.patch_size", "0 (rows as tokens) or a divisor of 28 (1, 2, 4, 7, 14, 28)", strconv.Itoa(m.PatchSize))
+		}
+		if m.Name == "charlm" {
+			v.atLeast1("model.context", m.Context)
+		}
+	}
+}
+
+// validateData checks the data keys against the model.
+func (v *configValidator) validateData() {
+	c := v.c
+	d := c.Data
+	lm := c.Model.Name == "charlm"
+	switch {
+	case lm && d.Name != "text":
+		v.fail("data.name", `"text" for model "charlm" (a language model trains on text)`, strconv.Quote(d.Name))
+	case !lm && d.Name == "text":
+		v.fail("data.name", `an image data set (fashion-mnist or idx): data set "text" trains model "charlm" only`, strconv.Quote(d.Name))
+	}
+	if d.Name == "text" {
+		if len(d.Files) == 0 {
+			v.fail("data.files", `a list of text files or glob patterns for data set "text"`, "[]")
+		}
+		if !(d.ValFraction > 0 && d.ValFraction < 1) {
+			v.fail("data.val_fraction", "a number in (0, 1)", fmtNum(d.ValFraction))
+		}
+	} else {
+		v.nonEmpty("data.dir", d.Dir, "the folder of the data set")
+	}
+	if d.AugmentPad < 0 {
+		v.fail("data.augment_pad", "an integer >= 0 (0: no random crop)", strconv.Itoa(d.AugmentPad))
+	}
 }
 
 // configValidator collects the problems Validate finds.

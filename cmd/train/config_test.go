@@ -35,7 +35,9 @@ func TestLoadConfigShipped(t *testing.T) {
 		{
 			path: "../../configs/fashion-mnist-mlp.yaml",
 			check: func(t *testing.T, c *Config) {
-				assert.Equal(t, ModelConfig{Name: "mlp", Hidden: []int{512, 256}, Activation: "relu"}, c.Model)
+				wantModel := DefaultConfig().Model
+				wantModel.Name = "mlp"
+				assert.Equal(t, wantModel, c.Model)
 				assert.Equal(t, "sgd", c.Optimizer.Name)
 				assert.InDelta(t, 0.05, c.Optimizer.LR, 0)
 				assert.InDelta(t, 0.9, c.Optimizer.Momentum, 0)
@@ -62,7 +64,7 @@ func TestLoadConfigShipped(t *testing.T) {
 			assert.Equal(t, tt.path, c.File())
 			assert.Equal(t, uint64(1), c.Seed)
 			assert.Equal(t, "cpu", c.Device)
-			assert.Equal(t, DataConfig{Name: "fashion-mnist", Dir: DefaultDataDir, Normalize: true}, c.Data)
+			assert.Equal(t, DefaultConfig().Data, c.Data)
 			assert.Equal(t, "none", c.Schedule.Name)
 			assert.Equal(t, 10, c.Train.Epochs)
 			assert.Equal(t, 128, c.Train.BatchSize)
@@ -80,13 +82,16 @@ func TestLoadConfigDefaults(t *testing.T) {
 	assert.Equal(t, want.Seed, c.Seed)
 	assert.Equal(t, want.Device, c.Device)
 	assert.Equal(t, want.Data, c.Data)
-	assert.Equal(t, ModelConfig{Name: "mlp", Hidden: []int{512, 256}, Activation: "relu"}, c.Model)
+	wantModel := want.Model
+	wantModel.Name = "mlp"
+	assert.Equal(t, wantModel, c.Model)
 	assert.Equal(t, OptimizerConfig{
 		Name: "sgd", LR: 0.1, Betas: [2]float64{0.9, 0.999}, Eps: 1e-8, Alpha: 0.99,
 	}, c.Optimizer)
 	assert.Equal(t, ScheduleConfig{Name: "none", Gamma: 0.1, WarmupStartFactor: 0.1, Per: "epoch"}, c.Schedule)
-	assert.Equal(t, TrainConfig{Epochs: 1, BatchSize: 128, EvalBatchSize: 1000, Prefetch: 2}, c.Train)
-	assert.Equal(t, OutputConfig{Dir: filepath.Join("runs", "minimal"), Progress: true}, c.Output)
+	assert.Equal(t, TrainConfig{Epochs: 1, BatchSize: 128, EvalBatchSize: 1000, Prefetch: 2, LogEverySteps: 50}, c.Train)
+	assert.Equal(t, OutputConfig{Dir: filepath.Join("runs", "minimal"), Progress: true, Format: "text", Plot: true}, c.Output)
+	assert.Equal(t, CheckpointConfig{Keep: 3, BestMetric: "auto"}, c.Checkpoint)
 }
 
 func TestLoadConfigEpsDefault(t *testing.T) {
@@ -199,7 +204,7 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "unknown key",
 			path: "testdata/unknown_key.yaml",
 			want: []string{
-				`testdata/unknown_key.yaml:8:3: unknown key "epoch" in train (known: epochs, batch_size, eval_batch_size, label_smoothing, prefetch, limit)`,
+				`testdata/unknown_key.yaml:8:3: unknown key "epoch" in train (known: epochs, batch_size, eval_batch_size, label_smoothing, prefetch, limit, eval_every_steps, log_every_steps, ema, patience, min_delta, threads)`,
 				`did you mean "epochs"?`,
 			},
 		},
@@ -222,7 +227,7 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "invalid values",
 			path: "testdata/invalid_values.yaml",
 			want: []string{
-				`testdata/invalid_values.yaml:3:9: model.name: expected one of mlp, lenet5, cnn, onnx, found "resnet"`,
+				`testdata/invalid_values.yaml:3:9: model.name: expected one of mlp, lenet5, cnn, resnet18, resnet34, resnet20, resnet56, resnet, mobilenet, transformer, charlm, onnx, found "resnet99"`,
 				"testdata/invalid_values.yaml:6:7: optimizer.lr: expected a number > 0, found -0.1",
 				"testdata/invalid_values.yaml:8:11: train.epochs: expected an integer >= 1, found 0",
 			},
@@ -230,7 +235,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "unknown top-level key",
 			yaml: minimalTestYAML + "epochs: 3\n",
-			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, precision, tf32, data, model, optimizer, schedule, train, output, dist, timeline, export)`},
+			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, precision, tf32, data, model, optimizer, schedule, train, output, dist, timeline, export, checkpoint, sample, deterministic)`},
 		},
 		{
 			name: "string for int",
@@ -396,7 +401,7 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "required keys",
 			yaml: "seed: 2\n",
 			want: []string{
-				`inline.yaml: model.name: expected one of mlp, lenet5, cnn, onnx, found "" (the key is not set)`,
+				`inline.yaml: model.name: expected one of mlp, lenet5, cnn, resnet18, resnet34, resnet20, resnet56, resnet, mobilenet, transformer, charlm, onnx, found "" (the key is not set)`,
 				`inline.yaml: optimizer.name: expected one of sgd, adam, adamw, rmsprop, adagrad, found "" (the key is not set)`,
 				"inline.yaml: optimizer.lr: expected a number > 0, found 0 (the key is not set)",
 			},
@@ -450,8 +455,8 @@ func TestValidate(t *testing.T) {
 			c.Schedule.Per = "step"
 		}, ""},
 		{"nesterov", func(c *Config) { c.Optimizer.Momentum = 0.9; c.Optimizer.Nesterov = true }, ""},
-		{"unknown model", func(c *Config) { c.Model.Name = "resnet" },
-			`config: model.name: expected one of mlp, lenet5, cnn, onnx, found "resnet"`},
+		{"unknown model", func(c *Config) { c.Model.Name = "resnet99" },
+			`config: model.name: expected one of mlp, lenet5, cnn, resnet18, resnet34, resnet20, resnet56, resnet, mobilenet, transformer, charlm, onnx, found "resnet99"`},
 		{"unknown activation", func(c *Config) { c.Model.Activation = "elu" },
 			`model.activation: expected one of relu, gelu, tanh, sigmoid, silu, found "elu"`},
 		{"zero width", func(c *Config) { c.Model.Hidden = []int{512, 0} },
@@ -511,7 +516,7 @@ func TestValidate(t *testing.T) {
 		{"empty device", func(c *Config) { c.Device = "" },
 			`device: expected a device name such as "cpu" or "cuda:0", found ""`},
 		{"unknown data set", func(c *Config) { c.Data.Name = "mnist" },
-			`data.name: expected one of fashion-mnist, found "mnist"`},
+			`data.name: expected one of fashion-mnist, idx, text, found "mnist"`},
 		{"empty output dir", func(c *Config) { c.Output.Dir = "" },
 			`output.dir: expected a folder, found ""`},
 	}
@@ -597,7 +602,7 @@ func ExampleLoadConfig() {
 	// Output:
 	// mlp [256 128] 0.01 1 runs/fashion-mnist-mlp
 	// testdata/wrong_type.yaml:5:7: optimizer.lr: expected a number, found "fast"
-	// -set train.epoch=1: unknown key "epoch" in train (known: epochs, batch_size, eval_batch_size, label_smoothing, prefetch, limit); did you mean "epochs"?
+	// -set train.epoch=1: unknown key "epoch" in train (known: epochs, batch_size, eval_batch_size, label_smoothing, prefetch, limit, eval_every_steps, log_every_steps, ema, patience, min_delta, threads); did you mean "epochs"?
 }
 
 // FuzzLoadConfig checks that no file content makes the loader panic, that a

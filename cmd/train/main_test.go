@@ -71,7 +71,15 @@ func syntheticFashion(t *testing.T, nTrain, nTest int) string {
 	return dir
 }
 
+// readMetrics returns the "epoch" records of a metrics.jsonl (their
+// number fields).
 func readMetrics(t *testing.T, path string) []map[string]float64 {
+	return readRecords(t, path, "epoch")
+}
+
+// readRecords returns the number fields of the metrics.jsonl records of
+// one kind ("train", "eval", "epoch").
+func readRecords(t *testing.T, path, kind string) []map[string]float64 {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
@@ -79,9 +87,18 @@ func readMetrics(t *testing.T, path string) []map[string]float64 {
 	var out []map[string]float64
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var m map[string]float64
+		var m map[string]any
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
-		out = append(out, m)
+		if m["kind"] != kind {
+			continue
+		}
+		nums := map[string]float64{}
+		for k, v := range m {
+			if x, ok := v.(float64); ok {
+				nums[k] = x
+			}
+		}
+		out = append(out, nums)
 	}
 	return out
 }
@@ -130,9 +147,14 @@ func TestTrainEndToEndOnSyntheticData(t *testing.T) {
 			assert.Equal(t, model, meta["model"])
 			assert.Equal(t, "2", meta["epoch"])
 			assert.NotEmpty(t, weights)
-			optState, _, err := checkpoint.Load(filepath.Join(out, "optimizer.safetensors"))
+			last, err := findCheckpoint(out, "last")
+			require.NoError(t, err)
+			assert.Equal(t, 3, last.Manifest.Epoch, "the last checkpoint is at the end of epoch 2")
+			optState, _, err := checkpoint.Load(filepath.Join(last.Dir, "optimizer.safetensors"))
 			require.NoError(t, err)
 			assert.Contains(t, optState, "step")
+			assert.FileExists(t, filepath.Join(out, "curves.png"))
+			assert.FileExists(t, filepath.Join(out, "train.log"))
 		})
 	}
 }
@@ -221,7 +243,9 @@ func TestCheckpointRestoresTraining(t *testing.T) {
 	cfg.Model.Name, cfg.Model.Hidden = "mlp", []int{16}
 	cfg.Optimizer.Name, cfg.Optimizer.LR = "adam", 0.01
 	build := func(seed uint64) (layers.Layer, optim.Optimizer) {
-		model, err := buildModel(cfg, rand.New(rand.NewPCG(seed, 1)))
+		images, err := data.NewInMemory(make([]float32, 784), []int64{0}, []int{1, 28, 28}, 10)
+		require.NoError(t, err)
+		model, err := buildModel(cfg, &datasets{train: images, test: images, classes: 10}, rand.New(rand.NewPCG(seed, 1)))
 		require.NoError(t, err)
 		opt, err := buildOptimizer(cfg, model.Parameters())
 		require.NoError(t, err)

@@ -10,32 +10,45 @@ import (
 	"golang.org/x/term"
 )
 
-// progress reports how far an epoch has got: a live bar on a terminal, a
-// plain line every tenth of the epoch elsewhere (logs, CI), or nothing.
+// progress reports how far an epoch has got, counted in optimizer steps:
+// a live bar with the ETA, samples/s and loss on a terminal, and a plain
+// line every tenth of the epoch elsewhere (logs, CI) and in train.log.
 type progress struct {
 	bar   *progressbar.ProgressBar // terminal
-	w     io.Writer                // non-terminal lines; nil when silent
+	lines io.Writer                // plain lines: a non-terminal output and/or the log
 	total int
 	done  int
-	next  int // batch count at which the next line is printed
+	next  int // step count at which the next line is printed
 	desc  string
+	start time.Time
 }
 
-func newProgress(w io.Writer, enabled bool, total int, desc string) *progress {
-	p := &progress{total: total, desc: desc, next: max(total/10, 1)}
+// newProgress returns the progress of an epoch of total steps. out is
+// where the bar or lines go (shown only when enabled), log gets the lines
+// in any case (nil for none).
+func newProgress(out, log io.Writer, enabled bool, total int, desc string) *progress {
+	p := &progress{total: total, desc: desc, next: max(total/10, 1), start: time.Now()}
+	var lines []io.Writer
+	if log != nil {
+		lines = append(lines, log)
+	}
 	switch {
-	case !enabled:
-	case isTerminal(w):
+	case !enabled || out == nil:
+	case isTerminal(out):
 		p.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetWriter(out),
 			progressbar.OptionSetDescription(desc),
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 		)
 	default:
-		p.w = w
+		lines = append(lines, out)
+	}
+	if len(lines) > 0 {
+		p.lines = io.MultiWriter(lines...)
 	}
 	return p
 }
@@ -45,17 +58,27 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// step records one more batch; status is shown beside the count.
-func (p *progress) step(status string) {
+// step records one more optimizer step, with the mean loss of the recent
+// batches and the samples per second of the epoch so far.
+func (p *progress) step(loss, samplesPerSec float64) {
 	p.done++
+	status := fmt.Sprintf("loss %.4f  %.0f samples/s", loss, samplesPerSec)
 	if p.bar != nil {
 		p.bar.Describe(p.desc + "  " + status)
 		_ = p.bar.Add(1)
-		return
 	}
-	if p.w != nil && (p.done >= p.next || p.done == p.total) {
-		fmt.Fprintf(p.w, "%s  %d/%d batches  %s\n", p.desc, p.done, p.total, status)
+	if p.lines != nil && (p.done >= p.next || p.done == p.total) {
+		eta := time.Duration(float64(time.Since(p.start)) / float64(p.done) * float64(p.total-p.done))
+		fmt.Fprintf(p.lines, "%s  %d/%d steps  %s  ETA %s\n", p.desc, p.done, p.total, status, eta.Round(time.Second))
 		p.next += max(p.total/10, 1)
+	}
+}
+
+// pause clears the bar while something else prints (an evaluation); the
+// next step draws it again.
+func (p *progress) pause() {
+	if p.bar != nil {
+		_ = p.bar.Clear()
 	}
 }
 

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -26,14 +26,17 @@ import (
 	"github.com/hora-dl/hora/dist/nccl"
 	"github.com/hora-dl/hora/internal/hostcpu"
 	"github.com/hora-dl/hora/layers"
-	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
 )
 
-// EpochMetrics is one line of metrics.jsonl.
+// EpochMetrics is the "epoch" record of metrics.jsonl, written at the end
+// of each epoch. Losses are means per sample (per character for a
+// language model); accuracies are fractions.
 type EpochMetrics struct {
+	Kind          string  `json:"kind"` // "epoch"
 	Epoch         int     `json:"epoch"`
+	Step          int     `json:"step"`
 	TrainLoss     float64 `json:"train_loss"`
 	TrainAccuracy float64 `json:"train_accuracy"`
 	TestLoss      float64 `json:"test_loss"`
@@ -43,32 +46,81 @@ type EpochMetrics struct {
 	LR            float64 `json:"lr"`
 }
 
-// run state of one training job.
-type trainer struct {
-	cfg    *Config
-	dev    device.Device
-	model  layers.Layer
-	opt    *dist.DistributedOptimizer
-	sched  optim.Schedule
-	train  *data.Loader
-	test   *data.Loader
-	stderr io.Writer
-	// arena recycles the memory of each step (batch, activations,
-	// gradients) for the next one.
-	arena *tensor.Arena
+// stepRecord is the "train" record of metrics.jsonl, written every
+// train.log_every_steps steps: rank 0's mean training loss since the
+// previous one.
+type stepRecord struct {
+	Kind  string  `json:"kind"` // "train"
+	Step  int     `json:"step"`
+	Epoch float64 `json:"epoch"` // fractional: 2.5 is half-way through epoch 3
+	Loss  float64 `json:"loss"`
+	LR    float64 `json:"lr"`
+}
 
-	// Data parallelism: this rank's engine, its shard of the training
-	// set, and rank 0's timeline (nil when off or on other ranks).
+// evalRecord is the "eval" record of metrics.jsonl.
+type evalRecord struct {
+	Kind         string  `json:"kind"` // "eval"
+	Step         int     `json:"step"`
+	Epoch        float64 `json:"epoch"`
+	TestLoss     float64 `json:"test_loss"`
+	TestAccuracy float64 `json:"test_accuracy"`
+}
+
+// errDiverged marks a run stopped because its loss stopped being finite;
+// the launcher does not restart such a run (it would diverge again).
+var errDiverged = errors.New("diverged")
+
+// errInterrupted is the error of a run stopped by Ctrl-C (or SIGTERM)
+// after it wrote a checkpoint.
+var errInterrupted = fmt.Errorf("interrupted: %w", context.Canceled)
+
+// trainer is the state of one rank's training run.
+type trainer struct {
+	cfg     *Config
+	dev     device.Device
+	model   layers.Layer
+	lm      *languageModel // nil for image classifiers
+	opt     *dist.DistributedOptimizer
+	sched   optim.Schedule
+	train   *data.Loader
+	test    *data.Loader
+	testLen int
+	augment *data.Augmented // nil without augmentation
+	rngSrc  *rand.PCG       // the generator of dropout and other random layers
+	ema     *emaWeights     // nil without train.ema
+	arena   *tensor.Arena   // recycles the memory of each step
+
+	// Data parallelism: this rank's engine, its sampler, rank 0's
+	// timeline (nil when off or on other ranks).
 	engine   *dist.Engine
 	scaler   *optim.GradScaler // loss scaling, for precision fp16
 	sampler  *dist.DistributedSampler
 	timeline *dist.Timeline
-	testLen  int
+
+	// Output, on rank 0 (nil elsewhere).
+	con     *console
+	metrics *metricsLog
+	bar     io.Writer // where the progress bar or lines go
+	logW    io.Writer // train.log, for progress lines
+
+	// stop is closed when the user asks the run to stop (Ctrl-C).
+	stop <-chan struct{}
+
+	// Position: optimizer steps taken, the epoch in progress (1-based)
+	// and how many samples of its global order are done.
+	step, epoch, offset int
+	sums                [3]float64 // loss sum, samples, correct of the epoch so far
+	epochSeconds        float64
+	best                *float64
+	badEvals            int
+	lastEval            map[string]float64
+	lastEvalStep        int
+	lastCkptStep        int
 }
 
 // train runs the job on this rank: the only one, or one of those mpirun
 // started. A failure on one rank of several ends the whole job.
-func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
+func train(ctx context.Context, cfg *Config, resume bool, stdout, stderr io.Writer) error {
 	comm, err := mpi.Init()
 	if err != nil {
 		return inputError{err}
@@ -77,7 +129,7 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 		if comm.Rank() != 0 {
 			stdout = io.Discard // rank 0 alone reports
 		}
-		if os.Getenv("GOMAXPROCS") == "" {
+		if os.Getenv("GOMAXPROCS") == "" && cfg.Train.Threads == 0 {
 			// The ranks on this host share its cores: each computes with
 			// its share. No extra thread for the engine: with every core
 			// computing, it would only take turns with the compute threads
@@ -87,8 +139,12 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 			runtime.GOMAXPROCS(threads)
 		}
 	}
-	err = trainRank(ctx, comm, cfg, stdout, stderr)
-	if err != nil && comm.Size() > 1 && !errors.Is(err, context.Canceled) {
+	if n := cfg.Train.Threads; n > 0 {
+		cpu.Default().SetThreads(n)
+		runtime.GOMAXPROCS(n)
+	}
+	err = trainRank(ctx, comm, cfg, resume, stdout, stderr)
+	if err != nil && comm.Size() > 1 && !errors.Is(err, context.Canceled) && !errors.Is(err, errDiverged) {
 		// The other ranks must not wait for this one: Abort prints the
 		// error with this rank's number and ends the job.
 		comm.Abort(err)
@@ -99,7 +155,7 @@ func train(ctx context.Context, cfg *Config, stdout, stderr io.Writer) error {
 	return err
 }
 
-func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout, stderr io.Writer) (err error) {
+func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, resume bool, stdout, stderr io.Writer) (err error) {
 	defer func() {
 		// A device that fails (a GPU out of memory, a kernel that did not
 		// run) makes the tensor operation panic with a DeviceError: report
@@ -113,15 +169,58 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 			panic(r)
 		}
 	}()
+	// The work goes on when the user presses Ctrl-C: the loop notices
+	// at the next step, saves a checkpoint, and ends.
+	stop := ctx.Done()
+	ctx = context.WithoutCancel(ctx)
+
 	rank0 := comm.Rank() == 0
+	con := &console{out: stdout, json: cfg.Output.Format == "json", quiet: cfg.Output.Quiet}
 	if rank0 {
 		if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
-			return inputError{fmt.Errorf("output.dir: %w", err)}
+			return inputError{fmt.Errorf("output.dir: cannot create %s: %w", cfg.Output.Dir, err)}
 		}
 		if err := checkExportDir(cfg.Export.ONNX); err != nil {
 			return inputError{fmt.Errorf("export.onnx: %w", err)}
 		}
+		logFile, err := os.OpenFile(filepath.Join(cfg.Output.Dir, "train.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return inputError{fmt.Errorf("output.dir: cannot write in %s: %w", cfg.Output.Dir, err)}
+		}
+		defer logFile.Close()
+		con.log = logFile
 	}
+	var from savedCheckpoint
+	if resume {
+		var ok bool
+		var skipped []string
+		if rank0 {
+			removed, err := removeIncomplete(cfg.Output.Dir)
+			if err != nil {
+				return err
+			}
+			for _, r := range removed {
+				con.info(true, "removed %s, a checkpoint whose writing was interrupted", filepath.Join(cfg.Output.Dir, checkpointsDir, r))
+			}
+		}
+		from, ok, skipped, err = latestCheckpoint(cfg.Output.Dir)
+		if err != nil {
+			return err
+		}
+		for _, s := range skipped {
+			con.info(true, "skipped an incomplete checkpoint: %s", s)
+		}
+		if !ok {
+			con.info(true, "%s has no complete checkpoint: starting from the beginning", cfg.Output.Dir)
+			resume = false
+		}
+	}
+	if resume && cfg.Deterministic && from.Manifest.Threads > 0 && cfg.Train.Threads == 0 {
+		// The same thread count gives the same sums.
+		cpu.Default().SetThreads(from.Manifest.Threads)
+		runtime.GOMAXPROCS(from.Manifest.Threads)
+	}
+
 	dev, err := openDevice(cfg, comm, stdout)
 	if err != nil {
 		return inputError{fmt.Errorf("%s: device: %w", cfg.File(), err)}
@@ -140,13 +239,17 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 		defer gpuComm.Close()
 		comm, transport = gpuComm, nccl.Reason(gpuComm)
 	}
-	trainSet, testSet, err := loadData(cfg)
+
+	ds, err := loadDatasets(cfg, from.Manifest.Vocab)
 	if err != nil {
 		return inputError{err}
 	}
-	initRNG := rand.New(rand.NewPCG(cfg.Seed, 1))
-	model, err := buildModel(cfg, initRNG)
+	rngSrc := rand.NewPCG(cfg.Seed, 1)
+	model, err := buildModel(cfg, ds, rand.New(rngSrc))
 	if err != nil {
+		return inputError{err}
+	}
+	if err := checkData(cfg, ds, model); err != nil {
 		return inputError{err}
 	}
 	layers.To(model, dev)
@@ -154,7 +257,12 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 	if err != nil {
 		return inputError{err}
 	}
-	sampler, err := dist.NewDistributedSampler(trainSet.Len(), comm.Rank(), comm.Size(),
+	if rank0 {
+		if err := prepareRunDir(cfg.Output.Dir, checkpointBytes(cfg, model, inner)); err != nil {
+			return inputError{err}
+		}
+	}
+	sampler, err := dist.NewDistributedSampler(ds.train.Len(), comm.Rank(), comm.Size(),
 		dist.SamplerConfig{Shuffle: true, Seed: cfg.Seed, DropLast: cfg.Dist.DropLast})
 	if err != nil {
 		return inputError{fmt.Errorf("%s: dist: %w", cfg.File(), err)}
@@ -163,9 +271,11 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 	if err != nil {
 		return inputError{err}
 	}
-	t := &trainer{cfg: cfg, dev: dev, model: model, sched: sched, sampler: sampler,
-		stderr: stderr, arena: tensor.NewArena()}
+	t := &trainer{cfg: cfg, dev: dev, model: model, lm: ds.lm, sched: sched, sampler: sampler,
+		arena: tensor.NewArena(), rngSrc: rngSrc, augment: ds.augment, stop: stop, epoch: 1}
 	if rank0 {
+		t.con = con
+		t.bar, t.logW = stderr, con.log
 		if t.timeline, err = openTimeline(cfg); err != nil {
 			return inputError{err}
 		}
@@ -174,6 +284,8 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 				err = cerr
 			}
 		}()
+	} else {
+		t.con = &console{out: io.Discard}
 	}
 	if t.engine, err = dist.NewEngine(comm, engineConfig(cfg, t.timeline, stderr)); err != nil {
 		return err
@@ -198,67 +310,112 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, stdout,
 		BackwardPassesPerStep: cfg.Dist.BackwardPassesPerStep}); err != nil {
 		return err
 	}
-	if t.train, err = data.NewLoader(trainSet, data.LoaderConfig{
+	if cfg.Train.EMA > 0 {
+		t.ema = newEMA(model.Parameters(), cfg.Train.EMA)
+	}
+	if t.train, err = data.NewLoader(ds.train, data.LoaderConfig{
 		BatchSize: cfg.Train.BatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
 		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
-	t.testLen = testSet.Len()
-	if t.test, err = data.NewLoader(testSet, data.LoaderConfig{
+	t.testLen = ds.test.Len()
+	if t.test, err = data.NewLoader(ds.test, data.LoaderConfig{
 		BatchSize: cfg.Train.EvalBatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
 		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
+	if resume {
+		if err := t.restore(from); err != nil {
+			return err
+		}
+	}
 
-	var metrics *os.File
-	metricsPath := filepath.Join(cfg.Output.Dir, "metrics.jsonl")
 	if rank0 {
 		if err := writeConfig(cfg); err != nil {
 			return err
 		}
-		if metrics, err = os.Create(metricsPath); err != nil {
-			return fmt.Errorf("metrics: %w", err)
+		if t.lm != nil {
+			if err := writeFileAtomic(filepath.Join(cfg.Output.Dir, "vocab.json"), t.lm.vocabJSON()); err != nil {
+				return fmt.Errorf("vocab.json: %w", err)
+			}
 		}
-		defer metrics.Close()
+		resumeStep := -1
+		if resume {
+			resumeStep = t.step
+		}
+		if t.metrics, err = openMetrics(cfg.Output.Dir, resumeStep, t.epoch); err != nil {
+			return err
+		}
+		defer t.metrics.Close()
 	}
 
-	fmt.Fprintf(stdout, "model %s: %d parameters; %d training and %d test samples on %s%s\n",
-		cfg.Model.Name, layers.NumParams(model), trainSet.Len(), testSet.Len(), dev.Name(), backend(dev))
+	what := "samples"
+	if t.lm != nil {
+		what = fmt.Sprintf("windows of %d characters", cfg.Model.Context)
+	}
+	con.event("start", true, fmt.Sprintf("model %s: %d parameters; %d training and %d test %s on %s%s",
+		cfg.Model.Name, layers.NumParams(model), ds.train.Len(), ds.test.Len(), what, dev.Name(), backend(dev)),
+		map[string]any{"model": cfg.Model.Name, "parameters": layers.NumParams(model), "train_samples": ds.train.Len(),
+			"test_samples": ds.test.Len(), "device": dev.Name(), "ranks": comm.Size(), "run_dir": cfg.Output.Dir})
+	if t.lm != nil {
+		con.info(true, "vocabulary of %d characters; unigram entropy of the training text %.4f nats/char (the loss of a model that ignores context)",
+			t.lm.vocab.Size(), t.lm.unigram)
+	}
 	if n := comm.Size(); n > 1 {
-		fmt.Fprintf(stdout, "data-parallel over %d ranks (%s), %d compute threads each: global batch %d, learning rate %g × %.4g (%s scaling)\n",
+		con.info(true, "data-parallel over %d ranks (%s), %d compute threads each: global batch %d, learning rate %g × %.4g (%s scaling)",
 			n, transport, cpu.Default().Threads(), n*cfg.Train.BatchSize*cfg.Dist.BackwardPassesPerStep,
 			cfg.Optimizer.LR, scaling.Factor(n), scaling)
 	}
-	step := 0
-	for epoch := 1; epoch <= cfg.Train.Epochs; epoch++ {
-		m, err := t.trainEpoch(ctx, epoch, &step)
-		if err != nil {
-			return err
+	if resume {
+		m := from.Manifest
+		msg := fmt.Sprintf("resuming from %s: step %d, epoch %d (%d samples of it done)", from.Dir, m.Step, m.Epoch, m.EpochOffset)
+		if m.WorldSize != comm.Size() {
+			msg += fmt.Sprintf("; written by %d rank(s), now %d: the rest of the epoch is shared among %d, learning rate factor %.4g → %.4g",
+				m.WorldSize, comm.Size(), comm.Size(), scaling.Factor(m.WorldSize), scaling.Factor(comm.Size()))
 		}
-		if m.TestLoss, m.TestAccuracy, err = t.evaluate(ctx, comm); err != nil {
-			return err
-		}
-		if !rank0 {
-			continue
-		}
-		line, _ := json.Marshal(m)
-		if _, err := metrics.Write(append(line, '\n')); err != nil {
-			return fmt.Errorf("%s: %w", metricsPath, err)
-		}
-		if err := metrics.Sync(); err != nil {
-			return fmt.Errorf("%s: %w", metricsPath, err)
-		}
-		if err := t.save(epoch); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  %.0f samples/s  %.1fs\n",
-			epoch, cfg.Train.Epochs, m.TrainLoss, m.TrainAccuracy, m.TestLoss, m.TestAccuracy, m.SamplesPerSec, m.Seconds)
+		con.info(true, "%s", msg)
 	}
-	fmt.Fprintf(stdout, "wrote metrics.jsonl, model.safetensors, optimizer.safetensors and config.yaml to %s\n", cfg.Output.Dir)
-	if rank0 && cfg.Export.ONNX != "" {
-		example := tensor.New(dev, device.Float32, 1, 1, 28, 28)
-		if err := onnx.ExportFile(cfg.Export.ONNX, model, []*tensor.Tensor{example}); err != nil {
+
+	if err := t.loop(ctx); err != nil {
+		return err
+	}
+	return t.finish()
+}
+
+// loop trains from the current position to the last epoch, or until the
+// run is stopped early.
+func (t *trainer) loop(ctx context.Context) error {
+	for t.epoch <= t.cfg.Train.Epochs {
+		stopped, err := t.trainEpoch(ctx)
+		if err != nil || stopped {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish writes the final weights, the plot and the exports.
+func (t *trainer) finish() error {
+	if t.con.log == nil { // not rank 0
+		return nil
+	}
+	cfg := t.cfg
+	if t.ema != nil {
+		t.ema.swap()
+		defer t.ema.swap()
+	}
+	meta := map[string]string{"model": cfg.Model.Name, "epoch": fmt.Sprint(t.epoch - 1), "step": fmt.Sprint(t.step), "format": "pt"}
+	path := filepath.Join(cfg.Output.Dir, modelFile)
+	if err := checkpoint.Save(path, layers.StateDict(t.model), meta); err != nil {
+		return fmt.Errorf("saving %s: %w", path, err)
+	}
+	t.plot()
+	t.con.event("end", true, fmt.Sprintf("wrote %s, metrics.jsonl, train.log, curves.png, config.yaml and checkpoints/ to %s", modelFile, cfg.Output.Dir),
+		map[string]any{"run_dir": cfg.Output.Dir, "step": t.step})
+	if cfg.Export.ONNX != "" {
+		sample := t.test.Dataset().SampleShape()
+		if err := exportONNX(cfg.Export.ONNX, t.model, t.lm, t.dev, cfg, sample); err != nil {
 			return fmt.Errorf("export.onnx: %w", err)
 		}
-		fmt.Fprintf(stdout, "exported the model to %s (ONNX opset 17, input [batch, 1, 28, 28])\n", cfg.Export.ONNX)
+		t.con.info(true, "exported the model to %s (ONNX opset 17%s)", cfg.Export.ONNX, exportShape(t.lm, sample))
 	}
 	return nil
 }
@@ -276,6 +433,24 @@ func checkExportDir(path string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// checkpointBytes estimates the disk space of the checkpoints a run keeps:
+// checkpoint.keep of them, the best, one being written, and the final
+// weights, each the size of the weights, the optimizer state and the EMA.
+func checkpointBytes(cfg *Config, model layers.Module, opt optim.Optimizer) int64 {
+	var n int64
+	for _, t := range layers.StateDict(model) {
+		n += int64(t.Len() * t.DType().Size())
+	}
+	per := n
+	for _, t := range opt.StateDict() {
+		per += int64(t.Len() * t.DType().Size())
+	}
+	if cfg.Train.EMA > 0 {
+		per += n
+	}
+	return per*int64(cfg.Checkpoint.Keep+2) + n + 1<<20
 }
 
 // rankThreads returns the compute threads of one of localSize ranks on
@@ -335,34 +510,10 @@ func writeConfig(cfg *Config) error {
 	}
 	path := filepath.Join(cfg.Output.Dir, "config.yaml")
 	header := fmt.Sprintf("# The configuration of this run: %s with defaults and -set overrides applied.\n", cfg.File())
-	if err := os.WriteFile(path, append([]byte(header), out...), 0o644); err != nil {
+	if err := writeFileAtomic(path, append([]byte(header), out...)); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
-}
-
-// loadData reads the training and test sets named by the config.
-func loadData(cfg *Config) (train, test data.Dataset, err error) {
-	if cfg.Data.Name != "fashion-mnist" {
-		return nil, nil, fmt.Errorf("%s: data.name: unknown data set %q (known: fashion-mnist)", cfg.File(), cfg.Data.Name)
-	}
-	tr, te, err := data.LoadFashionMNIST(cfg.Data.Dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	if cfg.Data.Normalize {
-		tr.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
-		te.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
-	}
-	train = tr
-	if n := cfg.Train.Limit; n > 0 && n < tr.Len() {
-		idx := make([]int, n)
-		for i := range idx {
-			idx[i] = i
-		}
-		train = data.Subset(tr, idx)
-	}
-	return train, te, nil
 }
 
 // backend describes how a device computes, for devices that say (the CPU
@@ -388,8 +539,19 @@ func backendError(dev device.Device) error {
 
 // batchTensors turns a data batch into device tensors in the step's arena:
 // they, and everything computed from them, are valid until the arena's
-// next Reset.
+// next Reset. A language model's batch of windows of T+1 characters
+// becomes the first T as input and the last T as targets.
 func (t *trainer) batchTensors(b data.Batch) (x, y *tensor.Tensor, err error) {
+	if t.lm != nil {
+		xs, ys, shape := t.lm.split(b)
+		if x, err = t.arena.FromSlice(t.dev, xs, shape...); err != nil {
+			return nil, nil, err
+		}
+		if y, err = t.arena.FromSlice(t.dev, ys, len(ys)); err != nil {
+			return nil, nil, err
+		}
+		return x, y, nil
+	}
 	if x, err = t.arena.FromSlice(t.dev, b.X, b.Shape...); err != nil {
 		return nil, nil, err
 	}
@@ -397,6 +559,16 @@ func (t *trainer) batchTensors(b data.Batch) (x, y *tensor.Tensor, err error) {
 		return nil, nil, err
 	}
 	return x, y, nil
+}
+
+// forward returns the model's logits for x as rows (a language model's
+// N×T×V become (N·T)×V, one row per character).
+func (t *trainer) forward(x *autograd.Var) *autograd.Var {
+	logits := t.model.Forward(x)
+	if s := logits.Shape(); len(s) == 3 {
+		logits = autograd.Reshape(logits, s[0]*s[1], s[2])
+	}
+	return logits
 }
 
 // correct counts the rows of logits whose argmax equals the label.
@@ -411,24 +583,37 @@ func correct(logits, y *tensor.Tensor) int {
 	return n
 }
 
-func (t *trainer) trainEpoch(ctx context.Context, epoch int, step *int) (EpochMetrics, error) {
+// trainEpoch trains the rest of the epoch in progress. It returns
+// stopped when the run ends before the last epoch (Ctrl-C, early
+// stopping).
+func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
+	cfg := t.cfg
+	epoch := t.epoch
 	layers.Train(t.model)
-	m := EpochMetrics{Epoch: epoch}
-	if t.cfg.Schedule.Per == "epoch" {
+	if cfg.Schedule.Per == "epoch" {
 		t.opt.SetLR(t.sched.LR(epoch - 1))
 	}
-	m.LR = t.opt.LR()
-	order := t.sampler.Indices(epoch - 1)
-	passes := t.cfg.Dist.BackwardPassesPerStep
-	bar := newProgress(t.stderr, t.cfg.Output.Progress && t.engine.Rank() == 0, t.train.NumBatchesOf(len(order)),
-		fmt.Sprintf("epoch %d/%d", epoch, t.cfg.Train.Epochs))
+	if t.augment != nil {
+		t.augment.SetEpoch(epoch)
+	}
+	order := t.sampler.IndicesFrom(epoch-1, t.offset)
+	passes := cfg.Dist.BackwardPassesPerStep
+	size := t.engine.Size()
+	perBatch := cfg.Train.BatchSize * size // global order positions per batch
+	epochLen := t.sampler.Len() * size
+	nb := t.train.NumBatchesOf(len(order))
+	bar := newProgress(t.bar, t.logW, cfg.Output.Progress && !t.con.json && !t.con.quiet && t.con.log != nil,
+		(nb+passes-1)/passes, fmt.Sprintf("epoch %d/%d", epoch, cfg.Train.Epochs))
 	tl := t.timeline
-	var lossSum float64
-	seen, right, pass := 0, 0, 0
+	var logLoss float64
+	logN, pass, batches := 0, 0, 0
+	bad := false
+	badLoss := 0.0
 	start := time.Now()
+	secondsBefore := t.epochSeconds
 	for b := range t.train.BatchesOf(ctx, order) {
-		if t.cfg.Schedule.Per == "step" && pass == 0 {
-			t.opt.SetLR(t.sched.LR(*step))
+		if cfg.Schedule.Per == "step" && pass == 0 {
+			t.opt.SetLR(t.sched.LR(t.step))
 		}
 		var t0 time.Time
 		if tl != nil {
@@ -436,13 +621,13 @@ func (t *trainer) trainEpoch(ctx context.Context, epoch int, step *int) (EpochMe
 		}
 		x, y, err := t.batchTensors(b)
 		if err != nil {
-			return m, err
+			return false, err
 		}
-		logits := t.model.Forward(autograd.Constant(x))
-		loss := layers.CrossEntropy(logits, y, layers.CrossEntropyOptions{LabelSmoothing: t.cfg.Train.LabelSmoothing})
+		logits := t.forward(autograd.Constant(x))
+		loss := layers.CrossEntropy(logits, y, layers.CrossEntropyOptions{LabelSmoothing: cfg.Train.LabelSmoothing})
 		l := loss.Value.Item()
 		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return m, fmt.Errorf("epoch %d step %d: loss is %v; lower optimizer.lr or set optimizer.clip_norm", epoch, *step+1, l)
+			bad, badLoss = true, l
 		}
 		var t1 time.Time
 		if tl != nil {
@@ -453,53 +638,205 @@ func (t *trainer) trainEpoch(ctx context.Context, epoch int, step *int) (EpochMe
 			loss = t.scaler.ScaleLoss(loss)
 		}
 		if err := autograd.Backward(loss); err != nil {
-			return m, err
+			return false, err
 		}
-		lossSum += l * float64(b.Len())
-		seen += b.Len()
-		right += correct(logits.Value, y)
+		rows := float64(y.Len())
+		t.sums[0] += l * rows
+		t.sums[1] += rows
+		t.sums[2] += float64(correct(logits.Value, y))
+		logLoss += l
+		logN++
 		t.arena.Reset()
 		if tl != nil {
 			t0 = time.Now()
 			tl.Span("phases", "backward", t1, t0)
 		}
-		if pass++; pass == passes {
-			if err := t.step(ctx); err != nil {
-				return m, err
+		batches++
+		pass++
+		if pass < passes && batches < nb {
+			continue
+		}
+		pass = 0
+		stop, badRank, err := t.agree(ctx, bad)
+		if err != nil {
+			return false, err
+		}
+		if badRank >= 0 {
+			return false, t.diverged(badRank, badLoss)
+		}
+		if err := t.applyStep(ctx); err != nil {
+			return false, err
+		}
+		t.step++
+		t.offset = min(t.offset+batches*perBatch, epochLen)
+		batches = 0
+		if tl != nil {
+			tl.Span("phases", "step", t0, time.Now())
+		}
+		t.epochSeconds = secondsBefore + time.Since(start).Seconds()
+		bar.step(logLoss/float64(logN), t.sums[1]/(t.epochSeconds))
+		if t.step%cfg.Train.LogEverySteps == 0 && t.metrics != nil {
+			if err := t.metrics.write(stepRecord{Kind: "train", Step: t.step, Epoch: t.epochProgress(), Loss: logLoss / float64(logN), LR: t.opt.LR()}); err != nil {
+				return false, err
 			}
-			pass = 0
-			*step++
-			if tl != nil {
-				tl.Span("phases", "step", t0, time.Now())
+			logLoss, logN = 0, 0
+		}
+		evalNow := cfg.Train.EvalEverySteps > 0 && t.step%cfg.Train.EvalEverySteps == 0 && t.offset < epochLen
+		saveNow := cfg.Checkpoint.EverySteps > 0 && t.step%cfg.Checkpoint.EverySteps == 0 && t.offset < epochLen
+		earlyStop := false
+		if evalNow {
+			bar.pause()
+			if earlyStop, err = t.evaluateAndRecord(ctx, false); err != nil {
+				return false, err
+			}
+			layers.Train(t.model)
+		}
+		if saveNow || stop || earlyStop {
+			bar.pause()
+			if err := t.save(ctx); err != nil {
+				return false, err
 			}
 		}
-		bar.step(fmt.Sprintf("loss %.4f  %.0f samples/s", lossSum/float64(seen), float64(seen*t.engine.Size())/time.Since(start).Seconds()))
-	}
-	if err := ctx.Err(); err != nil {
-		return m, err
-	}
-	if pass > 0 { // the epoch's last, shorter accumulation
-		if err := t.step(ctx); err != nil {
-			return m, err
+		if stop {
+			bar.finish()
+			t.con.info(true, "stopped at step %d (epoch %d): wrote checkpoint %s; resume with: train resume -run %s",
+				t.step, epoch, checkpointName(t.step), t.cfg.Output.Dir)
+			return true, errInterrupted
 		}
-		*step++
+		if earlyStop {
+			bar.finish()
+			return true, nil
+		}
 	}
 	bar.finish()
-	// Global metrics: sums over all ranks.
-	sums := []float64{lossSum, float64(seen), float64(right)}
-	if err := t.engine.AllreduceFloat64s(ctx, "metrics.train", sums, dist.Sum); err != nil {
-		return m, err
+	if err := ctx.Err(); err != nil {
+		return false, err
 	}
-	m.Seconds = time.Since(start).Seconds()
-	m.TrainLoss = sums[0] / max(sums[1], 1)
-	m.TrainAccuracy = sums[2] / max(sums[1], 1)
-	m.SamplesPerSec = sums[1] / m.Seconds
-	return m, nil
+
+	// The epoch's global metrics: sums over all ranks.
+	sums := t.sums[:]
+	if err := t.engine.AllreduceFloat64s(ctx, "metrics.train", sums, dist.Sum); err != nil {
+		return false, err
+	}
+	m := EpochMetrics{Kind: "epoch", Epoch: epoch, Step: t.step, LR: t.opt.LR(), Seconds: t.epochSeconds,
+		TrainLoss: sums[0] / max(sums[1], 1), TrainAccuracy: sums[2] / max(sums[1], 1)}
+	m.SamplesPerSec = sums[1] / max(m.Seconds, 1e-9)
+	if t.lm != nil {
+		m.SamplesPerSec /= float64(cfg.Model.Context) // windows, not characters
+	}
+	t.sums, t.epochSeconds = [3]float64{}, 0
+	t.epoch, t.offset = epoch+1, 0
+	earlyStop := false
+	if t.lastEvalStep != t.step || t.lastEval == nil {
+		if earlyStop, err = t.evaluateAndRecord(ctx, true); err != nil {
+			return false, err
+		}
+	}
+	m.TestLoss, m.TestAccuracy = t.lastEval["test_loss"], t.lastEval["test_accuracy"]
+	if t.metrics != nil {
+		if err := t.metrics.write(m); err != nil {
+			return false, err
+		}
+		if err := t.metrics.sync(); err != nil {
+			return false, err
+		}
+	}
+	t.con.event("epoch", true, fmt.Sprintf("epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  %.0f samples/s  %.1fs",
+		epoch, cfg.Train.Epochs, m.TrainLoss, m.TrainAccuracy, m.TestLoss, m.TestAccuracy, m.SamplesPerSec, m.Seconds),
+		map[string]any{"epoch": epoch, "epochs": cfg.Train.Epochs, "step": t.step, "train_loss": m.TrainLoss,
+			"train_accuracy": m.TrainAccuracy, "test_loss": m.TestLoss, "test_accuracy": m.TestAccuracy,
+			"samples_per_sec": m.SamplesPerSec, "seconds": m.Seconds, "lr": m.LR})
+	if t.lm != nil && t.con.log != nil {
+		t.sampleText()
+	}
+	if err := t.save(ctx); err != nil {
+		return false, err
+	}
+	t.plot()
+	if earlyStop {
+		return true, nil
+	}
+	return false, nil
 }
 
-// step averages the gradients across ranks, clips them if configured, and
-// applies the optimizer.
-func (t *trainer) step(ctx context.Context) error {
+// epochProgress is the position in epochs: 2.5 is half-way through the
+// third epoch.
+func (t *trainer) epochProgress() float64 {
+	n := t.sampler.Len() * t.engine.Size()
+	return float64(t.epoch-1) + float64(t.offset)/float64(max(n, 1))
+}
+
+// agree tells every rank whether any rank was asked to stop and which
+// rank (if any) saw a loss that is not finite, so that all of them act
+// alike at the same step. A single process needs no message.
+func (t *trainer) agree(ctx context.Context, bad bool) (stop bool, badRank int, err error) {
+	stopHere := false
+	select {
+	case <-t.stop:
+		stopHere = true
+	default:
+	}
+	if faultStep > 0 && t.step+1 == faultStep && (faultRank < 0 || faultRank == t.engine.Rank()) {
+		faultCrash()
+	}
+	n := t.engine.Size()
+	if n == 1 {
+		if bad {
+			return stopHere, 0, nil
+		}
+		return stopHere, -1, nil
+	}
+	flags := make([]float32, 1+n)
+	if stopHere {
+		flags[0] = 1
+	}
+	if bad {
+		flags[1+t.engine.Rank()] = 1
+	}
+	ctl := tensor.FromFloat32(flags, len(flags))
+	h := t.engine.AllreduceAsync("control", ctl, dist.Sum, false)
+	t.engine.Flush()
+	if err := h.Wait(ctx); err != nil {
+		return false, -1, err
+	}
+	got := ctl.Float32s()
+	badRank = -1
+	for r := range n {
+		if got[1+r] > 0 {
+			badRank = r
+			break
+		}
+	}
+	return got[0] > 0, badRank, nil
+}
+
+// diverged is the error of a run whose loss stopped being finite.
+func (t *trainer) diverged(rank int, loss float64) error {
+	where := ""
+	if t.engine.Size() > 1 {
+		where = fmt.Sprintf(" on rank %d", rank)
+	}
+	last := "no checkpoint was written yet"
+	if t.lastCkptStep > 0 {
+		last = "the last good checkpoint is " + filepath.Join(t.cfg.Output.Dir, checkpointsDir, checkpointName(t.lastCkptStep))
+	} else if c, ok, _, _ := latestCheckpoint(t.cfg.Output.Dir); ok {
+		last = "the last good checkpoint is " + c.Dir
+	}
+	msg := fmt.Sprintf("step %d (epoch %d): the loss is %v%s; stopped without taking the step (%s). Lower optimizer.lr, set optimizer.clip_norm, or add schedule.warmup_epochs",
+		t.step+1, t.epoch, lossText(loss), where, last)
+	return fmt.Errorf("%s: %w", msg, errDiverged)
+}
+
+func lossText(l float64) string {
+	if math.IsNaN(l) {
+		return "NaN"
+	}
+	return fmt.Sprint(l)
+}
+
+// applyStep averages the gradients across ranks, clips them if
+// configured, applies the optimizer and updates the weight average.
+func (t *trainer) applyStep(ctx context.Context) error {
 	if err := t.opt.Synchronize(ctx); err != nil {
 		return err
 	}
@@ -515,52 +852,200 @@ func (t *trainer) step(ctx context.Context) error {
 		return err
 	}
 	t.opt.ZeroGrad()
+	if t.ema != nil {
+		t.ema.update()
+	}
 	return nil
+}
+
+// evaluateAndRecord evaluates on the test set (with the averaged weights
+// under train.ema), records the result, updates the best metric and
+// returns whether early stopping says to stop.
+func (t *trainer) evaluateAndRecord(ctx context.Context, epochEnd bool) (stop bool, err error) {
+	if t.ema != nil {
+		t.ema.swap()
+	}
+	loss, acc, err := t.evaluate(ctx)
+	if t.ema != nil {
+		t.ema.swap()
+	}
+	if err != nil {
+		return false, err
+	}
+	t.lastEval = map[string]float64{"test_loss": loss, "test_accuracy": acc}
+	t.lastEvalStep = t.step
+	if t.metrics != nil {
+		if err := t.metrics.write(evalRecord{Kind: "eval", Step: t.step, Epoch: t.epochProgress(), TestLoss: loss, TestAccuracy: acc}); err != nil {
+			return false, err
+		}
+	}
+	if !epochEnd {
+		t.con.event("eval", false, fmt.Sprintf("step %d  test loss %.4f acc %.4f", t.step, loss, acc),
+			map[string]any{"step": t.step, "test_loss": loss, "test_accuracy": acc})
+	}
+	metric, higher := t.bestMetric()
+	v := t.lastEval[metric]
+	improved := t.best == nil || (higher && v > *t.best+t.cfg.Train.MinDelta) || (!higher && v < *t.best-t.cfg.Train.MinDelta)
+	if improved {
+		t.best = &v
+		t.badEvals = 0
+	} else {
+		t.badEvals++
+	}
+	if p := t.cfg.Train.Patience; p > 0 && t.badEvals >= p {
+		t.con.info(true, "early stopping at step %d: %s has not improved on %.4f for %d evaluations (train.patience)", t.step, metric, *t.best, p)
+		return true, nil
+	}
+	return false, nil
+}
+
+// bestMetric returns the metric that picks the best checkpoint and
+// whether higher is better.
+func (t *trainer) bestMetric() (string, bool) {
+	m := t.cfg.Checkpoint.BestMetric
+	if m == "auto" {
+		m = "test_accuracy"
+		if t.lm != nil {
+			m = "test_loss"
+		}
+	}
+	return m, m == "test_accuracy"
 }
 
 // evaluate returns the mean loss and accuracy on the test set; each rank
 // evaluates every Size-th sample and the sums are combined.
-func (t *trainer) evaluate(ctx context.Context, comm dist.Communicator) (loss, accuracy float64, err error) {
+func (t *trainer) evaluate(ctx context.Context) (loss, accuracy float64, err error) {
 	layers.Eval(t.model)
 	var shard []int
-	for i := comm.Rank(); i < t.testLen; i += comm.Size() {
+	for i := t.engine.Rank(); i < t.testLen; i += t.engine.Size() {
 		shard = append(shard, i)
 	}
-	seen, right := 0, 0
+	seen, right := 0.0, 0.0
 	for b := range t.test.BatchesOf(ctx, shard) {
 		x, y, err := t.batchTensors(b)
 		if err != nil {
 			return 0, 0, err
 		}
-		logits := t.model.Forward(autograd.NoGrad(autograd.Constant(x)))
+		logits := t.forward(autograd.NoGrad(autograd.Constant(x)))
 		l := layers.CrossEntropy(logits, y, layers.CrossEntropyOptions{Reduction: layers.ReduceSum})
 		loss += l.Value.Item()
-		right += correct(logits.Value, y)
-		seen += b.Len()
+		right += float64(correct(logits.Value, y))
+		seen += float64(y.Len())
 		t.arena.Reset()
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
-	sums := []float64{loss, float64(seen), float64(right)}
+	sums := []float64{loss, seen, right}
 	if err := t.engine.AllreduceFloat64s(ctx, "metrics.test", sums, dist.Sum); err != nil {
 		return 0, 0, err
 	}
 	return sums[0] / max(sums[1], 1), sums[2] / max(sums[1], 1), nil
 }
 
-// save writes the model weights and the optimizer state, each atomically,
-// after an epoch.
-func (t *trainer) save(epoch int) error {
-	meta := map[string]string{"model": t.cfg.Model.Name, "epoch": fmt.Sprint(epoch), "format": "pt"}
-	for name, state := range map[string]map[string]*tensor.Tensor{
-		"model.safetensors":     layers.StateDict(t.model),
-		"optimizer.safetensors": t.opt.StateDict(),
-	} {
-		path := filepath.Join(t.cfg.Output.Dir, name)
-		if err := checkpoint.Save(path, state, meta); err != nil {
-			return fmt.Errorf("saving %s: %w", path, err)
+// save writes a checkpoint of the current position (rank 0; the other
+// ranks only take part in summing the epoch's metrics), keeps the best
+// one and removes the old ones.
+func (t *trainer) save(ctx context.Context) error {
+	sums := t.sums
+	if t.engine.Size() > 1 {
+		s := sums[:]
+		if err := t.engine.AllreduceFloat64s(ctx, "metrics.checkpoint", s, dist.Sum); err != nil {
+			return err
 		}
+	}
+	if t.con.log == nil { // not rank 0
+		return nil
+	}
+	rng, err := t.rngSrc.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	metric, _ := t.bestMetric()
+	m := manifest{
+		Model: t.cfg.Model.Name, Step: t.step, Epoch: t.epoch, EpochOffset: t.offset,
+		EpochSums: sums, EpochSeconds: t.epochSeconds,
+		WorldSize: t.engine.Size(), BatchSize: t.cfg.Train.BatchSize, Passes: t.cfg.Dist.BackwardPassesPerStep,
+		Threads: cpu.Default().Threads(), Seed: t.cfg.Seed, RNG: hex.EncodeToString(rng), LR: t.opt.LR(),
+		BestMetric: metric, Best: t.best, BadEvals: t.badEvals, Eval: t.lastEval,
+	}
+	if t.lm != nil {
+		m.Vocab = string(t.lm.vocab.Runes())
+	}
+	files := map[string]map[string]*tensor.Tensor{
+		modelFile:     layers.StateDict(t.model),
+		optimizerFile: t.opt.StateDict(),
+	}
+	if t.ema != nil {
+		files[emaFile] = t.ema.stateDict()
+	}
+	dir, err := writeCheckpoint(t.cfg.Output.Dir, m, files)
+	if err != nil {
+		return err
+	}
+	t.lastCkptStep = t.step
+	if t.lastEvalStep == t.step && t.lastEval != nil {
+		b, err := readBest(t.cfg.Output.Dir)
+		if err != nil {
+			return err
+		}
+		if b.Checkpoint == "" || t.best != nil && *t.best == t.lastEval[metric] && b.Value != *t.best {
+			if err := writeBest(t.cfg.Output.Dir, bestRecord{Checkpoint: filepath.Base(dir), Metric: metric, Value: *t.best, Step: t.step}); err != nil {
+				return err
+			}
+		}
+	}
+	return pruneCheckpoints(t.cfg.Output.Dir, t.cfg.Checkpoint.Keep)
+}
+
+// restore loads the checkpoint c into the model, the optimizer, the
+// weight average and the position.
+func (t *trainer) restore(c savedCheckpoint) error {
+	m := c.Manifest
+	if m.Model != t.cfg.Model.Name {
+		return inputError{fmt.Errorf("%s: the checkpoint is of model %q, the config says model.name %q", c.Dir, m.Model, t.cfg.Model.Name)}
+	}
+	if _, err := checkpoint.LoadInto(filepath.Join(c.Dir, modelFile), layers.StateDict(t.model)); err != nil {
+		return inputError{err}
+	}
+	state, _, err := checkpoint.Load(filepath.Join(c.Dir, optimizerFile))
+	if err != nil {
+		return inputError{err}
+	}
+	if err := t.opt.LoadStateDict(state); err != nil {
+		return inputError{fmt.Errorf("%s: %w", filepath.Join(c.Dir, optimizerFile), err)}
+	}
+	if t.ema != nil {
+		path := filepath.Join(c.Dir, emaFile)
+		if _, ok := m.Files[emaFile]; ok {
+			if _, err := checkpoint.LoadInto(path, t.ema.stateDict()); err != nil {
+				return inputError{err}
+			}
+		} else {
+			t.ema = newEMA(t.model.Parameters(), t.cfg.Train.EMA) // EMA turned on at resume
+		}
+	}
+	rng, err := hex.DecodeString(m.RNG)
+	if err == nil {
+		err = t.rngSrc.UnmarshalBinary(rng)
+	}
+	if err != nil {
+		return inputError{fmt.Errorf("%s: rng: %w", filepath.Join(c.Dir, manifestFile), err)}
+	}
+	t.step, t.epoch, t.offset = m.Step, m.Epoch, m.EpochOffset
+	if m.WorldSize != t.engine.Size() && t.offset > 0 {
+		// The global order is the same for any number of ranks; only
+		// whole batches of the new size can be skipped exactly, so the
+		// position is kept and the rest is shared anew (IndicesFrom).
+	}
+	if t.engine.Rank() == 0 {
+		t.sums = m.EpochSums
+	}
+	t.epochSeconds = m.EpochSeconds
+	t.best, t.badEvals, t.lastEval = m.Best, m.BadEvals, m.Eval
+	t.lastEvalStep, t.lastCkptStep = -1, m.Step
+	if m.Eval != nil {
+		t.lastEvalStep = m.Step
 	}
 	return nil
 }
