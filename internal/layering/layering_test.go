@@ -32,6 +32,7 @@ var allowedImports = map[string][]string{
 	"checkpoint":                  {"device", "device/cpu", "tensor"},
 	"internal/layering":           {},
 	"internal/golden":             {"tensor"},
+	"internal/curves":             {},
 	"dist":                        {"device", "device/cpu", "tensor", "autograd", "optim"},
 	"dist/local":                  {"device", "device/cpu", "dist"},
 	"dist/mpi":                    {"device", "device/cpu", "dist", "dist/shm"},
