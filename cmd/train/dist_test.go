@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -164,4 +165,59 @@ func TestDistTrainOnGPUs(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Regexp(t, `data-parallel over 2 ranks \(NCCL (not found.*host staging|[0-9.]+ ).*\)`, string(out))
 	assertSameWeights(t, single, multi)
+}
+
+// TestDistResumeOnDifferentWorldSize: a 2-rank job whose rank 1 is killed
+// (kill -9) is restarted by train -restarts from its last checkpoint on
+// another number of ranks (as after losing a node): the rest of the
+// epoch is shared among the new ranks, the learning rate rescaled, and
+// the job ends with a trained model. With the same number of ranks the
+// restarted job ends bit for bit where an uninterrupted one does.
+func TestDistResumeOnDifferentWorldSize(t *testing.T) {
+	if _, err := exec.LookPath("mpirun"); err != nil {
+		t.Skip("mpirun not found (install openmpi-bin; make deps does)")
+	}
+	bin := buildTrain(t)
+	dataDir := syntheticFashion(t, 640, 160)
+	args := func(dir string, extra ...string) []string {
+		return append([]string{"-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
+			"-set", "model.hidden=[32]", "-set", "train.epochs=2", "-set", "train.batch_size=16",
+			"-set", "checkpoint.every_steps=5", "-set", "output.progress=false", "-out", dir}, extra...)
+	}
+	run := func(t *testing.T, dir string, env []string, extra ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args(dir, extra...)...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(cmd.Env, "HORA_MPIRUN=mpirun --allow-run-as-root --oversubscribe")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	ref := t.TempDir()
+	run(t, ref, nil, "-restarts", "1", "-np", "2")
+
+	for _, next := range []int{2, 1, 3} {
+		t.Run(fmt.Sprintf("2 ranks then %d", next), func(t *testing.T) {
+			dir := t.TempDir()
+			once := filepath.Join(t.TempDir(), "fired")
+			out := run(t, dir, []string{"HORA_FAULT=crash-at-step:13:1", "HORA_FAULT_ONCE=" + once,
+				fmt.Sprintf("HORA_NP_NEXT=%d", next)}, "-restarts", "1", "-np", "2")
+			assert.Contains(t, out, "restarting it from the last checkpoint")
+			assert.Contains(t, out, "resuming from")
+			m := readMetrics(t, filepath.Join(dir, "metrics.jsonl"))
+			require.Len(t, m, 2)
+			assert.Greater(t, m[1]["test_accuracy"], 0.9)
+			if next == 2 {
+				a, _, err := checkpoint.Load(filepath.Join(ref, modelFile))
+				require.NoError(t, err)
+				b, _, err := checkpoint.Load(filepath.Join(dir, modelFile))
+				require.NoError(t, err)
+				for name, w := range a {
+					assert.Equal(t, w.Float32s(), b[name].Float32s(), name)
+				}
+				return
+			}
+			assert.Contains(t, out, fmt.Sprintf("written by 2 rank(s), now %d", next))
+		})
+	}
 }
