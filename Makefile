@@ -11,7 +11,9 @@ BIN       := bin
 # can start it on several ranks). `make bench` adds PyTorch for the
 # reference numbers. g++ builds the CUDA emulator (device/cuda/cudaemu)
 # that the GPU code is tested against on machines without a GPU.
-APT_DEPS  := dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc pkg-config g++
+# fortunes is the text the character-level language model trains on
+# (configs/fortunes-charlm.yaml).
+APT_DEPS  := dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc pkg-config g++ fortunes
 # ONNX: the conformance suite's generator (python3-onnx), the PyTorch models
 # the importer is checked against, and Node.js for onnxruntime, which runs
 # the models Hora exports (scripts/ort).
@@ -30,14 +32,13 @@ SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 REPEAT    ?= 1
 BENCH     ?= full
 
-# make train-dist: NP ranks on this host. mpirun refuses to run as root
-# without --allow-run-as-root, and more ranks than cores without
-# --oversubscribe.
+# make train-dist: NP ranks on this host (train -np adds mpirun's
+# --allow-run-as-root as root and --oversubscribe beyond the cores).
 NP        ?= 2
-NCPU      := $(shell nproc 2>/dev/null || echo 1)
-MPIRUN    := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell [ $(NP) -gt $(NCPU) ] && echo y),--oversubscribe)
 MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
+
+.PHONY: docs
 .PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-bundle bench-gpu
 
 all: build
@@ -110,8 +111,16 @@ train: build
 
 # train-dist trains the default model on NP ranks of this host (see
 # README, "Scaling out"): make train-dist NP=2 ARGS="-set train.epochs=1".
+# A job that fails (a rank killed, a node lost) is started again from its
+# last checkpoint, up to RESTARTS times (train -restarts).
+RESTARTS  ?= 3
 train-dist: build
-	$(MPIRUN) -np $(NP) $(BIN)/train -config $(CONFIG) $(ARGS)
+	$(BIN)/train -restarts $(RESTARTS) -np $(NP) -config $(CONFIG) $(ARGS)
+
+# docs regenerates docs/config.md, the config reference, from the config
+# structs of cmd/train (make test fails when it is stale).
+docs:
+	$(GO) test ./cmd/train -run TestConfigReference -update
 
 vet:
 	$(GO) vet ./...

@@ -139,8 +139,13 @@ type DataConfig struct {
 
 // ModelConfig selects and shapes the network.
 type ModelConfig struct {
-	// Name is the architecture: "mlp", "lenet5", "cnn", or "onnx" for a
-	// model imported from the ONNX file named by File. Required.
+	// Name is the architecture: "mlp", "lenet5", "cnn" (the small CNN),
+	// "resnet" (blocks, widths and stem below), "resnet18", "resnet34",
+	// "resnet20", "resnet56", "mobilenet" (depthwise-separable CNN),
+	// "transformer" (Vision-Transformer-style classifier), "charlm" (a
+	// character-level Transformer language model, data set "text"), or
+	// "onnx" for a model imported from the ONNX file named by File.
+	// Required.
 	Name string `yaml:"name"`
 	// File is the ONNX model that name "onnx" trains (fine-tunes): its
 	// float initializers are the parameters. It must take images
