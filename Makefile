@@ -38,7 +38,7 @@ NP        ?= 2
 MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 
-.PHONY: docs
+.PHONY: docs zoo
 .PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-bundle bench-gpu
 
 all: build
@@ -116,6 +116,12 @@ train: build
 RESTARTS  ?= 3
 train-dist: build
 	$(BIN)/train -restarts $(RESTARTS) -np $(NP) -config $(CONFIG) $(ARGS)
+
+# zoo trains every shipped config once and prints the table of README's
+# model zoo (final test metrics and wall time); ZOO="cnn resnet" trains
+# only those (scripts/zoo.sh).
+zoo: build
+	@ZOO="$(ZOO)" scripts/zoo.sh
 
 # docs regenerates docs/config.md, the config reference, from the config
 # structs of cmd/train (make test fails when it is stale).
