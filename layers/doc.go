@@ -1,6 +1,7 @@
 // Package layers provides the building blocks of neural networks: the
 // Module and Layer interfaces, the common layers (Linear, Conv2d, pooling,
-// BatchNorm, LayerNorm, Dropout, Embedding, activations), the containers
+// BatchNorm, LayerNorm, Dropout, Embedding, activations,
+// MultiHeadAttention and TransformerEncoderLayer), the containers
 // Sequential and Residual, the losses, and named state (state dicts).
 //
 // # Overview

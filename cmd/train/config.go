@@ -79,7 +79,8 @@ type Config struct {
 	Dist DistConfig `yaml:"dist"`
 	// Timeline, when set, is the file where rank 0 writes a Chrome-tracing
 	// JSON of its collectives and training phases (open it in
-	// chrome://tracing or Perfetto). The HORA_TIMELINE environment
+	// chrome://tracing or Perfetto); a bare file name ("timeline.json")
+	// goes in output.dir. The HORA_TIMELINE environment
 	// variable sets it too, and wins. Default "" (off).
 	Timeline string `yaml:"timeline"`
 	// Export lists the files the trained model is exported to.

@@ -32,7 +32,7 @@ func openDevice(cfg *Config, comm dist.Communicator, out io.Writer) (device.Devi
 		return nil, err
 	}
 	if g, ok := dev.(*cuda.Device); ok {
-		g.SetTF32(cfg.TF32)
+		g.SetTF32(cfg.TF32 && !cfg.Deterministic)
 		ac := device.DType(0)
 		switch cfg.Precision {
 		case "bf16":

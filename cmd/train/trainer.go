@@ -498,6 +498,9 @@ func openTimeline(cfg *Config) (*dist.Timeline, error) {
 	if path == "" {
 		return nil, nil
 	}
+	if filepath.Dir(path) == "." {
+		path = filepath.Join(cfg.Output.Dir, path) // a bare name goes in the run directory
+	}
 	return dist.CreateTimeline(path)
 }
 
