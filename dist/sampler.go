@@ -62,15 +62,7 @@ func (s *DistributedSampler) Len() int {
 // Indices returns this rank's dataset indices for the given epoch, in the
 // order to visit them.
 func (s *DistributedSampler) Indices(epoch int) []int {
-	var order []int
-	if s.cfg.Shuffle {
-		order = rand.New(rand.NewPCG(s.cfg.Seed, uint64(epoch))).Perm(s.n)
-	} else {
-		order = make([]int, s.n)
-		for i := range order {
-			order[i] = i
-		}
-	}
+	order := s.order(epoch)
 	total := s.Len() * s.size
 	for i := 0; len(order) < total; i++ {
 		order = append(order, order[i]) // padding: from the start, cyclically
@@ -95,15 +87,7 @@ func (s *DistributedSampler) IndicesFrom(epoch, start int) []int {
 	if start <= 0 {
 		return s.Indices(epoch)
 	}
-	var order []int
-	if s.cfg.Shuffle {
-		order = rand.New(rand.NewPCG(s.cfg.Seed, uint64(epoch))).Perm(s.n)
-	} else {
-		order = make([]int, s.n)
-		for i := range order {
-			order[i] = i
-		}
-	}
+	order := s.order(epoch)
 	if start >= s.n {
 		return []int{} // the epoch is over (only padding was left)
 	}
@@ -120,4 +104,17 @@ func (s *DistributedSampler) IndicesFrom(epoch, start int) []int {
 		out = append(out, rest[i])
 	}
 	return out
+}
+
+// order returns the epoch's order of all the dataset's indices, shared by
+// every rank.
+func (s *DistributedSampler) order(epoch int) []int {
+	if s.cfg.Shuffle {
+		return rand.New(rand.NewPCG(s.cfg.Seed, uint64(epoch))).Perm(s.n)
+	}
+	order := make([]int, s.n)
+	for i := range order {
+		order[i] = i
+	}
+	return order
 }

@@ -183,7 +183,7 @@ func exportBytes(t *testing.T, m layers.Layer, x *tensor.Tensor) []byte {
 // Hora's own interpreter: the outputs must equal the layer's, at the
 // example's batch size and at another one.
 func TestExportReimport(t *testing.T) {
-	for _, c := range exportCases() {
+	for _, c := range append(exportCases(), attentionExportCases()...) {
 		t.Run(c.name, func(t *testing.T) {
 			m, rng := c.build(t)
 			x := c.input(rng, c.shape[0])
@@ -311,7 +311,7 @@ func TestExportORT(t *testing.T) {
 	}
 	var runs []ortRequest
 	var checks []check
-	for _, c := range exportCases() {
+	for _, c := range append(exportCases(), attentionExportCases()...) {
 		m, rng := c.build(t)
 		path := filepath.Join(dir, c.name+".onnx")
 		require.NoError(t, onnx.ExportFile(path, m, []*tensor.Tensor{c.input(rng, c.shape[0])}), c.name)

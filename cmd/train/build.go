@@ -88,13 +88,7 @@ func loadDatasets(cfg *Config, vocab string) (*datasets, error) {
 		fill = -data.FashionMNISTMean / data.FashionMNISTStd // black, normalized
 	}
 	ds := &datasets{train: tr, test: te, classes: classes}
-	if n := cfg.Train.Limit; n > 0 && n < tr.Len() {
-		idx := make([]int, n)
-		for i := range idx {
-			idx[i] = i
-		}
-		ds.train = data.Subset(tr, idx)
-	}
+	ds.train = limit(tr, cfg.Train.Limit)
 	if d.AugmentPad > 0 || d.AugmentFlip {
 		aug := data.Augment{Pad: d.AugmentPad, Fill: fill, FlipHorizontal: d.AugmentFlip}
 		if ds.augment, err = data.NewAugmented(ds.train, aug, cfg.Seed); err != nil {
@@ -103,6 +97,18 @@ func loadDatasets(cfg *Config, vocab string) (*datasets, error) {
 		ds.train = ds.augment
 	}
 	return ds, nil
+}
+
+// limit returns the first n samples of ds (all of them when n is 0).
+func limit(ds data.Dataset, n int) data.Dataset {
+	if n <= 0 || n >= ds.Len() {
+		return ds
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return data.Subset(ds, idx)
 }
 
 // loadText reads the text of a language model, builds its vocabulary
@@ -135,13 +141,7 @@ func loadText(cfg *Config, vocab string) (*datasets, error) {
 	}
 	ds := &datasets{train: tr, test: te,
 		lm: &languageModel{vocab: v, unigram: data.UnigramEntropy(trainIDs, v.Size()), context: t}}
-	if n := cfg.Train.Limit; n > 0 && n < tr.Len() {
-		idx := make([]int, n)
-		for i := range idx {
-			idx[i] = i
-		}
-		ds.train = data.Subset(tr, idx)
-	}
+	ds.train = limit(tr, cfg.Train.Limit)
 	return ds, nil
 }
 
