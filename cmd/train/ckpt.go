@@ -348,7 +348,19 @@ func findCheckpoint(runDir, which string) (savedCheckpoint, error) {
 	}
 	dir := which
 	if !strings.ContainsRune(which, filepath.Separator) {
+		// "step-99", "99" and "step-00000099" name the same checkpoint.
+		if n, err := strconv.Atoi(strings.TrimPrefix(which, "step-")); err == nil && n >= 0 {
+			which = checkpointName(n)
+		}
 		dir = filepath.Join(runDir, checkpointsDir, which)
+		if _, err := os.Stat(dir); err != nil {
+			all, _, _ := listCheckpoints(runDir)
+			names := make([]string, len(all))
+			for i, c := range all {
+				names[i] = filepath.Base(c.Dir)
+			}
+			return savedCheckpoint{}, fmt.Errorf("%s: no checkpoint %s (found: %s; or last, best)", filepath.Join(runDir, checkpointsDir), which, strings.Join(names, ", "))
+		}
 	}
 	m, err := readManifest(dir, true)
 	if err != nil {
