@@ -155,7 +155,11 @@ func TestResumeIsBitIdentical(t *testing.T) {
 			return len(all) > 0
 		})
 		require.NoError(t, cmd.Process.Kill())
-		killedBy(t, cmd.Wait(), syscall.SIGKILL)
+		err := cmd.Wait()
+		if err == nil {
+			t.Skip("the run ended before the signal arrived")
+		}
+		killedBy(t, err, syscall.SIGKILL)
 		resume(t, dir)
 		assertSameFinalWeights(t, ref, dir)
 	})
