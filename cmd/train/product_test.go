@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hora-dl/hora/checkpoint"
 	"github.com/hora-dl/hora/onnx"
 )
 
@@ -227,4 +228,35 @@ func TestTrainCharLM(t *testing.T) {
 	code, stdout, stderr = runTrain(t, "export", "-run", run, "-o", file2)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "character ids")
+}
+
+// TestTrainEarlyStoppingAndEMA: with patience 2 and a minimum
+// improvement no evaluation can reach, training stops after the third
+// evaluation (steps 4, 8 and the end of the first epoch, 10); with train.ema the final weights are the average, which the
+// checkpoint keeps beside the raw weights.
+func TestTrainEarlyStoppingAndEMA(t *testing.T) {
+	dataDir := syntheticFashion(t, 320, 64)
+	out := t.TempDir()
+	code, stdout, stderr := runTrain(t, "-config", mlpConfig, "-set", "data.dir="+dataDir, "-set", "model.hidden=[16]",
+		"-set", "train.batch_size=32", "-set", "train.epochs=10", "-set", "train.eval_every_steps=4",
+		"-set", "train.patience=2", "-set", "train.min_delta=1", "-set", "train.ema=0.9", "-out", out)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "early stopping at step 10")
+	assert.NotContains(t, stdout, "epoch 2/10")
+	evals := readRecords(t, filepath.Join(out, "metrics.jsonl"), "eval")
+	assert.Len(t, evals, 3)
+
+	last, err := findCheckpoint(out, "last")
+	require.NoError(t, err)
+	assert.Equal(t, 10, last.Manifest.Step)
+	raw, _, err := checkpoint.Load(filepath.Join(last.Dir, modelFile))
+	require.NoError(t, err)
+	avg, _, err := checkpoint.Load(filepath.Join(last.Dir, emaFile))
+	require.NoError(t, err)
+	final, _, err := checkpoint.Load(filepath.Join(out, modelFile))
+	require.NoError(t, err)
+	for name, w := range avg {
+		assert.Equal(t, w.Float32s(), final[name].Float32s(), "the final weights are the average: %s", name)
+		assert.NotEqual(t, w.Float32s(), raw[name].Float32s(), "the average differs from the weights: %s", name)
+	}
 }
