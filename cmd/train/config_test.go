@@ -640,3 +640,18 @@ func TestRankThreads(t *testing.T) {
 	assert.GreaterOrEqual(t, rankThreads(1), 1)
 	assert.Equal(t, 1, rankThreads(64), "at least one thread per rank")
 }
+
+// TestEveryShippedConfigLoads: each file in configs/ is a valid config
+// whose output.dir is runs/<its name>.
+func TestEveryShippedConfigLoads(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob("../../configs/*.yaml")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(paths), 7)
+	for _, path := range paths {
+		c, err := LoadConfig(path, nil)
+		require.NoError(t, err, path)
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		assert.Equal(t, filepath.Join("runs", name), c.Output.Dir, path)
+	}
+}
