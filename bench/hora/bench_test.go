@@ -138,7 +138,8 @@ func TestLastMetrics(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.jsonl")
 	require.NoError(t, os.WriteFile(path, []byte(
 		`{"epoch":1,"samples_per_sec":10,"test_accuracy":0.5}`+"\n"+
-			`{"epoch":2,"samples_per_sec":20,"test_accuracy":0.75}`+"\n\n"), 0o644))
+			`{"kind":"epoch","epoch":2,"samples_per_sec":20,"test_accuracy":0.75}`+"\n"+
+			`{"kind":"eval","step":9,"test_accuracy":0.8}`+"\n\n"), 0o644))
 	m, err := lastMetrics(path)
 	require.NoError(t, err)
 	assert.Equal(t, epochMetrics{SamplesPerSec: 20, TestAccuracy: 0.75}, m)

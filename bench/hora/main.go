@@ -219,7 +219,9 @@ type epochMetrics struct {
 	TestAccuracy  float64 `json:"test_accuracy"`
 }
 
-// lastMetrics reads the last line of a metrics.jsonl file.
+// lastMetrics reads the last epoch record of a metrics.jsonl file (its
+// lines of "kind" "epoch"; files written before kinds existed have only
+// those).
 func lastMetrics(path string) (epochMetrics, error) {
 	var m epochMetrics
 	f, err := os.Open(path)
@@ -230,8 +232,12 @@ func lastMetrics(path string) (epochMetrics, error) {
 	var last []byte
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) > 0 {
-			last = slices.Clone(sc.Bytes())
+		var rec struct {
+			Kind string `json:"kind"`
+		}
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) > 0 && json.Unmarshal(line, &rec) == nil && (rec.Kind == "" || rec.Kind == "epoch") {
+			last = slices.Clone(line)
 		}
 	}
 	if err := sc.Err(); err != nil {
