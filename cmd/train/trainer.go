@@ -1035,12 +1035,10 @@ func (t *trainer) restore(c savedCheckpoint) error {
 	if err != nil {
 		return inputError{fmt.Errorf("%s: rng: %w", filepath.Join(c.Dir, manifestFile), err)}
 	}
+	// The position counts samples of the epoch's global order, which is
+	// the same for any number of ranks: IndicesFrom shares the rest of
+	// the epoch among this run's ranks, however many wrote the checkpoint.
 	t.step, t.epoch, t.offset = m.Step, m.Epoch, m.EpochOffset
-	if m.WorldSize != t.engine.Size() && t.offset > 0 {
-		// The global order is the same for any number of ranks; only
-		// whole batches of the new size can be skipped exactly, so the
-		// position is kept and the rest is shared anew (IndicesFrom).
-	}
 	if t.engine.Rank() == 0 {
 		t.sums = m.EpochSums
 	}
