@@ -677,7 +677,11 @@ func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
 			tl.Span("phases", "step", t0, time.Now())
 		}
 		t.epochSeconds = secondsBefore + time.Since(start).Seconds()
-		bar.step(logLoss/float64(logN), t.sums[1]/(t.epochSeconds))
+		rate := t.sums[1] / t.epochSeconds // rows: samples, or a language model's characters
+		if t.lm != nil {
+			rate /= float64(cfg.Model.Context) // windows, as the epoch line counts them
+		}
+		bar.step(logLoss/float64(logN), rate)
 		if t.step%cfg.Train.LogEverySteps == 0 && t.metrics != nil {
 			if err := t.metrics.write(stepRecord{Kind: "train", Step: t.step, Epoch: t.epochProgress(), Loss: logLoss / float64(logN), LR: t.opt.LR()}); err != nil {
 				return false, err
