@@ -677,7 +677,7 @@ func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
 			tl.Span("phases", "step", t0, time.Now())
 		}
 		t.epochSeconds = secondsBefore + time.Since(start).Seconds()
-		rate := t.sums[1] / t.epochSeconds // rows: samples, or a language model's characters
+		rate := t.sums[1] * float64(size) / t.epochSeconds // rows of all ranks: samples, or a language model's characters
 		if t.lm != nil {
 			rate /= float64(cfg.Model.Context) // windows, as the epoch line counts them
 		}
