@@ -238,4 +238,9 @@ func TestCheckpointsKeepLastAndBest(t *testing.T) {
 	assert.LessOrEqual(t, len(names), 2)
 	evals := readRecords(t, filepath.Join(out, "metrics.jsonl"), "eval")
 	assert.Len(t, evals, 8, "an evaluation every 5 steps (the epoch ends coincide)")
+	top := 0.0
+	for _, e := range evals {
+		top = max(top, e["test_accuracy"])
+	}
+	assert.Equal(t, top, best.Value, "every evaluation had a checkpoint: the best is the top one")
 }

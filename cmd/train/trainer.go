@@ -992,12 +992,16 @@ func (t *trainer) save(ctx context.Context) error {
 	}
 	t.lastCkptStep = t.step
 	if t.lastEvalStep == t.step && t.lastEval != nil {
+		// The best checkpoint is the best of those written with an
+		// evaluation of their own step.
 		b, err := readBest(t.cfg.Output.Dir)
 		if err != nil {
 			return err
 		}
-		if b.Checkpoint == "" || t.best != nil && *t.best == t.lastEval[metric] && b.Value != *t.best {
-			if err := writeBest(t.cfg.Output.Dir, bestRecord{Checkpoint: filepath.Base(dir), Metric: metric, Value: *t.best, Step: t.step}); err != nil {
+		v := t.lastEval[metric]
+		_, higher := t.bestMetric()
+		if b.Checkpoint == "" || b.Metric != metric || higher && v > b.Value || !higher && v < b.Value {
+			if err := writeBest(t.cfg.Output.Dir, bestRecord{Checkpoint: filepath.Base(dir), Metric: metric, Value: v, Step: t.step}); err != nil {
 				return err
 			}
 		}
