@@ -407,7 +407,9 @@ func (t *trainer) finish() error {
 	if err := checkpoint.Save(path, layers.StateDict(t.model), meta); err != nil {
 		return fmt.Errorf("saving %s: %w", path, err)
 	}
-	t.plot()
+	if t.offset > 0 {
+		t.plot() // stopped early inside an epoch; epochs end with a plot
+	}
 	t.con.event("end", true, fmt.Sprintf("wrote %s, metrics.jsonl, train.log, curves.png, config.yaml and checkpoints/ to %s", modelFile, cfg.Output.Dir),
 		map[string]any{"run_dir": cfg.Output.Dir, "step": t.step})
 	if cfg.Export.ONNX != "" {
