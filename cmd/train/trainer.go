@@ -183,7 +183,11 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, resume 
 		if err := checkExportDir(cfg.Export.ONNX); err != nil {
 			return inputError{fmt.Errorf("export.onnx: %w", err)}
 		}
-		logFile, err := os.OpenFile(filepath.Join(cfg.Output.Dir, "train.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		if !resume {
+			flags |= os.O_TRUNC // a new run (or -overwrite) starts its own log
+		}
+		logFile, err := os.OpenFile(filepath.Join(cfg.Output.Dir, "train.log"), flags, 0o644)
 		if err != nil {
 			return inputError{fmt.Errorf("output.dir: cannot write in %s: %w", cfg.Output.Dir, err)}
 		}
