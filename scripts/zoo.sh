@@ -6,7 +6,7 @@
 set -e
 bin=${BIN:-bin}/train
 out=${ZOO_DIR:-runs/zoo}
-configs=${ZOO:-"mlp lenet5 cnn mobilenet transformer resnet charlm"}
+configs=${ZOO:-"mlp lenet5 cnn mobilenet transformer resnet resnet20 charlm"}
 mkdir -p "$out"
 echo "| config | epochs | final test loss | final test accuracy | best test accuracy | wall time |"
 echo "|---|---|---|---|---|---|"
