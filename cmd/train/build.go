@@ -240,7 +240,9 @@ func checkData(cfg *Config, ds *datasets, model layers.Layer) error {
 	}
 	sample := make([]float32, n)
 	label := ds.train.Sample(0, sample)
+	layers.Eval(model)
 	out, err := forwardOnce(model, tensor.FromFloat32(sample, shape...))
+	layers.Train(model)
 	if err != nil {
 		return fmt.Errorf("%s: data: training sample 0 (%v) does not fit model %s: %w", cfg.File(), ds.train.SampleShape(), cfg.Model.Name, err)
 	}
@@ -253,8 +255,8 @@ func checkData(cfg *Config, ds *datasets, model layers.Layer) error {
 	return nil
 }
 
-// forwardOnce runs the model on x without recording gradients, turning a
-// shape panic into an error.
+// forwardOnce runs the model (in the mode it is in) on x without
+// recording gradients, turning a shape panic into an error.
 func forwardOnce(model layers.Layer, x *tensor.Tensor) (out *tensor.Tensor, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -264,8 +266,6 @@ func forwardOnce(model layers.Layer, x *tensor.Tensor) (out *tensor.Tensor, err 
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	layers.Eval(model)
-	defer layers.Train(model)
 	return model.Forward(autograd.NoGrad(autograd.Constant(x))).Value, nil
 }
 

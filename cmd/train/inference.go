@@ -174,7 +174,7 @@ func exportCommand(_ context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	sample := s.ds.test.SampleShape()
-	if err := exportONNX(*out, s.model, s.ds.lm, s.dev, s.cfg, sample); err != nil {
+	if err := exportONNX(*out, s.model, s.ds.lm, s.dev, sample); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	fmt.Fprintf(stdout, "exported %s (step %d) to %s (ONNX opset 17%s)\n", s.ckpt.Dir, s.ckpt.Manifest.Step, *out, exportShape(s.ds.lm, sample))
@@ -277,11 +277,10 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 // classify returns the class probabilities of one image.
 func classify(s *session, img []float32, shape []int) ([]float64, error) {
 	x := tensor.FromFloat32(img, append([]int{1}, shape...)...).To(s.dev)
-	out, err := forwardOnce(s.model, x)
+	out, err := forwardOnce(s.model, x) // openSession put the model in evaluation mode
 	if err != nil {
 		return nil, err
 	}
-	layers.Eval(s.model)
 	probs := autograd.Softmax(autograd.Constant(out), 1).Value.Cast(device.Float64).Float64s()
 	return probs, nil
 }

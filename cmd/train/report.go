@@ -107,16 +107,15 @@ func generate(lm *models.CharLM, vocab interface {
 
 // exportONNX writes the model to path as ONNX, with a dynamic batch
 // dimension: images [batch, C, H, W], or a language model's
-// [batch, context] character ids.
-func exportONNX(path string, model layers.Layer, lm *languageModel, dev device.Device, cfg *Config, sample []int) error {
+// [batch, context] character ids. onnx.Export traces the model in
+// evaluation mode and restores its mode.
+func exportONNX(path string, model layers.Layer, lm *languageModel, dev device.Device, sample []int) error {
 	var example *tensor.Tensor
 	if lm != nil {
 		example = tensor.New(dev, device.Int64, 1, lm.context)
 	} else {
 		example = tensor.New(dev, device.Float32, append([]int{1}, sample...)...)
 	}
-	layers.Eval(model)
-	defer layers.Train(model)
 	return onnx.ExportFile(path, model, []*tensor.Tensor{example})
 }
 

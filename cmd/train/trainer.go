@@ -418,7 +418,7 @@ func (t *trainer) finish() error {
 		map[string]any{"run_dir": cfg.Output.Dir, "step": t.step})
 	if cfg.Export.ONNX != "" {
 		sample := t.test.Dataset().SampleShape()
-		if err := exportONNX(cfg.Export.ONNX, t.model, t.lm, t.dev, cfg, sample); err != nil {
+		if err := exportONNX(cfg.Export.ONNX, t.model, t.lm, t.dev, sample); err != nil {
 			return fmt.Errorf("export.onnx: %w", err)
 		}
 		t.con.info(true, "exported the model to %s (ONNX opset 17%s)", cfg.Export.ONNX, exportShape(t.lm, sample))
