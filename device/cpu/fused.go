@@ -561,20 +561,23 @@ func (a *batchNormArgs[T]) run(lo, hi int) {
 			}
 		}
 		variance := ss / n
+		// y = (x - mean)·s + bias rather than x·s + (bias - mean·s):
+		// the subtraction first is exact where x is near the mean, so that
+		// no large x·s cancels a large shift (and a value equal to the mean
+		// gives exactly bias, with or without a fused multiply-add).
 		scale := 1 / math.Sqrt(variance+a.eps)
-		shift := -mean * scale
 		if a.weight != nil {
 			scale *= float64(a.weight[c])
-			shift *= float64(a.weight[c])
 		}
+		var b T
 		if a.bias != nil {
-			shift += float64(a.bias[c])
+			b = a.bias[c]
 		}
-		s, b := T(scale), T(shift)
+		m, s := T(mean), T(scale)
 		for o := 0; o < a.outer; o++ {
 			x, y := a.plane(o, c)
 			for i, v := range x {
-				y[i] = v*s + b
+				y[i] = (v-m)*s + b
 			}
 		}
 		a.mean[c], a.variance[c] = T(mean), T(variance)

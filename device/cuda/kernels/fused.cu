@@ -76,8 +76,11 @@ HORA_BIAS_GRAD(f64, double)
 
 // batch_norm normalises x (outer×channels×inner) per channel with the
 // batch's mean and biased variance (two passes, in double), writing them
-// to mean and variance: y = x·s + b with s = weight/sqrt(variance+eps) and
-// b = bias - mean·s (weight and bias may be null). A block per channel.
+// to mean and variance: y = (x - mean)·s + bias with
+// s = weight/sqrt(variance+eps) (weight and bias may be null). Subtracting
+// first keeps a value near the mean exact whether or not the compiler
+// fuses the multiply-add (x·s + (bias - mean·s) cancels). A block per
+// channel.
 #define HORA_BATCH_NORM(SUF, T)                                                                         \
     extern "C" __global__ void batch_norm_##SUF(T* y, T* __restrict__ mean, T* __restrict__ variance,    \
                                                 const T* x, const T* __restrict__ weight,                \
@@ -102,19 +105,14 @@ HORA_BIAS_GRAD(f64, double)
             }                                                                                           \
             double var = hora_block_sum(sh, acc) / cnt;                                                 \
             double scale = 1.0 / sqrt(var + eps);                                                       \
-            double shift = -mu * scale;                                                                 \
             if (weight) {                                                                               \
                 scale *= (double)weight[c];                                                             \
-                shift *= (double)weight[c];                                                             \
             }                                                                                           \
-            if (bias) {                                                                                 \
-                shift += (double)bias[c];                                                               \
-            }                                                                                           \
-            T s = (T)scale, b = (T)shift;                                                               \
+            T m = (T)mu, s = (T)scale, b = bias ? bias[c] : (T)0;                                       \
             for (long long t = threadIdx.x; t < count; t += HORA_BLOCK) {                               \
                 long long o = t / inner, i = t - o * inner;                                             \
                 long long at = (o * channels + c) * inner + i;                                          \
-                y[at] = x[at] * s + b;                                                                  \
+                y[at] = (x[at] - m) * s + b;                                                            \
             }                                                                                           \
             if (threadIdx.x == 0) {                                                                     \
                 mean[c] = (T)mu;                                                                        \

@@ -32,7 +32,7 @@ extern char** environ;
 #define API extern "C" __attribute__((visibility("default")))
 
 // The version of the emulated compilation: part of the cache key.
-static const char kEmuVersion[] = "hora-emu-nvrtc 3";
+static const char kEmuVersion[] = "hora-emu-nvrtc 4";
 
 // The image header cuModuleLoadData checks, then the size as a
 // little-endian uint64, then the shared library.
@@ -316,6 +316,7 @@ int compile(Program* p, int numOpts, const char* const* opts)
     std::string arch, stdv = "c++17";
     std::vector<std::string> defs; // -D, -U, -I for the preprocessor
     bool virtualArch = false;
+    bool fmad = true; // NVRTC contracts a*b+c into one fused multiply-add unless --fmad=false
     for (int i = 0; i < numOpts; i++) {
         if (opts == nullptr || opts[i] == nullptr) return NVRTC_ERROR_INVALID_INPUT;
         std::string o = opts[i];
@@ -342,6 +343,13 @@ int compile(Program* p, int numOpts, const char* const* opts)
                     return NVRTC_ERROR_INVALID_OPTION;
                 }
             }
+        } else if ((v = value("--fmad=")) || (v = value("-fmad="))) {
+            std::string f = v;
+            if (f != "true" && f != "false") {
+                p->log = "nvrtc: error: invalid value for --fmad: " + f + "\n";
+                return NVRTC_ERROR_INVALID_OPTION;
+            }
+            fmad = f == "true";
         } else if ((v = value("--std=")) || (v = value("-std="))) {
             stdv = v;
             if (stdv != "c++03" && stdv != "c++11" && stdv != "c++14" && stdv != "c++17" && stdv != "c++20") {
@@ -359,8 +367,7 @@ int compile(Program* p, int numOpts, const char* const* opts)
                    o == "--generate-line-info" || o == "-G" || o == "--device-debug" || o == "--use_fast_math" ||
                    o == "-use_fast_math" || o == "-w" || o == "--disable-warnings" || o == "-restrict" ||
                    o == "--restrict" || o == "-dlto" || o == "--dlink-time-opt" || o == "--extra-device-vectorization" ||
-                   o == "-extra-device-vectorization" || o == "-dw" || o == "--device-w" || value("--fmad=") ||
-                   value("-fmad=") || value("--ftz=") || value("-ftz=") || value("--prec-div=") || value("-prec-div=") ||
+                   o == "-extra-device-vectorization" || o == "-dw" || o == "--device-w" || value("--ftz=") || value("-ftz=") || value("--prec-div=") || value("-prec-div=") ||
                    value("--prec-sqrt=") || value("-prec-sqrt=") || value("--maxrregcount=") || value("-maxrregcount=") ||
                    value("--relocatable-device-code=") || value("-rdc=") || value("-dopt=") || value("--dopt=") ||
                    value("--split-compile=") || value("-split-compile=") || value("--diag-suppress=") ||
@@ -396,6 +403,12 @@ int compile(Program* p, int numOpts, const char* const* opts)
     std::vector<std::string> ccArgs = {cxx, "-std=" + stdv, "-O2", "-shared", "-fPIC", "-fvisibility=hidden",
                                        "-fno-math-errno", "-fno-weak", "-Wall", "-Wno-attributes", "-Wno-unused-function",
                                        "-Wno-unused-variable", "-Wno-unused-but-set-variable"};
+    // A GPU rounds a*b+c once (fused multiply-add) wherever the compiler
+    // contracts it, as NVRTC does by default: where this CPU has FMA, the
+    // emulated kernels contract too, so that results which depend on it
+    // (cancellation in x*s + b) differ from a plain CPU here as on a GPU.
+    ccArgs.push_back(fmad && __builtin_cpu_supports("fma") ? "-ffp-contract=fast" : "-ffp-contract=off");
+    if (fmad && __builtin_cpu_supports("fma")) ccArgs.push_back("-mfma");
 
     Hash h;
     h.add(kEmuVersion);
