@@ -61,6 +61,9 @@ func testDevice(t testing.TB) *Device {
 	}
 	d, err := Open(0)
 	if errors.Is(err, device.ErrUnavailable) {
+		if onGPU { // HORA_CUDA_TEST=gpu: a missing GPU or library is a failure
+			t.Fatalf("HORA_CUDA_TEST=gpu, but no GPU: %v", err)
+		}
 		t.Skipf("no GPU: %v", err)
 	}
 	require.NoError(t, err)

@@ -58,13 +58,23 @@ func LibraryDirs() []string {
 }
 
 // sitePackages returns the Python package folders that may hold pip's
-// nvidia-* packages: the active virtual or conda environment's, the
-// user's, and the system's.
+// nvidia-* packages: the active virtual or conda environment's, that of
+// each python3 on PATH (a virtual environment's bin folder on PATH, not
+// activated, is how PyTorch images often ship), the user's, and the
+// system's.
 func sitePackages() []string {
 	var roots []string
 	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
 		if p := os.Getenv(v); p != "" {
 			roots = append(roots, p)
+		}
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		// The environment is the folder above bin/python3; the link is not
+		// followed, since a virtual environment's python3 links to the
+		// system's interpreter.
+		if fi, err := os.Stat(filepath.Join(dir, "python3")); err == nil && !fi.IsDir() && dir != "" {
+			roots = append(roots, filepath.Dir(filepath.Clean(dir)))
 		}
 	}
 	if home, err := os.UserHomeDir(); err == nil {
@@ -125,6 +135,28 @@ func OpenLibrary(what string, names []string) (uintptr, string, error) {
 	}
 	return 0, "", fmt.Errorf("cuda: %s %w (tried %s in %s and the loader's path; set HORA_CUDA_LIBS to the folder that holds it): %s",
 		what, ErrLibraryNotFound, strings.Join(names, ", "), strings.Join(dirs, ":"), strings.Join(errs, "; "))
+}
+
+// Library names a shared library that device/cuda or dist/nccl loads, and
+// where it was found.
+type Library struct {
+	Name string // what it is: "driver", "NVRTC", "cuBLAS" or "NCCL"
+	Path string // the file in LibraryDirs, or "" when none holds it (the dynamic loader may still find it)
+}
+
+// FindLibraries reports where each library that Hora's GPU code loads is
+// found in LibraryDirs, without loading any: a check of a machine's set-up.
+func FindLibraries() []Library {
+	dirs := LibraryDirs()
+	var out []Library
+	for _, l := range []struct {
+		name  string
+		names []string
+	}{{"driver", driverNames}, {"NVRTC", nvrtcNames}, {"cuBLAS", cublasNames}, {"NCCL", NCCLNames}} {
+		p, _ := FindLibrary(l.names, dirs)
+		out = append(out, Library{Name: l.name, Path: p})
+	}
+	return out
 }
 
 // ErrLibraryNotFound is wrapped by OpenLibrary's error when no folder and

@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,6 +24,9 @@ func gpuOrSkip(t *testing.T) *cuda.Device {
 	t.Helper()
 	d, err := cuda.Open(0)
 	if err != nil {
+		if os.Getenv("HORA_CUDA_TEST") == "gpu" { // a missing GPU or library is a failure there
+			t.Fatalf("HORA_CUDA_TEST=gpu, but no CUDA device: %v", err)
+		}
 		t.Skipf("no CUDA device: %v", err)
 	}
 	d.SetTF32(false)

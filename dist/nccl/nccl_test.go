@@ -80,6 +80,9 @@ func devices(t *testing.T, size int) []*cuda.Device {
 		t.Skipf("%d NCCL ranks need %d GPUs; this machine has %d", size, size, n)
 	}
 	if _, err := library(); err != nil {
+		if onGPU { // HORA_CUDA_TEST=gpu: a missing NCCL is a failure
+			t.Fatalf("HORA_CUDA_TEST=gpu, but no NCCL: %v", err)
+		}
 		t.Skipf("no NCCL: %v", err)
 	}
 	return devs
@@ -95,6 +98,9 @@ func sharedDevices(t *testing.T, size int) ([]*cuda.Device, int) {
 	}
 	n, err := cuda.Available()
 	if errors.Is(err, device.ErrUnavailable) {
+		if onGPU {
+			t.Fatalf("HORA_CUDA_TEST=gpu, but no GPU: %v", err)
+		}
 		t.Skipf("no GPU: %v", err)
 	}
 	require.NoError(t, err)
