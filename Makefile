@@ -39,7 +39,7 @@ MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 
 .PHONY: docs zoo
-.PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-bundle bench-gpu
+.PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-bundle gpu-check gpu-check-dry bench-gpu
 
 all: build
 
@@ -168,6 +168,17 @@ gpu-bundle:
 	mkdir -p build/gpu
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o build/gpu/cuda.test ./device/cuda/
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o build/gpu/nccl.test ./dist/nccl/
+
+# gpu-check builds the one-shot GPU check into build/gpu (at most 60 MB:
+# the CUDA and NCCL test binaries, train, hora-gpu-bench, Fashion-MNIST and
+# one script) and prints the command that runs it on a GPU machine without
+# Go; it runs it at once where this machine has a GPU. gpu-check-dry runs
+# the same script here on the CUDA emulator and the CPU, at small sizes.
+gpu-check: deps
+	scripts/gpu-check/bundle.sh build/gpu
+
+gpu-check-dry: gpu-check bench-deps
+	DEVICE=cpu SMALL=1 PYTHON=/usr/bin/python3 bash build/gpu/check.sh build/gpu-dry-report
 
 # bench-gpu measures Hora against PyTorch eager on an NVIDIA GPU (sgemm
 # and bf16 GEMM 8192³, MLP and CNN training steps at batch 128 and 1024,

@@ -120,6 +120,8 @@ func run(args []string, stdout io.Writer) error {
 	small := fs.Bool("small", false, "tiny sizes, for a smoke test (GEMM 64, batch 4, ResNet-18 batch 2)")
 	tf32 := fs.Bool("tf32", true, "let the training steps' float32 products and convolutions use TensorFloat-32")
 	resident := fs.Bool("resident", true, `also measure each training step with its batch already on the device ("data on GPU")`)
+	batch := fs.Int("batch", 0, "measure the MLP and CNN steps at this batch only (0: 128 and 1024, or 4 with -small)")
+	libs := fs.Bool("libs", false, "print the folders searched for the CUDA libraries and where each was found, then exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hora-gpu-bench [flags] [GROUP ...]\ngroups: %s (default: gemm, mlp, cnn, and resnet18 with -onnx)\n",
 			strings.Join(groups, ", "))
@@ -127,6 +129,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *libs {
+		return printLibraries(stdout)
 	}
 	todo := fs.Args()
 	if len(todo) == 0 {
@@ -143,6 +148,9 @@ func run(args []string, stdout io.Writer) error {
 			return errors.New("group resnet18 needs -onnx FILE (write it with bench/gpu/torch_gpu_bench.py --write-onnx FILE)")
 		}
 	}
+	if *batch < 0 {
+		return fmt.Errorf("-batch %d: must be positive (or 0 for the default batches)", *batch)
+	}
 	if *minTime <= 0 {
 		return fmt.Errorf("-min-time %v: must be positive", *minTime)
 	}
@@ -153,6 +161,9 @@ func run(args []string, stdout io.Writer) error {
 	b := &bench{out: json.NewEncoder(stdout), dev: dev, minTime: *minTime, size: fullSizes, tf32: *tf32, onnx: *onnxFile, resident: *resident}
 	if *small {
 		b.size = smallSizes
+	}
+	if *batch > 0 {
+		b.size.batches = []int{*batch}
 	}
 	b.gpu, _ = dev.(*cuda.Device)
 	if err := b.info("device", describe(dev)); err != nil {
@@ -167,6 +178,26 @@ func run(args []string, stdout io.Writer) error {
 	for _, g := range todo {
 		if err := b.group(g); err != nil {
 			return fmt.Errorf("%s: %w", g, err)
+		}
+	}
+	return nil
+}
+
+// printLibraries writes the folders that device/cuda searches, then one
+// line per library: its name and the file found, or "not found".
+func printLibraries(w io.Writer) error {
+	for _, d := range cuda.LibraryDirs() {
+		if _, err := fmt.Fprintln(w, "searched", d); err != nil {
+			return err
+		}
+	}
+	for _, l := range cuda.FindLibraries() {
+		where := l.Path
+		if where == "" {
+			where = "not found in those folders (the dynamic loader may still find it)"
+		}
+		if _, err := fmt.Fprintf(w, "%s %s\n", l.Name, where); err != nil {
+			return err
 		}
 	}
 	return nil
