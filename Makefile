@@ -39,7 +39,7 @@ MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 
 .PHONY: docs zoo
-.PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-bundle gpu-check gpu-check-dry bench-gpu
+.PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-check gpu-check-dry bench-gpu
 
 all: build
 
@@ -161,13 +161,6 @@ test-mpi:
 # of the emulator that make test uses.
 test-gpu:
 	HORA_CUDA_TEST=gpu $(GO) test -count=1 -v ./device/cuda/ ./dist/nccl/ 2>&1 | grep -v '^=== RUN'
-
-# gpu-bundle cross-builds the GPU test binaries into build/gpu for a GPU
-# machine without Go: run them there with HORA_CUDA_TEST=gpu.
-gpu-bundle:
-	mkdir -p build/gpu
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o build/gpu/cuda.test ./device/cuda/
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) test -c -o build/gpu/nccl.test ./dist/nccl/
 
 # gpu-check builds the one-shot GPU check into build/gpu (at most 60 MB:
 # the CUDA and NCCL test binaries, train, hora-gpu-bench, Fashion-MNIST and

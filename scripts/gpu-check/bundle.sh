@@ -34,7 +34,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "gpu-check: cross-building for linux/amd64 into $out" >&2
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
-flags=(-trimpath -ldflags='-s -w')
+flags=(-ldflags='-s -w')
 $go test -c "${flags[@]}" -o "$tmp/cuda.test" ./device/cuda/
 $go test -c "${flags[@]}" -o "$tmp/nccl.test" ./dist/nccl/
 $go build "${flags[@]}" -o "$tmp/hora-gpu-bench" ./bench/gpu

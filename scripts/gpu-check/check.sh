@@ -207,32 +207,30 @@ profile1() {
 	shift 3
 	run "profile $name" "$(limit profile 75)" "$log" ncu --clock-control none --metrics gpu__time_duration.sum \
 		--launch-skip "$skip" --launch-count "$count" --print-summary per-kernel \
-		"$bin/hora-gpu-bench" -min-time 0.2s -resident=false "$@"
+		"$bin/hora-gpu-bench" -resident=false "$@"
 	rc=$?
 	verdict "profile $name" $rc $((SECONDS - t0)) "$count kernels after $skip, in profile-$name.txt"
 	[ $rc -ne 0 ] || "$python" - "$log" <<-'EOF' | tee -a "$summary"
-		# ncu's per-kernel summary: a kernel's name line, then its
-		# invocation count and gpu__time_duration.sum (average) lines.
+		# ncu's per-kernel summary: "NAME (grid)x(block), ..., Invocations N",
+		# then a table whose gpu__time_duration.sum row ends with the average.
 		import re, sys
-		kernels, name, calls = [], None, 0
+		total, name, calls = {}, None, 1
+		scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 		for line in open(sys.argv[1], errors="replace"):
-		    m = re.match(r"\s+(\S.*?) \(\d+, \d+, \d+\)x\(\d+, \d+, \d+\)", line)
+		    m = re.match(r"\s+(\S.*?) \(\d+, \d+, \d+\)x\(\d+, \d+, \d+\).*Invocations (\d+)", line)
 		    if m:
-		        name = m.group(1)[:60]
+		        name, calls = m.group(1).split("<")[0][:60], int(m.group(2))
 		        continue
-		    m = re.match(r"\s+Section: Command line profiler metrics", line)
-		    m2 = re.search(r"gpu__time_duration.sum\s+(\S+)\s+\S+\s+\S+\s+(\S+)", line)
-		    m3 = re.search(r"(\d+) kernel invocations|Invocations\s*[:=]?\s*(\d+)", line)
-		    if m3:
-		        calls = int(m3.group(1) or m3.group(2))
-		    if m2 and name:
-		        unit, avg = m2.group(1), float(m2.group(2).replace(",", ""))
-		        scale = {"ns": 1e-3, "usecond": 1, "us": 1, "msecond": 1e3, "ms": 1e3, "nsecond": 1e-3}.get(unit, 1)
-		        kernels.append((avg * scale * max(calls, 1), calls, name))
-		        name, calls = None, 0
-		total = sum(k[0] for k in kernels) or 1
-		for t, n, k in sorted(kernels, reverse=True)[:6]:
-		    print("           %5.1f%%  %9.1f us  %4d x  %s" % (100 * t / total, t, n, k))
+		    m = re.search(r"gpu__time_duration\.sum\s+(\S+)\s+\S+\s+\S+\s+(\S+)", line)
+		    if m and name:
+		        t = total.setdefault(name, [0.0, 0])
+		        t[0] += float(m.group(2).replace(",", "")) * scale.get(m.group(1), 1.0) * calls
+		        t[1] += calls
+		        name = None
+		all_us = sum(t for t, _ in total.values()) or 1
+		print("           %d kernel launches, %.0f us of GPU time" % (sum(n for _, n in total.values()), all_us))
+		for k, (t, n) in sorted(total.items(), key=lambda kv: -kv[1][0])[:6]:
+		    print("           %5.1f%%  %9.1f us  %4d x  %s" % (100 * t / all_us, t, n, k))
 	EOF
 }
 
@@ -241,8 +239,10 @@ step_profile() {
 		say "SKIP     profile                     no GPU or no ncu"
 		return
 	fi
-	profile1 cnn-1024 200 150 -batch 1024 cnn
-	[ -s "$report/resnet18-64.onnx" ] && profile1 resnet18-128 1200 400 -onnx "$report/resnet18-64.onnx" resnet18
+	# -min-time keeps the timed loop going while ncu replays each kernel
+	# (tens of milliseconds apiece), so that whole steps are profiled.
+	profile1 cnn-1024 200 150 -min-time 5s -batch 1024 cnn
+	[ -s "$report/resnet18-64.onnx" ] && profile1 resnet18-128 1200 400 -min-time 12s -onnx "$report/resnet18-64.onnx" resnet18
 }
 
 for s in $steps; do
