@@ -145,6 +145,8 @@ test: deps onnx-deps fmt-check vet
 	HORA_BLAS=none $(GO) test -count=1 -tags noasm ./device/cpu/... ./tensor/
 	$(MAKE) --no-print-directory test-mpi
 	$(MAKE) --no-print-directory test-onnx
+	@# The one-shot GPU check, dry-run on the CUDA emulator and the CPU.
+	$(MAKE) --no-print-directory gpu-check-dry
 
 # test-mpi runs the MPI transport's tests (the conformance suite, training
 # equivalence, a rank that dies) as 2 and as 3 processes.
