@@ -192,7 +192,7 @@ func (k *kernels) Conv2DGradWeight(p device.ConvParams, dw, dy, x device.Buffer)
 	}
 	s := newConvArg(p)
 	if isDepthwise(p) {
-		k.launch("conv_dw_grad_weight_"+sfx, rowGrid(nw), rowBlock, 0, dw, dy, x, s)
+		k.launchSliced("conv_dw_grad_weight_"+sfx, sfx, dw, nw, p.N*g.ohw, dy, x, s)
 		return
 	}
 	colPer := g.ckk * g.ohw

@@ -73,7 +73,7 @@ func (k *kernels) BiasGrad(db, dy device.Buffer, outer, channels, inner int) {
 		k.reduceSum(sfx, db, dy, 1, outer, channels)
 		return
 	}
-	k.launch("bias_grad_"+sfx, rowGrid(channels), rowBlock, 0, db, dy, int64(outer), int64(channels), int64(inner))
+	k.launchSliced("bias_grad_"+sfx, sfx, db, channels, outer*inner, dy, int64(outer), int64(channels), int64(inner))
 }
 
 // SoftmaxCrossEntropy computes the mean smoothed cross-entropy of the

@@ -74,6 +74,38 @@ func (k *kernels) reduceSum(sfx string, dst, src device.Buffer, outer, n, inner 
 	k.launch("reduce_cols_sum_"+sfx, colGrid(outer, inner), colBlock, 0, dst, src, int64(outer), int64(n), int64(inner))
 }
 
+// launchSliced runs name, a kernel that computes rows sums of terms terms
+// each with a block per row and slice (bias_grad, conv_dw_grad_weight:
+// grid rows × slices, slice blockIdx.y writing its rows at
+// out[blockIdx.y·rows:]), so that a few long sums still fill the GPU. With
+// one slice the kernel writes dst directly; with several, a scratch
+// buffer of their partial sums is added up into dst by reduceSum. The
+// slices are fixed by the sizes, so the result does not vary between runs.
+func (k *kernels) launchSliced(name, sfx string, dst device.Buffer, rows, terms int, args ...any) {
+	slices := sliceCount(rows, terms, k.d.sms)
+	if slices == 1 {
+		k.launch(name, rowGrid(rows), rowBlock, 0, append([]any{dst}, args...)...)
+		return
+	}
+	part := k.scratch(dst.DType(), slices*rows)
+	if part == nil {
+		return
+	}
+	defer part.Free()
+	k.launch(name, [3]int{rowGrid(rows)[0], slices, 1}, rowBlock, 0, append([]any{part}, args...)...)
+	k.reduceSum(sfx, dst, part, 1, slices, rows)
+}
+
+// sliceCount returns into how many slices to cut each of rows sums of
+// terms terms: enough for about eight blocks per multiprocessor (sms) in
+// all (a full one holds 2048 threads), but no slice under 16 terms per
+// thread of a block, and at most 1024.
+func sliceCount(rows, terms, sms int) int {
+	s := (8*max(sms, 1) + rows - 1) / rows
+	s = min(s, terms/(16*rowBlock[0]), 1024)
+	return max(s, 1)
+}
+
 // colGrid returns the grid of a column reduction: strips of 32 along
 // inner by the outer index (grid-stride in both).
 func colGrid(outer, inner int) [3]int {

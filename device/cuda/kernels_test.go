@@ -403,3 +403,48 @@ func TestKernelsReduceLong(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelsSlicedSums checks the long sums that bias_grad and
+// conv_dw_grad_weight cut into slices (a block per row and slice, then
+// reduceSum over the slices): sizes with several slices on the emulator's
+// four multiprocessors, against the CPU.
+func TestKernelsSlicedSums(t *testing.T) {
+	e := newPairEnv(t, 11)
+	kc, kg := e.ks()
+	fc, fg := kc.(device.FusedKernels), kg.(device.FusedKernels)
+	for _, sh := range [][3]int{{40, 3, 1000}, {7, 1, 20000}, {5000, 2, 3}} {
+		outer, ch, inner := sh[0], sh[1], sh[2]
+		require.Greater(t, sliceCount(ch, outer*inner, 4), 1, "shape %v", sh)
+		for _, dt := range testFloatTypes {
+			dy := e.rand(dt, outer*ch*inner, -1, 1)
+			db := e.garbage(dt, ch)
+			fc.BiasGrad(db.c, dy.c, outer, ch, inner)
+			fg.BiasGrad(db.g, dy.g, outer, ch, inner)
+			e.same(db, "BiasGrad %v %v", sh, dt)
+		}
+	}
+	for _, p := range []device.ConvParams{
+		convP(16, 1, 32, 32, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1), // one weight: a single long sum
+		convP(20, 1, 24, 24, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1), // like a first layer on grey images
+		convP(30, 2, 64, 64, 2, 3, 3, 2, 2, 1, 1, 1, 1, 2), // depthwise, strided
+	} {
+		nw := p.OutC * (p.C / p.Groups) * p.KH * p.KW
+		require.Greater(t, sliceCount(nw, p.N*p.OutH()*p.OutW(), 4), 1, "%+v", p)
+		for _, dt := range testFloatTypes {
+			x := e.rand(dt, p.N*p.C*p.H*p.W, -1, 1)
+			dy := e.rand(dt, p.N*p.OutC*p.OutH()*p.OutW(), -1, 1)
+			dw := e.garbage(dt, nw)
+			kc.Conv2DGradWeight(p, dw.c, dy.c, x.c)
+			kg.Conv2DGradWeight(p, dw.g, dy.g, x.g)
+			e.same(dw, "Conv2DGradWeight %+v %v", p, dt)
+		}
+	}
+}
+
+func TestSliceCount(t *testing.T) {
+	assert.Equal(t, 1, sliceCount(2000, 1<<20, 132), "enough rows: one slice")
+	assert.Equal(t, 33, sliceCount(32, 1024*784, 132), "32 channels of 1024×28×28")
+	assert.Equal(t, 4, sliceCount(288, 1024*784, 132), "a 3×3 weight gradient of 32 channels")
+	assert.Equal(t, 1, sliceCount(1, 100, 132), "short sums stay whole")
+	assert.Equal(t, 1024, sliceCount(1, 1<<40, 1<<20), "at most 1024")
+}

@@ -160,36 +160,47 @@ HORA_CONV_DW_GRAD_INPUT(f32, float)
 HORA_CONV_DW_GRAD_INPUT(f64, double)
 
 // conv_dw_grad_weight is the weight gradient of a depthwise convolution:
-// a block of HORA_BLOCK threads per weight element, summing over the
-// batch and the output positions (in double, along a tree).
-#define HORA_CONV_DW_GRAD_WEIGHT(SUF, T)                                                                        \
-    extern "C" __global__ void conv_dw_grad_weight_##SUF(T* __restrict__ dw, const T* __restrict__ dy,         \
-                                                         const T* __restrict__ x, ConvShape s)                 \
-    {                                                                                                           \
-        __shared__ double sh[HORA_BLOCK];                                                                       \
-        long long ohw = (long long)s.oh * s.ow, hw = (long long)s.h * s.w;                                      \
-        int ocg = s.oc / s.groups;                                                                              \
-        int kk = s.kh * s.kw;                                                                                   \
-        long long nw = (long long)s.oc * kk;                                                                    \
-        long long terms = (long long)s.n * ohw;                                                                 \
-        for (long long widx = blockIdx.x; widx < nw; widx += gridDim.x) {                                       \
-            int oc = (int)(widx / kk), k = (int)(widx % kk);                                                    \
-            int kh = k / s.kw, kw = k - kh * s.kw;                                                              \
-            int c = oc / ocg;                                                                                   \
-            double acc = 0;                                                                                     \
-            for (long long t = threadIdx.x; t < terms; t += HORA_BLOCK) {                                       \
-                long long n = t / ohw, p = t - n * ohw;                                                         \
-                int oy = (int)(p / s.ow), ox = (int)(p - (long long)oy * s.ow);                                 \
-                int h = oy * s.sh - s.ph + kh * s.dh, ww = ox * s.sw - s.pw + kw * s.dw;                        \
-                if (h >= 0 && h < s.h && ww >= 0 && ww < s.w) {                                                 \
+// a block of HORA_BLOCK threads per weight element and slice y =
+// blockIdx.y of the batch's output positions, summing (in double, along a
+// tree) into dw[y·nw + weight]; the Go side adds the gridDim.y slices'
+// sums when there are several.
+#define HORA_CONV_DW_GRAD_WEIGHT(SUF, T)                                                                                    \
+    extern "C" __global__ void conv_dw_grad_weight_##SUF(T* __restrict__ dw, const T* __restrict__ dy,                      \
+                                                         const T* __restrict__ x, ConvShape s)                              \
+    {                                                                                                                       \
+        __shared__ double sh[HORA_BLOCK];                                                                                   \
+        long long ohw = (long long)s.oh * s.ow, hw = (long long)s.h * s.w;                                                  \
+        int ocg = s.oc / s.groups;                                                                                          \
+        int kk = s.kh * s.kw;                                                                                               \
+        long long nw = (long long)s.oc * kk;                                                                                \
+        long long terms = (long long)s.n * ohw;                                                                             \
+        long long slice = (terms + gridDim.y - 1) / gridDim.y;                                                              \
+        bool small = ohw <= 0x7fffffff; /* p fits an int: 32-bit division */                                                \
+        long long lo = blockIdx.y * slice, hi = lo + slice < terms ? lo + slice : terms;                                    \
+        for (long long widx = blockIdx.x; widx < nw; widx += gridDim.x) {                                                   \
+            int oc = (int)(widx / kk), k = (int)(widx % kk);                                                                \
+            int kh = k / s.kw, kw = k - kh * s.kw;                                                                          \
+            int c = oc / ocg;                                                                                               \
+            double acc = 0;                                                                                                 \
+            /* (n, p) follows t without a 64-bit division per term. */                                                      \
+            long long t0 = lo + threadIdx.x, n = t0 / ohw, p = t0 - n * ohw;                                                \
+            for (long long t = t0; t < hi; t += HORA_BLOCK) {                                                               \
+                int oy = small ? (int)p / s.ow : (int)(p / s.ow), ox = (int)(p - (long long)oy * s.ow);                     \
+                int h = oy * s.sh - s.ph + kh * s.dh, ww = ox * s.sw - s.pw + kw * s.dw;                                    \
+                if (h >= 0 && h < s.h && ww >= 0 && ww < s.w) {                                                             \
                     acc += (double)dy[(n * s.oc + oc) * ohw + p] * (double)x[(n * s.c + c) * hw + (long long)h * s.w + ww]; \
-                }                                                                                               \
-            }                                                                                                   \
-            acc = hora_block_sum(sh, acc);                                                                      \
-            if (threadIdx.x == 0) {                                                                             \
-                dw[widx] = (T)acc;                                                                              \
-            }                                                                                                   \
-        }                                                                                                       \
+                }                                                                                                           \
+                p += HORA_BLOCK;                                                                                            \
+                if (p >= ohw) {                                                                                             \
+                    n += p / ohw;                                                                                           \
+                    p %= ohw;                                                                                               \
+                }                                                                                                           \
+            }                                                                                                               \
+            acc = hora_block_sum(sh, acc);                                                                                  \
+            if (threadIdx.x == 0) {                                                                                         \
+                dw[blockIdx.y * nw + widx] = (T)acc;                                                                        \
+            }                                                                                                               \
+        }                                                                                                                   \
     }
 
 HORA_CONV_DW_GRAD_WEIGHT(f32, float)

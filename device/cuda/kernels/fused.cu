@@ -49,24 +49,34 @@ HORA_BIAS_ACT(f64, double)
 HORA_ACT_GRAD(f32, float)
 HORA_ACT_GRAD(f64, double)
 
-// bias_grad sets db[c] = Σ_{o,i} dy[o,c,i]: a block per channel. (With
-// inner = 1 the Go side uses reduce_cols_sum instead, which reads rows
-// whole.)
+// bias_grad sets db[y·channels + c] = Σ dy[o,c,i] over slice y =
+// blockIdx.y of the outer×inner terms of channel c: a block per channel
+// and slice (gridDim.y slices; the Go side adds the slices' sums when
+// there are several). (With inner = 1 the Go side uses reduce_cols_sum
+// instead, which reads rows whole.)
 #define HORA_BIAS_GRAD(SUF, T)                                                                          \
-    extern "C" __global__ void bias_grad_##SUF(T* __restrict__ db, const T* __restrict__ dy,             \
+    extern "C" __global__ void bias_grad_##SUF(T* __restrict__ db, const T* __restrict__ dy,            \
                                                long long outer, long long channels, long long inner)    \
     {                                                                                                   \
         __shared__ double sh[HORA_BLOCK];                                                               \
         long long count = outer * inner;                                                                \
+        long long slice = (count + gridDim.y - 1) / gridDim.y;                                          \
+        long long lo = blockIdx.y * slice, hi = lo + slice < count ? lo + slice : count;                \
         for (long long c = blockIdx.x; c < channels; c += gridDim.x) {                                  \
             double acc = 0;                                                                             \
-            for (long long t = threadIdx.x; t < count; t += HORA_BLOCK) {                               \
-                long long o = t / inner, i = t - o * inner;                                             \
+            /* (o, i) follows t without a 64-bit division per term. */                                  \
+            long long t0 = lo + threadIdx.x, o = t0 / inner, i = t0 - o * inner;                        \
+            for (long long t = t0; t < hi; t += HORA_BLOCK) {                                           \
                 acc += (double)dy[(o * channels + c) * inner + i];                                      \
+                i += HORA_BLOCK;                                                                        \
+                if (i >= inner) {                                                                       \
+                    o += i / inner;                                                                     \
+                    i %= inner;                                                                         \
+                }                                                                                       \
             }                                                                                           \
             acc = hora_block_sum(sh, acc);                                                              \
             if (threadIdx.x == 0) {                                                                     \
-                db[c] = (T)acc;                                                                         \
+                db[blockIdx.y * channels + c] = (T)acc;                                                 \
             }                                                                                           \
         }                                                                                               \
     }
