@@ -73,7 +73,10 @@ func sitePackages() []string {
 		// The environment is the folder above bin/python3; the link is not
 		// followed, since a virtual environment's python3 links to the
 		// system's interpreter.
-		if fi, err := os.Stat(filepath.Join(dir, "python3")); err == nil && !fi.IsDir() && dir != "" {
+		if dir == "" {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, "python3")); err == nil && !fi.IsDir() {
 			roots = append(roots, filepath.Dir(filepath.Clean(dir)))
 		}
 	}

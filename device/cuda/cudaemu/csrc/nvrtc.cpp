@@ -407,8 +407,9 @@ int compile(Program* p, int numOpts, const char* const* opts)
     // contracts it, as NVRTC does by default: where this CPU has FMA, the
     // emulated kernels contract too, so that results which depend on it
     // (cancellation in x*s + b) differ from a plain CPU here as on a GPU.
-    ccArgs.push_back(fmad && __builtin_cpu_supports("fma") ? "-ffp-contract=fast" : "-ffp-contract=off");
-    if (fmad && __builtin_cpu_supports("fma")) ccArgs.push_back("-mfma");
+    bool contract = fmad && __builtin_cpu_supports("fma");
+    ccArgs.push_back(contract ? "-ffp-contract=fast" : "-ffp-contract=off");
+    if (contract) ccArgs.push_back("-mfma");
 
     Hash h;
     h.add(kEmuVersion);
