@@ -124,13 +124,13 @@ zoo: build
 	@ZOO="$(ZOO)" scripts/zoo.sh
 
 # docs regenerates docs/config.md, the config reference, from the config
-# structs of cmd/train (make test fails when it is stale).
+# structs of package train (make test fails when it is stale).
 docs:
-	$(GO) test ./cmd/train -run TestConfigReference -update
+	$(GO) test ./train -run TestConfigReference -update
 
 vet:
 	$(GO) vet ./...
-	$(GO) vet -tags mpi ./dist/... ./cmd/train ./bench/dist
+	$(GO) vet -tags mpi ./dist/... ./cmd/train ./train ./bench/dist
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -155,7 +155,7 @@ test-mpi:
 	$(BIN)/mpi.test
 	$(MPIRUN2) -np 2 $(BIN)/mpi.test
 	$(MPIRUN2) -np 3 --oversubscribe $(BIN)/mpi.test
-	$(GO) test -count=1 -tags mpi ./cmd/train -run Dist
+	$(GO) test -count=1 -tags mpi ./train -run Dist
 
 # test-gpu runs the CUDA device's and NCCL's tests on this machine's
 # NVIDIA GPU(s) with the real driver, cuBLAS, NVRTC and NCCL (found as

@@ -1,4 +1,4 @@
-package main
+package train
 
 import (
 	"bufio"
@@ -106,7 +106,7 @@ func readRecords(t *testing.T, path, kind string) []map[string]float64 {
 func runTrain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	code = run(context.Background(), args, &o, &e)
+	code = Run(context.Background(), args, &o, &e)
 	return code, o.String(), e.String()
 }
 

@@ -1,0 +1,270 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+)
+
+// Main is the whole train command — train, resume, eval, predict, export
+// and help, with their flags, mpirun support and -restarts — for a
+// program that registers its own models or data sets first:
+//
+//	func main() {
+//		train.RegisterModel("mynet", newMyNet)
+//		os.Exit(train.Main(context.Background(), os.Args[1:]))
+//	}
+//
+// args are the command-line arguments without the program name. Main
+// writes to the process's stdout and stderr and returns the exit status
+// (see Run). The first Ctrl-C (or SIGTERM) makes a training run write a
+// checkpoint and end with status 130; a second one ends the process at
+// once.
+func Main(ctx context.Context, args []string) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal the default action is back, so that a
+		// second one ends the process.
+		<-ctx.Done()
+		stop()
+	}()
+	defer stop()
+	return Run(ctx, args, os.Stdout, os.Stderr)
+}
+
+// inputError marks an error caused by the user's input (flags, config,
+// data files): run reports it with exit status 2.
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
+// Exit statuses of the command.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // the run failed (a rank died, a device failed, I/O)
+	exitInput       = 2   // bad flags, config or data
+	exitDiverged    = 3   // the loss stopped being finite
+	exitInterrupted = 130 // Ctrl-C: a checkpoint was written
+)
+
+// setFlags collects repeated -set key=value flags.
+type setFlags []string
+
+func (s *setFlags) String() string     { return strings.Join(*s, " ") }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+const usage = `usage:
+  train [train] -config FILE [-set key=value ...] [-out DIR] [flags]   train a model
+  train resume -run DIR [-set key=value ...]        continue a run from its last checkpoint
+  train eval -run DIR [-checkpoint last|best|step-N] evaluate a checkpoint on the test set (JSON)
+  train predict -run DIR [-checkpoint ...] FILE...   classify images (PNG, JPEG, GIF, IDX), JSON lines
+  train predict -run DIR -prompt TEXT [-length N]    continue a text with a language model, JSON
+  train export -run DIR [-checkpoint ...] -o FILE    write the model as ONNX
+  train help config                                  print the configuration reference
+Run "train COMMAND -h" for the flags of a command.`
+
+// Run parses args (a command and its flags, as the train command takes
+// them), runs the command and returns the process exit status: 0 done,
+// 1 failure, 2 bad input (the message names the file, line, key or
+// sample), 3 the loss diverged (NaN or Inf), 130 interrupted (a
+// checkpoint was written). Messages go to stderr, results and progress
+// to stdout. Cancelling ctx stops a training run as Ctrl-C does.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := "train"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "train":
+		return trainCommand(ctx, args, false, stdout, stderr)
+	case "resume":
+		return trainCommand(ctx, args, true, stdout, stderr)
+	case "eval":
+		err = evalCommand(ctx, args, stdout, stderr)
+	case "predict":
+		err = predictCommand(ctx, args, stdout, stderr)
+	case "export":
+		err = exportCommand(ctx, args, stdout, stderr)
+	case "help":
+		if len(args) == 1 && args[0] == "config" {
+			ref, rerr := ConfigReference()
+			if rerr != nil {
+				fmt.Fprintf(stderr, "train: %v\n", rerr)
+				return exitFailure
+			}
+			fmt.Fprint(stdout, ref)
+			return exitOK
+		}
+		fmt.Fprintln(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "train: unknown command %q\n%s\n", cmd, usage)
+		return exitInput
+	}
+	return exitCode(err, stderr)
+}
+
+// exitCode reports err on stderr and returns the exit status for it.
+func exitCode(err error, stderr io.Writer) int {
+	var ie inputError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ie):
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return exitInput
+	case errors.Is(err, errDiverged):
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return exitDiverged
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintln(stderr, "train: interrupted; the checkpoint of the last step was written")
+		return exitInterrupted
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "train: interrupted; the last checkpoint is intact")
+		return exitInterrupted
+	default:
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return exitFailure
+	}
+}
+
+// trainCommand is "train" (resume false) and "resume".
+func trainCommand(ctx context.Context, args []string, resume bool, stdout, stderr io.Writer) int {
+	name := "train"
+	if resume {
+		name = "resume"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "YAML config `file` (required)")
+	runDir := fs.String("run", "", "the run `dir` to resume (resume only)")
+	out := fs.String("out", "", "output `dir` (overrides output.dir)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file`")
+	exportPath := fs.String("export-onnx", "", "after training, export the model to this ONNX `file` (overrides export.onnx)")
+	quiet := fs.Bool("q", false, "quiet: print only the start, one line per epoch and the end (output.quiet)")
+	jsonOut := fs.Bool("json", false, "print one JSON object per event (output.format json)")
+	overwrite := fs.Bool("overwrite", false, "train into output.dir even if it holds the checkpoints of an earlier run (they are deleted)")
+	restarts := fs.Int("restarts", 0, "restart the job from its last checkpoint up to `N` times when it fails")
+	np := fs.Int("np", 0, "with -restarts: start `N` ranks with mpirun (0: one process, no mpirun)")
+	var sets setFlags
+	fs.Var(&sets, "set", "override a config value, e.g. -set train.epochs=1 (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitInput
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "train: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return exitInput
+	}
+	var cfg *Config
+	var err error
+	switch {
+	case resume && *runDir == "":
+		fmt.Fprintln(stderr, "train: resume needs -run DIR (the output.dir of the run)")
+		return exitInput
+	case resume:
+		if cfg, err = LoadConfig(filepath.Join(*runDir, "config.yaml"), sets); err != nil {
+			fmt.Fprintf(stderr, "train: %v\n", err)
+			return exitInput
+		}
+		cfg.Output.Dir = *runDir
+	case *configPath == "":
+		fmt.Fprintln(stderr, "train: -config is required")
+		fs.Usage()
+		return exitInput
+	default:
+		if cfg, err = LoadConfig(*configPath, sets); err != nil {
+			fmt.Fprintf(stderr, "train: %v\n", err)
+			return exitInput
+		}
+		if *out != "" {
+			cfg.Output.Dir = *out
+		}
+	}
+	if *exportPath != "" {
+		cfg.Export.ONNX = *exportPath
+	}
+	if *quiet {
+		cfg.Output.Quiet = true
+	}
+	if *jsonOut {
+		cfg.Output.Format = "json"
+	}
+	if !resume {
+		dir, err := freshRunDir(cfg.Output.Dir, *overwrite, *out != "")
+		if err != nil {
+			fmt.Fprintf(stderr, "train: %v\n", err)
+			return exitInput
+		}
+		if dir != cfg.Output.Dir {
+			fmt.Fprintf(stderr, "train: %s holds an earlier run (resume it with: train resume -run %s); this run goes to %s\n", cfg.Output.Dir, cfg.Output.Dir, dir)
+			cfg.Output.Dir = dir
+		}
+	}
+	if *restarts > 0 {
+		return launch(ctx, launchConfig{restarts: *restarts, np: *np, args: args, resume: resume, dir: cfg.Output.Dir}, stdout, stderr)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "train: -cpuprofile: %v\n", err)
+			return exitInput
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "train: -cpuprofile: %v\n", err)
+			return exitFailure
+		}
+		defer pprof.StopCPUProfile()
+	}
+	return exitCode(train(ctx, cfg, resume, stdout, stderr), stderr)
+}
+
+// freshRunDir returns the folder a new run writes to: dir, unless it
+// holds checkpoints of an earlier run. Then an explicit -out is an error
+// (pass -overwrite to replace the old run), and a folder taken from the
+// config gets the first free suffix "-2", "-3", … so that nothing is
+// lost.
+func freshRunDir(dir string, overwrite, explicit bool) (string, error) {
+	used := func(d string) bool {
+		entries, err := os.ReadDir(filepath.Join(d, checkpointsDir))
+		return err == nil && len(entries) > 0
+	}
+	if !used(dir) {
+		return dir, nil
+	}
+	if overwrite {
+		if err := os.RemoveAll(filepath.Join(dir, checkpointsDir)); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	if explicit {
+		return "", inputError{fmt.Errorf("-out %s holds the checkpoints of an earlier run: continue it with `train resume -run %s`, or pass -overwrite to start over (deleting them)", dir, dir)}
+	}
+	for i := 2; ; i++ {
+		d := fmt.Sprintf("%s-%d", dir, i)
+		if !used(d) {
+			return d, nil
+		}
+	}
+}
