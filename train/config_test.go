@@ -33,7 +33,7 @@ func TestLoadConfigShipped(t *testing.T) {
 		check func(t *testing.T, c *Config)
 	}{
 		{
-			path: "../../configs/fashion-mnist-mlp.yaml",
+			path: "../configs/fashion-mnist-mlp.yaml",
 			check: func(t *testing.T, c *Config) {
 				wantModel := DefaultConfig().Model
 				wantModel.Name = "mlp"
@@ -45,7 +45,7 @@ func TestLoadConfigShipped(t *testing.T) {
 			},
 		},
 		{
-			path: "../../configs/fashion-mnist-cnn.yaml",
+			path: "../configs/fashion-mnist-cnn.yaml",
 			check: func(t *testing.T, c *Config) {
 				assert.Equal(t, "cnn", c.Model.Name)
 				assert.Equal(t, "adam", c.Optimizer.Name)
@@ -561,8 +561,8 @@ func TestDefaultConfigNeedsRequiredKeys(t *testing.T) {
 func TestConfigRoundTrip(t *testing.T) {
 	t.Parallel()
 	tests := []string{
-		"../../configs/fashion-mnist-mlp.yaml",
-		"../../configs/fashion-mnist-cnn.yaml",
+		"../configs/fashion-mnist-mlp.yaml",
+		"../configs/fashion-mnist-cnn.yaml",
 		"testdata/minimal.yaml",
 	}
 	for _, path := range tests {
@@ -587,7 +587,7 @@ func TestConfigRoundTrip(t *testing.T) {
 }
 
 func ExampleLoadConfig() {
-	cfg, err := LoadConfig("../../configs/fashion-mnist-mlp.yaml",
+	cfg, err := LoadConfig("../configs/fashion-mnist-mlp.yaml",
 		[]string{"train.epochs=1", "model.hidden=[256,128]", "optimizer.lr=1e-2"})
 	if err != nil {
 		fmt.Println(err)
@@ -597,7 +597,7 @@ func ExampleLoadConfig() {
 
 	_, err = LoadConfig("testdata/wrong_type.yaml", nil)
 	fmt.Println(err)
-	_, err = LoadConfig("../../configs/fashion-mnist-mlp.yaml", []string{"train.epoch=1"})
+	_, err = LoadConfig("../configs/fashion-mnist-mlp.yaml", []string{"train.epoch=1"})
 	fmt.Println(err)
 	// Output:
 	// mlp [256 128] 0.01 1 runs/fashion-mnist-mlp
@@ -608,7 +608,7 @@ func ExampleLoadConfig() {
 // FuzzLoadConfig checks that no file content makes the loader panic, that a
 // configuration it accepts is valid, and that its errors name the file.
 func FuzzLoadConfig(f *testing.F) {
-	for _, pattern := range []string{"../../configs/*.yaml", "testdata/*.yaml"} {
+	for _, pattern := range []string{"../configs/*.yaml", "testdata/*.yaml"} {
 		paths, err := filepath.Glob(pattern)
 		require.NoError(f, err)
 		for _, p := range paths {
@@ -645,7 +645,7 @@ func TestRankThreads(t *testing.T) {
 // whose output.dir is runs/<its name>.
 func TestEveryShippedConfigLoads(t *testing.T) {
 	t.Parallel()
-	paths, err := filepath.Glob("../../configs/*.yaml")
+	paths, err := filepath.Glob("../configs/*.yaml")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(paths), 7)
 	for _, path := range paths {

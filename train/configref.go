@@ -3,6 +3,7 @@ package train
 import (
 	"embed"
 	"fmt"
+	"github.com/hora-dl/hora/internal/strictyaml"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -61,7 +62,7 @@ func configReference(root reflect.Value, sources map[string]string) (string, err
 	var general, sections []int
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if yamlName(f) == "" {
+		if strictyaml.FieldKey(f) == "" {
 			continue
 		}
 		if isSection(f.Type) {
@@ -78,7 +79,7 @@ func configReference(root reflect.Value, sources map[string]string) (string, err
 	}
 	for _, i := range sections {
 		f := t.Field(i)
-		if err := r.section(root.Field(i), t.Name(), f, yamlName(f), 2); err != nil {
+		if err := r.section(root.Field(i), t.Name(), f, strictyaml.FieldKey(f), 2); err != nil {
 			return "", err
 		}
 	}
@@ -105,7 +106,7 @@ func (r *refWriter) section(v reflect.Value, parent string, f reflect.StructFiel
 	var rows, nested []int
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		if yamlName(sf) == "" {
+		if strictyaml.FieldKey(sf) == "" {
 			continue
 		}
 		if isSection(sf.Type) {
@@ -125,7 +126,7 @@ func (r *refWriter) section(v reflect.Value, parent string, f reflect.StructFiel
 		if v.IsValid() {
 			fv = v.Field(i)
 		}
-		if err := r.section(fv, t.Name(), sf, key+"."+yamlName(sf), level+1); err != nil {
+		if err := r.section(fv, t.Name(), sf, key+"."+strictyaml.FieldKey(sf), level+1); err != nil {
 			return err
 		}
 	}
@@ -139,7 +140,7 @@ func (r *refWriter) table(t reflect.Type, v reflect.Value, indexes []int, prefix
 	r.b.WriteString("| key | type | default | meaning |\n|---|---|---|---|\n")
 	for _, i := range indexes {
 		f := t.Field(i)
-		key := joinPath(prefix, yamlName(f))
+		key := strictyaml.JoinPath(prefix, strictyaml.FieldKey(f))
 		doc, err := r.doc(t.Name(), f, key)
 		if err != nil {
 			return err
@@ -306,7 +307,7 @@ func yamlValue(v reflect.Value) string {
 	case reflect.Struct:
 		items := []string{}
 		for i := range v.NumField() {
-			if name := yamlName(v.Type().Field(i)); name != "" {
+			if name := strictyaml.FieldKey(v.Type().Field(i)); name != "" {
 				items = append(items, name+": "+yamlValue(v.Field(i)))
 			}
 		}

@@ -3,6 +3,7 @@ package train
 import (
 	"flag"
 	"fmt"
+	"github.com/hora-dl/hora/internal/strictyaml"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -31,8 +32,8 @@ func TestConfigReference(t *testing.T) {
 		require.NoError(t, os.WriteFile(configDocPath, []byte(want), 0o644))
 	}
 	got, err := os.ReadFile(configDocPath)
-	require.NoError(t, err, "run go test ./cmd/train -run TestConfigReference -update")
-	assert.Equal(t, want, string(got), "%s is stale: run go test ./cmd/train -run TestConfigReference -update", configDocPath)
+	require.NoError(t, err, "run make docs")
+	assert.Equal(t, want, string(got), "%s is stale: run make docs", configDocPath)
 }
 
 // configKeys lists the dotted keys of the struct type t: leaves (one table
@@ -40,11 +41,11 @@ func TestConfigReference(t *testing.T) {
 func configKeys(t reflect.Type, prefix string) (leaves, sections []string) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name := yamlName(f)
+		name := strictyaml.FieldKey(f)
 		if name == "" {
 			continue
 		}
-		key := joinPath(prefix, name)
+		key := strictyaml.JoinPath(prefix, name)
 		ft := f.Type
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()

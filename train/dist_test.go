@@ -45,7 +45,7 @@ func buildTrain(t *testing.T) string {
 func TestDistTrainMatchesSingleProcess(t *testing.T) {
 	bin := buildTrain(t)
 	dataDir := syntheticFashion(t, 640, 200)
-	common := []string{"-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
+	common := []string{"-config", "../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
 		"-set", "train.epochs=2", "-set", "model.hidden=[64]", "-set", "dist.lr_scaling=none",
 		"-set", "output.progress=false"}
 
@@ -106,7 +106,7 @@ func TestDistFineTuneONNXMatchesSingleProcess(t *testing.T) {
 	bin := buildTrain(t)
 	dataDir := syntheticFashion(t, 640, 200)
 	file := filepath.Join(t.TempDir(), "mlp.onnx")
-	common := []string{"-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
+	common := []string{"-config", "../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
 		"-set", "train.epochs=1", "-set", "model.hidden=[64]", "-set", "output.progress=false"}
 	out, err := exec.Command(bin, append(common, "-out", t.TempDir(), "-export-onnx", file)...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -128,7 +128,7 @@ func TestDistTrainRankFailure(t *testing.T) {
 	bin := buildTrain(t)
 	dataDir := syntheticFashion(t, 64, 20)
 	cmd := mpirun(t, 2, "sh", "-c", `if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then d=/nonexistent; else d=`+dataDir+`; fi; exec `+bin+
-		` -config ../../configs/fashion-mnist-mlp.yaml -set data.dir=$d -set train.epochs=1 -out `+t.TempDir())
+		` -config ../configs/fashion-mnist-mlp.yaml -set data.dir=$d -set train.epochs=1 -out `+t.TempDir())
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	assert.Error(t, err)
@@ -145,7 +145,7 @@ func TestDistTrainOnGPUs(t *testing.T) {
 	needGPU(t)
 	bin := buildTrain(t)
 	dataDir := syntheticFashion(t, 320, 100)
-	common := []string{"-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
+	common := []string{"-config", "../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
 		"-set", "device=cuda", "-set", "tf32=false",
 		"-set", "train.epochs=2", "-set", "model.hidden=[32]", "-set", "dist.lr_scaling=none",
 		"-set", "output.progress=false"}
@@ -180,7 +180,7 @@ func TestDistResumeOnDifferentWorldSize(t *testing.T) {
 	bin := buildTrain(t)
 	dataDir := syntheticFashion(t, 640, 160)
 	args := func(dir string, extra ...string) []string {
-		return append([]string{"-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
+		return append([]string{"-config", "../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
 			"-set", "model.hidden=[32]", "-set", "train.epochs=2", "-set", "train.batch_size=16",
 			"-set", "checkpoint.every_steps=5", "-set", "output.progress=false", "-out", dir}, extra...)
 	}

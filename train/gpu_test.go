@@ -57,7 +57,7 @@ func TestTrainOnGPU(t *testing.T) {
 	for _, precision := range []string{"fp32", "bf16", "fp16"} {
 		t.Run(precision, func(t *testing.T) {
 			out := t.TempDir()
-			code, stdout, stderr := runTrain(t, "-config", "../../configs/fashion-mnist-cnn.yaml",
+			code, stdout, stderr := runTrain(t, "-config", "../configs/fashion-mnist-cnn.yaml",
 				"-set", "data.dir="+dataDir, "-set", "device=cuda", "-set", "precision="+precision,
 				"-set", "train.epochs=2", "-set", "train.batch_size=32", "-set", "train.eval_batch_size=64",
 				"-set", "output.progress=false", "-out", out)
@@ -79,11 +79,11 @@ func TestTrainOnGPU(t *testing.T) {
 
 func TestPrecisionNeedsCUDA(t *testing.T) {
 	dataDir := syntheticFashion(t, 64, 16)
-	code, _, stderr := runTrain(t, "-config", "../../configs/fashion-mnist-mlp.yaml",
+	code, _, stderr := runTrain(t, "-config", "../configs/fashion-mnist-mlp.yaml",
 		"-set", "data.dir="+dataDir, "-set", "precision=bf16")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `precision: expected "fp32" on device "cpu" (bf16 and fp16 need a CUDA device), found "bf16"`)
-	code, _, stderr = runTrain(t, "-config", "../../configs/fashion-mnist-mlp.yaml",
+	code, _, stderr = runTrain(t, "-config", "../configs/fashion-mnist-mlp.yaml",
 		"-set", "data.dir="+dataDir, "-set", "precision=fp8", "-set", "device=cuda")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "precision:")
@@ -100,7 +100,7 @@ func TestTrainGPUOutOfMemory(t *testing.T) {
 	}
 	dataDir := syntheticFashion(t, 64, 16)
 	t.Setenv("HORA_EMU_MEM_LIMIT", "1")
-	code, stdout, stderr := runTrain(t, "-config", "../../configs/fashion-mnist-cnn.yaml",
+	code, stdout, stderr := runTrain(t, "-config", "../configs/fashion-mnist-cnn.yaml",
 		"-set", "data.dir="+dataDir, "-set", "device=cuda", "-set", "output.progress=false", "-out", t.TempDir())
 	assert.Equal(t, 1, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stderr, "CUDA_ERROR_OUT_OF_MEMORY")

@@ -115,9 +115,9 @@ func TestTrainEndToEndOnSyntheticData(t *testing.T) {
 	for _, model := range []string{"mlp", "cnn", "lenet5"} {
 		t.Run(model, func(t *testing.T) {
 			out := t.TempDir()
-			config := "../../configs/fashion-mnist-mlp.yaml"
+			config := "../configs/fashion-mnist-mlp.yaml"
 			if model != "mlp" {
-				config = "../../configs/fashion-mnist-cnn.yaml"
+				config = "../configs/fashion-mnist-cnn.yaml"
 			}
 			code, stdout, stderr := runTrain(t, "-config", config,
 				"-set", "data.dir="+dataDir, "-set", "model.name="+model,
@@ -164,7 +164,7 @@ func TestTrainSameSeedSameRun(t *testing.T) {
 	var results [2][]map[string]float64
 	for i := range results {
 		out := t.TempDir()
-		code, _, stderr := runTrain(t, "-config", "../../configs/fashion-mnist-mlp.yaml",
+		code, _, stderr := runTrain(t, "-config", "../configs/fashion-mnist-mlp.yaml",
 			"-set", "data.dir="+dataDir, "-set", "train.epochs=1", "-out", out)
 		require.Equal(t, 0, code, stderr)
 		results[i] = readMetrics(t, filepath.Join(out, "metrics.jsonl"))
@@ -186,7 +186,7 @@ func TestTrainBadInput(t *testing.T) {
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(truncated, f), b, 0o644))
 	}
-	mlp := "../../configs/fashion-mnist-mlp.yaml"
+	mlp := "../configs/fashion-mnist-mlp.yaml"
 	cases := []struct {
 		name string
 		args []string
@@ -225,7 +225,7 @@ func TestTrainFashionMNISTMLPOneEpoch(t *testing.T) {
 		t.Skipf("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist): %v", err)
 	}
 	out := t.TempDir()
-	code, stdout, stderr := runTrain(t, "-config", "../../configs/fashion-mnist-mlp.yaml",
+	code, stdout, stderr := runTrain(t, "-config", "../configs/fashion-mnist-mlp.yaml",
 		"-set", "train.epochs=1", "-set", "output.progress=false", "-out", out)
 	require.Equal(t, 0, code, stderr)
 	t.Log(strings.TrimSpace(stdout))

@@ -24,7 +24,7 @@ func TestTrainExportsAndFineTunesONNX(t *testing.T) {
 	dataDir := syntheticFashion(t, 600, 200)
 	out := t.TempDir()
 	exported := filepath.Join(out, "cnn.onnx")
-	cnn := "../../configs/fashion-mnist-cnn.yaml"
+	cnn := "../configs/fashion-mnist-cnn.yaml"
 	code, stdout, stderr := runTrain(t, "-config", cnn, "-set", "data.dir="+dataDir,
 		"-set", "train.epochs=1", "-set", "train.batch_size=32", "-out", out, "-export-onnx", exported)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -64,7 +64,7 @@ func TestTrainExportsAndFineTunesONNX(t *testing.T) {
 
 func TestTrainONNXBadInput(t *testing.T) {
 	dataDir := syntheticFashion(t, 64, 32)
-	cnn := "../../configs/fashion-mnist-cnn.yaml"
+	cnn := "../configs/fashion-mnist-cnn.yaml"
 	garbage := filepath.Join(t.TempDir(), "garbage.onnx")
 	require.NoError(t, os.WriteFile(garbage, []byte("not a model"), 0o644))
 	// A model of the right input but 1000 outputs (a resnet-style head).

@@ -18,7 +18,7 @@ import (
 	"github.com/hora-dl/hora/onnx"
 )
 
-const mlpConfig = "../../configs/fashion-mnist-mlp.yaml"
+const mlpConfig = "../configs/fashion-mnist-mlp.yaml"
 
 // TestTrainDivergesWithAMessage: a learning rate far too high makes the
 // loss infinite; the run stops with exit status 3 naming the step, and
@@ -195,7 +195,7 @@ func TestTrainCharLM(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "corpus.txt")
 	require.NoError(t, os.WriteFile(file, []byte(text), 0o644))
 	run := t.TempDir()
-	code, stdout, stderr := runTrain(t, "-config", "../../configs/fortunes-charlm.yaml", "-set", "data.files=["+file+"]",
+	code, stdout, stderr := runTrain(t, "-config", "../configs/fortunes-charlm.yaml", "-set", "data.files=["+file+"]",
 		"-set", "model.dim=32", "-set", "model.layers=1", "-set", "model.heads=2", "-set", "model.ff=64",
 		"-set", "model.context=16", "-set", "train.epochs=3", "-set", "train.batch_size=16",
 		"-set", "sample.length=20", "-set", "sample.prompt=the ", "-out", run)

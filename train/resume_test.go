@@ -46,7 +46,7 @@ func trainBinary(t *testing.T) string {
 // resumeArgs is a small run with dropout (so the random generator's state
 // matters), checkpoints every 5 steps and 40 steps in all.
 func resumeArgs(dataDir string, extra ...string) []string {
-	args := []string{"-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
+	args := []string{"-config", "../configs/fashion-mnist-mlp.yaml", "-set", "data.dir=" + dataDir,
 		"-set", "model.hidden=[32]", "-set", "model.dropout=0.2", "-set", "train.epochs=2",
 		"-set", "train.batch_size=32", "-set", "checkpoint.every_steps=5", "-set", "checkpoint.keep=2",
 		"-set", "train.threads=1", "-set", "train.log_every_steps=5", "-q"}
@@ -216,7 +216,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestCheckpointsKeepLastAndBest(t *testing.T) {
 	dataDir := syntheticFashion(t, 320, 100)
 	out := t.TempDir()
-	code, stdout, stderr := runTrain(t, "-config", "../../configs/fashion-mnist-mlp.yaml", "-set", "data.dir="+dataDir,
+	code, stdout, stderr := runTrain(t, "-config", "../configs/fashion-mnist-mlp.yaml", "-set", "data.dir="+dataDir,
 		"-set", "model.hidden=[16]", "-set", "train.epochs=4", "-set", "train.batch_size=32",
 		"-set", "checkpoint.keep=1", "-set", "train.eval_every_steps=5", "-set", "checkpoint.every_steps=5", "-out", out)
 	require.Equal(t, 0, code, "%s\n%s", stdout, stderr)

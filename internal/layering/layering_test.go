@@ -33,6 +33,7 @@ var allowedImports = map[string][]string{
 	"internal/layering":           {},
 	"internal/golden":             {"tensor"},
 	"internal/curves":             {},
+	"internal/strictyaml":         {},
 	"dist":                        {"device", "device/cpu", "tensor", "autograd", "optim"},
 	"dist/local":                  {"device", "device/cpu", "dist"},
 	"dist/mpi":                    {"device", "device/cpu", "dist", "dist/shm"},
