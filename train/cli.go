@@ -97,12 +97,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = exportCommand(ctx, args, stdout, stderr)
 	case "help":
 		if len(args) == 1 && args[0] == "config" {
-			ref, rerr := ConfigReference()
-			if rerr != nil {
-				fmt.Fprintf(stderr, "train: %v\n", rerr)
-				return exitFailure
-			}
-			fmt.Fprint(stdout, ref)
+			fmt.Fprint(stdout, ConfigReference())
 			return exitOK
 		}
 		fmt.Fprintln(stdout, usage)

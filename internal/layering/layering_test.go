@@ -40,6 +40,7 @@ var allowedImports = map[string][]string{
 	"dist/disttest":               {"device", "device/cpu", "dist", "tensor", "autograd", "layers", "optim", "models"},
 	"cmd/train":                   {"train"},
 	"train":                       {"*"},
+	"train/internal/genconfigref": {"internal/strictyaml", "train"},
 	"bench/dist":                  {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "models", "dist", "dist/mpi"},
 	"dist/shm":                    {"device", "device/cpu", "dist", "internal/hostcpu"},
 	"internal/hostcpu":            {},
