@@ -98,8 +98,10 @@ type DistributedOptimizer struct {
 	handles []*Handle
 	passes  []int
 	ready   int // gradients submitted this step
-	baseLR  float64
-	steps   int64
+	// scheduled is the rate a schedule set (SetLR), before the
+	// world-size factor; applyLR gives the wrapped optimizer the product.
+	scheduled float64
+	steps     int64
 }
 
 var _ optim.Optimizer = (*DistributedOptimizer)(nil)
@@ -131,10 +133,10 @@ func NewDistributedOptimizer(ctx context.Context, inner optim.Optimizer, e *Engi
 	params := inner.Params()
 	d := &DistributedOptimizer{
 		inner: inner, engine: e, cfg: cfg, params: params,
-		names:   make([]string, len(params)),
-		handles: make([]*Handle, len(params)),
-		passes:  make([]int, len(params)),
-		baseLR:  inner.LR(),
+		names:     make([]string, len(params)),
+		handles:   make([]*Handle, len(params)),
+		passes:    make([]int, len(params)),
+		scheduled: inner.LR(),
 	}
 	for i, p := range params {
 		d.names[i] = "grad." + p.Name
@@ -240,12 +242,11 @@ func (d *DistributedOptimizer) Step() error {
 	if err := d.Synchronize(context.Background()); err != nil {
 		return err
 	}
-	d.applyLR()
 	if err := d.inner.Step(); err != nil {
 		return err
 	}
 	d.steps++
-	d.applyLR()
+	d.applyLR() // the warm-up's factor moves with the step count
 	return nil
 }
 
@@ -263,19 +264,35 @@ func (d *DistributedOptimizer) ZeroGrad() {
 	d.inner.ZeroGrad()
 }
 
-// LR returns the base learning rate, before scaling by world size.
-func (d *DistributedOptimizer) LR() float64 { return d.baseLR }
+// The learning rate has one owner, the wrapped optimizer: BaseLR is the
+// rate it was built with, LR the rate its next step applies. A schedule
+// reads BaseLR and sets its rate with SetLR; the DistributedOptimizer
+// multiplies that rate by its world-size factor (Scaling, ramped over
+// WarmupSteps) in one place, applyLR, so the rate applied at a step is
+//
+//	schedule's rate (its own warm-up included) × world-size factor(step)
 
-// SetLR sets the base learning rate (a schedule's value); the wrapped
-// optimizer gets it multiplied by the scaling factor.
+// BaseLR returns the wrapped optimizer's base learning rate (its
+// config's), which schedules scale.
+func (d *DistributedOptimizer) BaseLR() float64 { return d.inner.BaseLR() }
+
+// LR returns the learning rate the next Step applies: the schedule's
+// rate times the world-size factor.
+func (d *DistributedOptimizer) LR() float64 { return d.inner.LR() }
+
+// ScheduledLR returns the rate last set by SetLR (a schedule's), before
+// the world-size factor.
+func (d *DistributedOptimizer) ScheduledLR() float64 { return d.scheduled }
+
+// SetLR sets the schedule's rate; the wrapped optimizer applies it times
+// the world-size factor. It panics when lr is negative, NaN or infinite.
 func (d *DistributedOptimizer) SetLR(lr float64) {
-	d.inner.SetLR(lr) // validates
-	d.baseLR = lr
+	d.scheduled = lr
 	d.applyLR()
 }
 
-// EffectiveLR returns the learning rate the next Step applies.
-func (d *DistributedOptimizer) EffectiveLR() float64 { return d.baseLR * d.factor() }
+// Scaling returns how the learning rate scales with the number of ranks.
+func (d *DistributedOptimizer) Scaling() Scaling { return d.cfg.Scaling }
 
 // factor is the learning-rate multiplier at the current step.
 func (d *DistributedOptimizer) factor() float64 {
@@ -286,7 +303,9 @@ func (d *DistributedOptimizer) factor() float64 {
 	return f
 }
 
-func (d *DistributedOptimizer) applyLR() { d.inner.SetLR(d.EffectiveLR()) }
+// applyLR gives the wrapped optimizer the scheduled rate times the
+// world-size factor: the one place the factor is applied.
+func (d *DistributedOptimizer) applyLR() { d.inner.SetLR(d.scheduled * d.factor()) }
 
 // Params returns the wrapped optimizer's parameters.
 func (d *DistributedOptimizer) Params() []*autograd.Param { return d.inner.Params() }
@@ -294,11 +313,12 @@ func (d *DistributedOptimizer) Params() []*autograd.Param { return d.inner.Param
 // Inner returns the wrapped optimizer.
 func (d *DistributedOptimizer) Inner() optim.Optimizer { return d.inner }
 
-// StateDict returns the wrapped optimizer's state, with the base learning
-// rate under optim.LRKey.
+// StateDict returns the wrapped optimizer's state, with the scheduled
+// learning rate (before the world-size factor, so that a run resumed on
+// another number of ranks scales it anew) under optim.LRKey.
 func (d *DistributedOptimizer) StateDict() map[string]*tensor.Tensor {
 	sd := d.inner.StateDict()
-	sd[optim.LRKey] = tensor.FromFloat64([]float64{d.baseLR})
+	sd[optim.LRKey] = tensor.FromFloat64([]float64{d.scheduled})
 	return sd
 }
 
@@ -308,7 +328,7 @@ func (d *DistributedOptimizer) LoadStateDict(sd map[string]*tensor.Tensor) error
 		return err
 	}
 	if t := sd[optim.LRKey]; t != nil {
-		d.baseLR = t.Item()
+		d.scheduled = t.Item()
 	}
 	if t := sd[optim.StepKey]; t != nil {
 		d.steps = int64(t.Item())

@@ -33,18 +33,19 @@ func Example() {
 }
 
 // ExampleWarmupLR warms up for 2 epochs, then decays by half every 2
-// epochs, setting the optimizer's rate at the start of each epoch.
+// epochs, setting the optimizer's rate at the start of each epoch. The
+// schedule reads the base rate, 0.1, from the optimizer.
 func ExampleWarmupLR() {
-	decay, err := optim.StepLR(0.1, 2, 0.5)
+	w := autograd.NewParam("w", tensor.Zeros(1))
+	opt, err := optim.NewSGD([]*autograd.Param{w}, optim.SGDConfig{LR: 0.1})
+	if err != nil {
+		panic(err)
+	}
+	decay, err := optim.StepLR(opt, 2, 0.5)
 	if err != nil {
 		panic(err)
 	}
 	sched, err := optim.WarmupLR(0.1, 2, decay)
-	if err != nil {
-		panic(err)
-	}
-	w := autograd.NewParam("w", tensor.Zeros(1))
-	opt, err := optim.NewSGD([]*autograd.Param{w}, optim.DefaultSGDConfig())
 	if err != nil {
 		panic(err)
 	}

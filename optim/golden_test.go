@@ -272,13 +272,13 @@ func goldenSchedule(t *testing.T, kind string, base float64, raw json.RawMessage
 	var err error
 	switch kind {
 	case "StepLR":
-		s, err = StepLR(base, c.StepSize, c.Gamma)
+		s, err = StepLR(baseLR(base), c.StepSize, c.Gamma)
 	case "MultiStepLR":
-		s, err = MultiStepLR(base, c.Milestones, c.Gamma)
+		s, err = MultiStepLR(baseLR(base), c.Milestones, c.Gamma)
 	case "CosineAnnealingLR":
-		s, err = CosineLR(base, c.TMax, c.EtaMin)
+		s, err = CosineLR(baseLR(base), c.TMax, c.EtaMin)
 	case "LinearLR":
-		constant, cerr := Constant(base)
+		constant, cerr := Constant(baseLR(base))
 		require.NoError(t, cerr)
 		s, err = WarmupLR(c.StartFactor, c.TotalIters, constant)
 	case "SequentialLR":

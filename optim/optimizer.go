@@ -24,7 +24,10 @@ type Optimizer interface {
 	Step() error
 	// ZeroGrad drops every parameter's gradient (sets Grad to nil).
 	ZeroGrad()
-	// LR returns the current learning rate.
+	// BaseLR returns the learning rate the optimizer was built with (its
+	// config's LR): the rate a schedule scales.
+	BaseLR() float64
+	// LR returns the learning rate the next Step applies.
 	LR() float64
 	// SetLR sets the learning rate used by the next Step. It panics when
 	// lr is negative, NaN or infinite.
@@ -98,7 +101,8 @@ type core struct {
 	shapes [][]int
 	slots  []string
 	state  []paramState
-	lr     float64
+	baseLR float64 // the rate of the config
+	lr     float64 // the rate of the next step
 	steps  int64
 	// update returns the new value of a parameter from its value, its
 	// gradient and its state (whose step has already been incremented).
@@ -129,6 +133,7 @@ func newCore(kind string, params []*autograd.Param, lr float64, slots []string, 
 		shapes: make([][]int, len(params)),
 		slots:  append([]string(nil), slots...),
 		state:  make([]paramState, len(params)),
+		baseLR: lr,
 		lr:     lr,
 	}
 	seen := make(map[string]int, len(params))
@@ -256,6 +261,9 @@ func (c *core) ZeroGrad() {
 		p.ZeroGrad()
 	}
 }
+
+// BaseLR implements Optimizer.
+func (c *core) BaseLR() float64 { return c.baseLR }
 
 // LR implements Optimizer.
 func (c *core) LR() float64 { return c.lr }
@@ -395,19 +403,45 @@ func quoteList(ks []string) string {
 	return strings.Join(q, ", ")
 }
 
+// ConfigError reports a hyper-parameter out of range, naming it as the
+// Go code names it (Config "SGDConfig", Field "LR"; Config "StepLR",
+// Field "stepSize") with the range it must be in and the value found, so
+// that a program reading its settings from a file can point at the key.
+type ConfigError struct {
+	// Config is the config type or the constructor ("AdamConfig",
+	// "CosineLR").
+	Config string
+	// Field is the field or argument ("Beta2", "milestones[1]").
+	Field string
+	// Want is the range, e.g. "> 0 and finite" or "in [0, 1)".
+	Want string
+	// Found is the value found, formatted.
+	Found string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("optim: %s.%s must be %s, found %s", e.Config, e.Field, e.Want, e.Found)
+}
+
+// configError returns the *ConfigError of the field named "Config.Field".
+func configError(field, want string, found any) error {
+	config, name, _ := strings.Cut(field, ".")
+	return &ConfigError{Config: config, Field: name, Want: want, Found: fmt.Sprint(found)}
+}
+
 // Configuration checks. Each names the field ("SGDConfig.LR") and the
 // value found.
 
 func checkPositive(field string, v float64) error {
 	if !(v > 0) || math.IsInf(v, 1) {
-		return fmt.Errorf("optim: %s must be > 0 and finite, found %v", field, v)
+		return configError(field, "> 0 and finite", v)
 	}
 	return nil
 }
 
 func checkNonNegative(field string, v float64) error {
 	if !(v >= 0) || math.IsInf(v, 1) {
-		return fmt.Errorf("optim: %s must be >= 0 and finite, found %v", field, v)
+		return configError(field, ">= 0 and finite", v)
 	}
 	return nil
 }
@@ -415,7 +449,7 @@ func checkNonNegative(field string, v float64) error {
 // checkUnit accepts [0, 1).
 func checkUnit(field string, v float64) error {
 	if !(v >= 0 && v < 1) {
-		return fmt.Errorf("optim: %s must be in [0, 1), found %v", field, v)
+		return configError(field, "in [0, 1)", v)
 	}
 	return nil
 }

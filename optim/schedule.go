@@ -7,7 +7,10 @@ import (
 
 // Schedule gives the learning rate as a pure function of the epoch (or
 // step) count, so that a resumed run gets exactly the rates of an
-// uninterrupted one. The base learning rate is part of the schedule.
+// uninterrupted one. A schedule reads its base rate from the optimizer it
+// is built for (its BaseLR, as PyTorch's LRScheduler(optimizer) reads the
+// optimizer's initial rate), so the rate is written in one place: the
+// optimizer's config.
 type Schedule interface {
 	// LR returns the learning rate for epoch epoch (0-based): the rate in
 	// force from the start of that epoch. It panics when epoch < 0.
@@ -26,19 +29,33 @@ func checkEpoch(name string, epoch int) {
 	}
 }
 
-func checkBase(op string, base float64) error {
-	if !(base > 0) || math.IsInf(base, 1) {
-		return fmt.Errorf("optim: %s: base learning rate must be > 0 and finite, found %v", op, base)
+// LRSource is what a schedule reads its base learning rate from: an
+// Optimizer, or any value that knows the rate an optimizer will be built
+// with.
+type LRSource interface {
+	// BaseLR returns the base learning rate (> 0).
+	BaseLR() float64
+}
+
+// baseOf returns the base rate of opt, checked.
+func baseOf(op string, opt LRSource) (float64, error) {
+	if opt == nil {
+		return 0, fmt.Errorf("optim: %s: no optimizer to read the base learning rate from", op)
 	}
-	return nil
+	base := opt.BaseLR()
+	if !(base > 0) || math.IsInf(base, 1) {
+		return 0, &ConfigError{Config: op, Field: "base learning rate", Want: "> 0 and finite", Found: fmt.Sprint(base)}
+	}
+	return base, nil
 }
 
 type constantSchedule struct{ base float64 }
 
 // Constant returns the schedule that keeps the learning rate at base
 // (> 0).
-func Constant(base float64) (Schedule, error) {
-	if err := checkBase("Constant", base); err != nil {
+func Constant(opt LRSource) (Schedule, error) {
+	base, err := baseOf("Constant", opt)
+	if err != nil {
 		return nil, err
 	}
 	return constantSchedule{base}, nil
@@ -58,12 +75,13 @@ type stepSchedule struct {
 // StepLR returns the schedule of PyTorch's StepLR: the rate starts at
 // base and is multiplied by gamma every stepSize epochs,
 // base·gamma^⌊epoch/stepSize⌋. stepSize must be >= 1 and gamma in (0, 1].
-func StepLR(base float64, stepSize int, gamma float64) (Schedule, error) {
-	if err := checkBase("StepLR", base); err != nil {
+func StepLR(opt LRSource, stepSize int, gamma float64) (Schedule, error) {
+	base, err := baseOf("StepLR", opt)
+	if err != nil {
 		return nil, err
 	}
 	if stepSize < 1 {
-		return nil, fmt.Errorf("optim: StepLR: stepSize must be >= 1, found %d", stepSize)
+		return nil, &ConfigError{Config: "StepLR", Field: "stepSize", Want: ">= 1", Found: fmt.Sprint(stepSize)}
 	}
 	if err := checkGamma("StepLR", gamma); err != nil {
 		return nil, err
@@ -73,7 +91,7 @@ func StepLR(base float64, stepSize int, gamma float64) (Schedule, error) {
 
 func checkGamma(op string, gamma float64) error {
 	if !(gamma > 0 && gamma <= 1) {
-		return fmt.Errorf("optim: %s: gamma must be in (0, 1], found %v", op, gamma)
+		return &ConfigError{Config: op, Field: "gamma", Want: "in (0, 1]", Found: fmt.Sprint(gamma)}
 	}
 	return nil
 }
@@ -93,20 +111,21 @@ type multiStepSchedule struct {
 // starts at base and is multiplied by gamma at each milestone epoch,
 // base·gamma^(number of milestones <= epoch). The milestones must be
 // strictly increasing and >= 1; gamma must be in (0, 1].
-func MultiStepLR(base float64, milestones []int, gamma float64) (Schedule, error) {
-	if err := checkBase("MultiStepLR", base); err != nil {
+func MultiStepLR(opt LRSource, milestones []int, gamma float64) (Schedule, error) {
+	base, err := baseOf("MultiStepLR", opt)
+	if err != nil {
 		return nil, err
 	}
 	if len(milestones) == 0 {
-		return nil, fmt.Errorf("optim: MultiStepLR: no milestones")
+		return nil, &ConfigError{Config: "MultiStepLR", Field: "milestones", Want: "a non-empty list of increasing epochs", Found: "[]"}
 	}
 	for i, m := range milestones {
 		if m < 1 {
-			return nil, fmt.Errorf("optim: MultiStepLR: milestones[%d] must be >= 1, found %d", i, m)
+			return nil, &ConfigError{Config: "MultiStepLR", Field: fmt.Sprintf("milestones[%d]", i), Want: ">= 1", Found: fmt.Sprint(m)}
 		}
 		if i > 0 && m <= milestones[i-1] {
-			return nil, fmt.Errorf("optim: MultiStepLR: milestones must be strictly increasing, found milestones[%d] = %d after %d",
-				i, m, milestones[i-1])
+			return nil, &ConfigError{Config: "MultiStepLR", Field: fmt.Sprintf("milestones[%d]", i),
+				Want: fmt.Sprintf("> %d (milestones must increase)", milestones[i-1]), Found: fmt.Sprint(m)}
 		}
 	}
 	if err := checkGamma("MultiStepLR", gamma); err != nil {
@@ -136,15 +155,16 @@ type cosineSchedule struct {
 // form: etaMin + (base-etaMin)·(1+cos(π·epoch/tMax))/2. As in PyTorch it
 // does not stop at tMax: past it the cosine rises again (epoch tMax+1 has
 // the rate of epoch tMax-1). tMax must be >= 1 and etaMin in [0, base].
-func CosineLR(base float64, tMax int, etaMin float64) (Schedule, error) {
-	if err := checkBase("CosineLR", base); err != nil {
+func CosineLR(opt LRSource, tMax int, etaMin float64) (Schedule, error) {
+	base, err := baseOf("CosineLR", opt)
+	if err != nil {
 		return nil, err
 	}
 	if tMax < 1 {
-		return nil, fmt.Errorf("optim: CosineLR: tMax must be >= 1, found %d", tMax)
+		return nil, &ConfigError{Config: "CosineLR", Field: "tMax", Want: ">= 1", Found: fmt.Sprint(tMax)}
 	}
 	if !(etaMin >= 0 && etaMin <= base) {
-		return nil, fmt.Errorf("optim: CosineLR: etaMin must be in [0, base %v], found %v", base, etaMin)
+		return nil, &ConfigError{Config: "CosineLR", Field: "etaMin", Want: fmt.Sprintf("in [0, base learning rate %v]", base), Found: fmt.Sprint(etaMin)}
 	}
 	return cosineSchedule{base, tMax, etaMin}, nil
 }
@@ -173,21 +193,18 @@ type warmupSchedule struct {
 // warmupEpochs >= 1.
 //
 // A schedule that only warms up (PyTorch's LinearLR with end_factor 1) is
-// WarmupLR(startFactor, n, Constant(base)).
+// WarmupLR(startFactor, n, Constant(opt)).
 func WarmupLR(startFactor float64, warmupEpochs int, then Schedule) (Schedule, error) {
 	if !(startFactor > 0 && startFactor <= 1) {
-		return nil, fmt.Errorf("optim: WarmupLR: startFactor must be in (0, 1], found %v", startFactor)
+		return nil, &ConfigError{Config: "WarmupLR", Field: "startFactor", Want: "in (0, 1]", Found: fmt.Sprint(startFactor)}
 	}
 	if warmupEpochs < 1 {
-		return nil, fmt.Errorf("optim: WarmupLR: warmupEpochs must be >= 1, found %d", warmupEpochs)
+		return nil, &ConfigError{Config: "WarmupLR", Field: "warmupEpochs", Want: ">= 1", Found: fmt.Sprint(warmupEpochs)}
 	}
 	if then == nil {
 		return nil, fmt.Errorf("optim: WarmupLR: the schedule after the warmup is nil")
 	}
 	base := then.LR(0)
-	if err := checkBase("WarmupLR", base); err != nil {
-		return nil, err
-	}
 	return warmupSchedule{startFactor, warmupEpochs, base, then}, nil
 }
 

@@ -42,11 +42,11 @@ func (c SGDConfig) Validate() error {
 		return err
 	}
 	if c.Dampening > 1 {
-		return fmt.Errorf("optim: SGDConfig.Dampening must be in [0, 1], found %v", c.Dampening)
+		return configError("SGDConfig.Dampening", "in [0, 1]", c.Dampening)
 	}
 	if c.Nesterov && (c.Momentum == 0 || c.Dampening != 0) {
-		return fmt.Errorf("optim: SGDConfig.Nesterov needs Momentum > 0 and Dampening == 0, found Momentum %v and Dampening %v",
-			c.Momentum, c.Dampening)
+		return configError("SGDConfig.Nesterov", "false unless Momentum > 0 and Dampening == 0",
+			fmt.Sprintf("true with Momentum %v and Dampening %v", c.Momentum, c.Dampening))
 	}
 	return nil
 }

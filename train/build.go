@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -62,35 +63,89 @@ func (l *languageModel) vocabJSON() []byte {
 // language model resuming from a checkpoint keeps the checkpoint's
 // vocabulary (vocab), so that its ids mean the same characters.
 func loadDatasets(cfg *Config, vocab string) (*datasets, error) {
-	d := cfg.Data
-	if d.Name == "text" {
+	if cfg.Data.Name == "text" {
 		return loadText(cfg, vocab)
 	}
-	var tr, te *data.InMemory
-	var err error
-	classes := 10
-	switch d.Name {
-	case "fashion-mnist":
-		tr, te, err = data.LoadFashionMNIST(d.Dir)
-	case "idx":
-		classes = cfg.Model.Classes
-		tr, te, err = data.LoadIDXDir(d.Dir, classes)
-	default:
-		err = fmt.Errorf("%s: data.name: unknown data set %q (known: %v)", cfg.File(), d.Name, knownDatasets)
+	if reg, ok := lookupDataset(cfg.Data.Name); ok {
+		d, err := loadRegistered(cfg, reg)
+		if err != nil {
+			return nil, err
+		}
+		return prepareImages(cfg, d, 0)
 	}
+	d, fill, err := loadImageFiles(cfg)
 	if err != nil {
 		return nil, err
 	}
-	fill := float32(0)
-	if d.Normalize {
+	return prepareImages(cfg, d, fill)
+}
+
+// loadImageFiles reads the built-in image data sets (Fashion-MNIST, an
+// IDX folder) and normalizes them; fill is the value of a black pixel
+// after normalization, for the padding of augmentation.
+func loadImageFiles(cfg *Config) (d *Data, fill float32, err error) {
+	var tr, te *data.InMemory
+	classes := 10
+	switch cfg.Data.Name {
+	case "fashion-mnist":
+		tr, te, err = data.LoadFashionMNIST(cfg.Data.Dir)
+	case "idx":
+		classes = cfg.Model.Classes
+		tr, te, err = data.LoadIDXDir(cfg.Data.Dir, classes)
+	default:
+		err = fmt.Errorf("%s: data.name: unknown data set %q (known: %v)", cfg.File(), cfg.Data.Name, knownNames(builtinDatasets, registeredDatasets))
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if cfg.Data.Normalize {
 		tr.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
 		te.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
 		fill = -data.FashionMNISTMean / data.FashionMNISTStd // black, normalized
 	}
-	ds := &datasets{train: tr, test: te, classes: classes}
-	ds.train = limit(tr, cfg.Train.Limit)
-	if d.AugmentPad > 0 || d.AugmentFlip {
-		aug := data.Augment{Pad: d.AugmentPad, Fill: fill, FlipHorizontal: d.AugmentFlip}
+	return &Data{Train: tr, Test: te, Classes: classes}, fill, nil
+}
+
+// loadRegistered loads a data set registered with RegisterDataset.
+func loadRegistered(cfg *Config, reg registered[func(any, *Config) (*Data, error)]) (*Data, error) {
+	args, err := reg.decode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d, err := reg.build(args, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: data set %q: %w", cfg.File(), cfg.Data.Name, err)
+	}
+	if err := checkGivenData(d); err != nil {
+		return nil, fmt.Errorf("%s: data set %q: %w", cfg.File(), cfg.Data.Name, err)
+	}
+	return d, nil
+}
+
+// checkGivenData checks the data a program gives (a registered data set,
+// Fit's argument) before anything uses it.
+func checkGivenData(d *Data) error {
+	switch {
+	case d == nil || d.Train == nil || d.Test == nil:
+		return errors.New("expected a training and a test set, found none")
+	case d.Train.Len() == 0:
+		return errors.New("the training set is empty")
+	case d.Classes < 1:
+		return fmt.Errorf("expected Classes >= 1, found %d", d.Classes)
+	case !slices.Equal(d.Train.SampleShape(), d.Test.SampleShape()):
+		return fmt.Errorf("the training samples are %v and the test samples %v: expected one shape", d.Train.SampleShape(), d.Test.SampleShape())
+	}
+	return nil
+}
+
+// prepareImages makes the run's data sets from the data d: the first
+// train.limit training samples, augmented as data.augment_* says
+// (padding with fill).
+func prepareImages(cfg *Config, d *Data, fill float32) (*datasets, error) {
+	ds := &datasets{train: limit(d.Train, cfg.Train.Limit), test: d.Test, classes: d.Classes}
+	if a := cfg.Data; a.AugmentPad > 0 || a.AugmentFlip {
+		aug := data.Augment{Pad: a.AugmentPad, Fill: fill, FlipHorizontal: a.AugmentFlip}
+		var err error
 		if ds.augment, err = data.NewAugmented(ds.train, aug, cfg.Seed); err != nil {
 			return nil, fmt.Errorf("%s: data: %w", cfg.File(), err)
 		}
@@ -148,6 +203,9 @@ func loadText(cfg *Config, vocab string) (*datasets, error) {
 // buildModel returns the model the config names, for the data sets ds,
 // initialised from rng.
 func buildModel(cfg *Config, ds *datasets, rng *rand.Rand) (layers.Layer, error) {
+	if reg, ok := lookupModel(cfg.Model.Name); ok {
+		return buildRegistered(cfg, reg, ds, rng)
+	}
 	m := cfg.Model
 	classes := ds.classes
 	inCh := 1
@@ -209,7 +267,24 @@ func buildModel(cfg *Config, ds *datasets, rng *rand.Rand) (layers.Layer, error)
 	case "onnx":
 		return importModel(cfg, ds)
 	}
-	return nil, fmt.Errorf("%s: model.name: unknown model %q (known: %v)", cfg.File(), m.Name, knownModels)
+	return nil, fmt.Errorf("%s: model.name: unknown model %q (known: %v)", cfg.File(), m.Name, knownNames(builtinModels, registeredModels))
+}
+
+// buildRegistered builds a model registered with RegisterModel.
+func buildRegistered(cfg *Config, reg registered[func(any, ModelInput) (layers.Layer, error)], ds *datasets, rng *rand.Rand) (layers.Layer, error) {
+	args, err := reg.decode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	in := ModelInput{SampleShape: slices.Clone(ds.train.SampleShape()), Classes: ds.classes, Rand: rng, Config: cfg}
+	model, err := reg.build(args, in)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: model %q: %w", cfg.File(), cfg.Model.Name, err)
+	case model == nil:
+		return nil, fmt.Errorf("%s: model %q: the builder returned no model and no error", cfg.File(), cfg.Model.Name)
+	}
+	return model, nil
 }
 
 // fixedInput lists the models built for 1×28×28 images only.
@@ -305,28 +380,46 @@ func importModel(cfg *Config, ds *datasets) (layers.Layer, error) {
 	return m, nil
 }
 
-// buildOptimizer returns the optimizer the config names over params.
-func buildOptimizer(cfg *Config, params []*autograd.Param) (optim.Optimizer, error) {
-	o := cfg.Optimizer
-	var opt optim.Optimizer
-	var err error
+// optimizerConfig returns the optim package's config of the optimizer the
+// section names (nil for an unknown name): the hyper-parameters are
+// written, and validated, there.
+func optimizerConfig(o OptimizerConfig) interface{ Validate() error } {
 	switch o.Name {
 	case "sgd":
-		opt, err = optim.NewSGD(params, optim.SGDConfig{LR: o.LR, Momentum: o.Momentum,
-			Dampening: o.Dampening, Nesterov: o.Nesterov, WeightDecay: o.WeightDecay})
+		return optim.SGDConfig{LR: o.LR, Momentum: o.Momentum, Dampening: o.Dampening,
+			Nesterov: o.Nesterov, WeightDecay: o.WeightDecay}
 	case "adam":
-		opt, err = optim.NewAdam(params, optim.AdamConfig{LR: o.LR, Beta1: o.Betas[0], Beta2: o.Betas[1],
-			Eps: o.Eps, WeightDecay: o.WeightDecay, AMSGrad: o.AMSGrad})
+		return optim.AdamConfig{LR: o.LR, Beta1: o.Betas[0], Beta2: o.Betas[1],
+			Eps: o.Eps, WeightDecay: o.WeightDecay, AMSGrad: o.AMSGrad}
 	case "adamw":
-		opt, err = optim.NewAdamW(params, optim.AdamWConfig{LR: o.LR, Beta1: o.Betas[0], Beta2: o.Betas[1],
-			Eps: o.Eps, WeightDecay: o.WeightDecay, AMSGrad: o.AMSGrad})
+		return optim.AdamWConfig{LR: o.LR, Beta1: o.Betas[0], Beta2: o.Betas[1],
+			Eps: o.Eps, WeightDecay: o.WeightDecay, AMSGrad: o.AMSGrad}
 	case "rmsprop":
-		opt, err = optim.NewRMSprop(params, optim.RMSpropConfig{LR: o.LR, Alpha: o.Alpha, Eps: o.Eps,
-			WeightDecay: o.WeightDecay, Momentum: o.Momentum, Centered: o.Centered})
+		return optim.RMSpropConfig{LR: o.LR, Alpha: o.Alpha, Eps: o.Eps,
+			WeightDecay: o.WeightDecay, Momentum: o.Momentum, Centered: o.Centered}
 	case "adagrad":
-		opt, err = optim.NewAdagrad(params, optim.AdagradConfig{LR: o.LR, Eps: o.Eps, WeightDecay: o.WeightDecay})
+		return optim.AdagradConfig{LR: o.LR, Eps: o.Eps, WeightDecay: o.WeightDecay}
+	}
+	return nil
+}
+
+// buildOptimizer returns the optimizer the config names over params.
+func buildOptimizer(cfg *Config, params []*autograd.Param) (optim.Optimizer, error) {
+	var opt optim.Optimizer
+	var err error
+	switch c := optimizerConfig(cfg.Optimizer).(type) {
+	case optim.SGDConfig:
+		opt, err = optim.NewSGD(params, c)
+	case optim.AdamConfig:
+		opt, err = optim.NewAdam(params, c)
+	case optim.AdamWConfig:
+		opt, err = optim.NewAdamW(params, c)
+	case optim.RMSpropConfig:
+		opt, err = optim.NewRMSprop(params, c)
+	case optim.AdagradConfig:
+		opt, err = optim.NewAdagrad(params, c)
 	default:
-		return nil, fmt.Errorf("%s: optimizer.name: unknown optimizer %q (known: sgd, adam, adamw, rmsprop, adagrad)", cfg.File(), o.Name)
+		return nil, fmt.Errorf("%s: optimizer.name: unknown optimizer %q (known: %v)", cfg.File(), cfg.Optimizer.Name, knownOptimizers)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: optimizer: %w", cfg.File(), err)
@@ -334,28 +427,36 @@ func buildOptimizer(cfg *Config, params []*autograd.Param) (optim.Optimizer, err
 	return opt, nil
 }
 
-// buildSchedule returns the learning-rate schedule, counted in epochs or
-// in optimizer steps (schedule.per), with optional linear warm-up.
-func buildSchedule(cfg *Config, trainSamples int) (optim.Schedule, error) {
-	s, lr := cfg.Schedule, cfg.Optimizer.LR
+// schedulePeriods is the number of periods (epochs, or optimizer steps
+// with schedule.per "step") of the whole run, for trainSamples samples
+// per rank.
+func schedulePeriods(cfg *Config, trainSamples int) int {
 	periods := cfg.Train.Epochs
-	if s.Per == "step" {
+	if cfg.Schedule.Per == "step" {
 		perStep := cfg.Train.BatchSize * cfg.Dist.BackwardPassesPerStep
 		periods *= (trainSamples + perStep - 1) / perStep
 	}
+	return periods
+}
+
+// buildSchedule returns the learning-rate schedule for opt, whose base
+// rate it reads, counted in epochs or in optimizer steps (schedule.per),
+// with optional linear warm-up. periods is schedulePeriods's count.
+func buildSchedule(cfg *Config, opt optim.LRSource, periods int) (optim.Schedule, error) {
+	s := cfg.Schedule
 	var sched optim.Schedule
 	var err error
 	switch s.Name {
 	case "none", "":
-		sched, err = optim.Constant(lr)
+		sched, err = optim.Constant(opt)
 	case "step":
-		sched, err = optim.StepLR(lr, s.StepSize, s.Gamma)
+		sched, err = optim.StepLR(opt, s.StepSize, s.Gamma)
 	case "multistep":
-		sched, err = optim.MultiStepLR(lr, s.Milestones, s.Gamma)
+		sched, err = optim.MultiStepLR(opt, s.Milestones, s.Gamma)
 	case "cosine":
-		sched, err = optim.CosineLR(lr, max(periods-s.WarmupEpochs, 1), s.MinLR)
+		sched, err = optim.CosineLR(opt, max(periods-s.WarmupEpochs, 1), s.MinLR)
 	default:
-		return nil, fmt.Errorf("%s: schedule.name: unknown schedule %q (known: none, step, multistep, cosine)", cfg.File(), s.Name)
+		return nil, fmt.Errorf("%s: schedule.name: unknown schedule %q (known: %v)", cfg.File(), s.Name, knownSchedules)
 	}
 	if err == nil && s.WarmupEpochs > 0 {
 		sched, err = optim.WarmupLR(s.WarmupStartFactor, s.WarmupEpochs, sched)

@@ -231,7 +231,7 @@ func trainCommand(ctx context.Context, args []string, resume bool, stdout, stder
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return exitCode(train(ctx, cfg, resume, stdout, stderr), stderr)
+	return exitCode(train(ctx, &job{cfg: cfg, resume: resume, stdout: stdout, stderr: stderr}), stderr)
 }
 
 // freshRunDir returns the folder a new run writes to: dir, unless it
@@ -240,10 +240,7 @@ func trainCommand(ctx context.Context, args []string, resume bool, stdout, stder
 // config gets the first free suffix "-2", "-3", … so that nothing is
 // lost.
 func freshRunDir(dir string, overwrite, explicit bool) (string, error) {
-	used := func(d string) bool {
-		entries, err := os.ReadDir(filepath.Join(d, checkpointsDir))
-		return err == nil && len(entries) > 0
-	}
+	used := hasCheckpoints
 	if !used(dir) {
 		return dir, nil
 	}
@@ -262,4 +259,10 @@ func freshRunDir(dir string, overwrite, explicit bool) (string, error) {
 			return d, nil
 		}
 	}
+}
+
+// hasCheckpoints reports whether the run folder dir holds checkpoints.
+func hasCheckpoints(dir string) bool {
+	entries, err := os.ReadDir(filepath.Join(dir, checkpointsDir))
+	return err == nil && len(entries) > 0
 }

@@ -2,8 +2,12 @@ package train
 
 import (
 	"errors"
+	"reflect"
+	"slices"
+
 	"fmt"
 	"github.com/hora-dl/hora/internal/strictyaml"
+	"github.com/hora-dl/hora/optim"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,8 +28,8 @@ const DefaultDataDir = "/usr/share/datasets/fashion-mnist"
 
 // Names accepted by Validate. They are read only.
 var (
-	knownDatasets    = []string{"fashion-mnist", "idx", "text"}
-	knownModels      = []string{"mlp", "lenet5", "cnn", "resnet18", "resnet34", "resnet20", "resnet56", "resnet", "mobilenet", "transformer", "charlm", "onnx"}
+	builtinDatasets  = []string{"fashion-mnist", "idx", "text"}
+	builtinModels    = []string{"mlp", "lenet5", "cnn", "resnet18", "resnet34", "resnet20", "resnet56", "resnet", "mobilenet", "transformer", "charlm", "onnx"}
 	knownStems       = []string{"cifar", "imagenet"}
 	knownFormats     = []string{"text", "json"}
 	knownMetrics     = []string{"auto", "test_loss", "test_accuracy"}
@@ -94,6 +98,9 @@ type Config struct {
 
 	// path is the file the configuration was read from ("" when built in Go).
 	path string
+	// modelGiven and dataGiven are set by Fit, which trains a model and
+	// data given in Go: then model.name and data.name name no builder.
+	modelGiven, dataGiven bool
 	// origins records, for each key path ("optimizer.lr",
 	// "schedule.milestones[1]"), where its value came from; nil when built
 	// in Go.
@@ -105,7 +112,8 @@ type DataConfig struct {
 	// Name is the data set: "fashion-mnist" (the default), "idx" (any
 	// folder holding train/t10k image and label files in the IDX format
 	// of Fashion-MNIST, e.g. MNIST; the class count is model.classes) or
-	// "text" (the files of data.files, for model "charlm").
+	// "text" (the files of data.files, for model "charlm"), or the name
+	// of a data set a program registered with RegisterDataset.
 	Name string `yaml:"name"`
 	// Dir is the folder holding the image data set files, named
 	// {train,t10k}-{images-idx3,labels-idx1}-ubyte(.gz). Default
@@ -130,6 +138,10 @@ type DataConfig struct {
 	// AugmentFlip mirrors each training image left to right with
 	// probability 1/2. Default false.
 	AugmentFlip bool `yaml:"augment_flip"`
+	// Args holds the keys of a data set registered in Go with
+	// RegisterDataset, decoded strictly into that data set's own struct.
+	// The built-in data sets take none. Default {}.
+	Args strictyaml.Raw `yaml:"args,omitempty"`
 }
 
 // ModelConfig selects and shapes the network.
@@ -139,7 +151,8 @@ type ModelConfig struct {
 	// "resnet20", "resnet56", "mobilenet" (depthwise-separable CNN),
 	// "transformer" (Vision-Transformer-style classifier), "charlm" (a
 	// character-level Transformer language model, data set "text"), or
-	// "onnx" for a model imported from the ONNX file named by File.
+	// "onnx" for a model imported from the ONNX file named by File, or
+	// the name of a model a program registered with RegisterModel.
 	// Required.
 	Name string `yaml:"name"`
 	// File is the ONNX model that name "onnx" trains (fine-tunes): its
@@ -187,6 +200,11 @@ type ModelConfig struct {
 	// Context is the number of characters "charlm" sees at once (its
 	// training window). Default 128.
 	Context int `yaml:"context"`
+	// Args holds the keys of a model registered in Go with RegisterModel
+	// (model.args.width: 64), decoded strictly into that model's own
+	// struct. The built-in models take none: their keys are the ones
+	// above. Default {}.
+	Args strictyaml.Raw `yaml:"args,omitempty"`
 }
 
 // CheckpointConfig says how often the full training state (weights,
@@ -530,9 +548,14 @@ func (c *Config) Validate() error {
 	if c.Precision != "fp32" && !strings.HasPrefix(c.Device, "cuda") {
 		v.fail("precision", fmt.Sprintf(`"fp32" on device %q (bf16 and fp16 need a CUDA device)`, c.Device), strconv.Quote(c.Precision))
 	}
-	v.oneOf("data.name", c.Data.Name, knownDatasets)
+	if !c.dataGiven {
+		v.oneOf("data.name", c.Data.Name, knownNames(builtinDatasets, registeredDatasets))
+	}
 
-	v.oneOf("model.name", c.Model.Name, knownModels)
+	if !c.modelGiven {
+		v.oneOf("model.name", c.Model.Name, knownNames(builtinModels, registeredModels))
+	}
+	v.validateArgs()
 	if c.Model.Name == "mlp" {
 		for i, h := range c.Model.Hidden {
 			if h < 1 {
@@ -553,19 +576,10 @@ func (c *Config) Validate() error {
 
 	o := c.Optimizer
 	v.oneOf("optimizer.name", o.Name, knownOptimizers)
-	v.positive("optimizer.lr", o.LR)
-	v.atLeast0("optimizer.momentum", o.Momentum)
-	v.inRange("optimizer.dampening", o.Dampening, 0, 1, true)
-	if o.Nesterov && o.Name == "sgd" && (!(o.Momentum > 0) || o.Dampening != 0) {
-		v.fail("optimizer.nesterov", "momentum > 0 and dampening 0 with nesterov: true",
-			"momentum "+fmtNum(o.Momentum)+", dampening "+fmtNum(o.Dampening))
+	oc := optimizerConfig(o)
+	if oc != nil {
+		v.hyperParameter(oc.Validate())
 	}
-	v.atLeast0("optimizer.weight_decay", o.WeightDecay)
-	for i, b := range o.Betas {
-		v.inRange(fmt.Sprintf("optimizer.betas[%d]", i), b, 0, 1, false)
-	}
-	v.positive("optimizer.eps", o.Eps)
-	v.inRange("optimizer.alpha", o.Alpha, 0, 1, false)
 	v.atLeast0("optimizer.clip_norm", o.ClipNorm)
 
 	d := c.Dist
@@ -584,36 +598,17 @@ func (c *Config) Validate() error {
 
 	s := c.Schedule
 	v.oneOf("schedule.name", s.Name, knownSchedules)
-	switch s.Name {
-	case "step":
-		if s.StepSize < 1 {
-			v.fail("schedule.step_size", `an integer >= 1 for schedule "step"`, strconv.Itoa(s.StepSize))
-		}
-		v.positive("schedule.gamma", s.Gamma)
-	case "multistep":
-		if len(s.Milestones) == 0 {
-			v.fail("schedule.milestones", `a non-empty list of increasing epochs for schedule "multistep"`, "[]")
-		}
-		for i, m := range s.Milestones {
-			key := fmt.Sprintf("schedule.milestones[%d]", i)
-			switch {
-			case i == 0 && m < 1:
-				v.fail(key, "an integer >= 1", strconv.Itoa(m))
-			case i > 0 && m <= s.Milestones[i-1]:
-				v.fail(key, fmt.Sprintf("an integer > %d (milestones must increase)", s.Milestones[i-1]), strconv.Itoa(m))
-			}
-		}
-		v.positive("schedule.gamma", s.Gamma)
-	case "cosine":
-		if !(s.MinLR >= 0 && s.MinLR <= o.LR) {
-			v.fail("schedule.min_lr", fmt.Sprintf("a number in [0, optimizer.lr = %s]", fmtNum(o.LR)), fmtNum(s.MinLR))
-		}
-	}
 	if s.WarmupEpochs < 0 {
 		v.fail("schedule.warmup_epochs", "an integer >= 0", strconv.Itoa(s.WarmupEpochs))
 	}
-	if !(s.WarmupStartFactor > 0 && s.WarmupStartFactor <= 1) {
-		v.fail("schedule.warmup_start_factor", "a number in (0, 1]", fmtNum(s.WarmupStartFactor))
+	if slices.Contains(knownSchedules, s.Name) && s.WarmupEpochs >= 0 {
+		// The schedule checks the base rate too: report it only when no
+		// optimizer did.
+		_, err := buildSchedule(c, fixedLR(o.LR), schedulePeriods(c, 1))
+		var ce *optim.ConfigError
+		if oc == nil || !errors.As(err, &ce) || ce.Field != "base learning rate" {
+			v.hyperParameter(err)
+		}
 	}
 	v.oneOf("schedule.per", s.Per, knownPer)
 
@@ -664,6 +659,75 @@ func (c *Config) Validate() error {
 	v.oneOf("output.format", c.Output.Format, knownFormats)
 	return errors.Join(v.errs...)
 }
+
+// hyperParameter records err, an optimizer's or a schedule's error, at
+// the key of the hyper-parameter it names (optim.ConfigError), so that
+// the message points at the line of the file.
+func (v *configValidator) hyperParameter(err error) {
+	if err == nil {
+		return
+	}
+	var ce *optim.ConfigError
+	if !errors.As(err, &ce) {
+		v.errs = append(v.errs, err)
+		return
+	}
+	key, kind := hyperKey(ce)
+	if key == "" {
+		v.errs = append(v.errs, fmt.Errorf("%s: %w", v.c.path, err))
+		return
+	}
+	v.fail(key, kind+ce.Want, ce.Found)
+}
+
+// hyperKey returns the config key of the hyper-parameter ce names and the
+// kind of value it takes ("a number ", "an integer ").
+func hyperKey(ce *optim.ConfigError) (key, kind string) {
+	if strings.HasSuffix(ce.Config, "Config") { // an optimizer's
+		switch ce.Field {
+		case "Beta1":
+			return "optimizer.betas[0]", "a number "
+		case "Beta2":
+			return "optimizer.betas[1]", "a number "
+		case "Nesterov":
+			return "optimizer.nesterov", ""
+		}
+		if f, ok := reflect.TypeFor[OptimizerConfig]().FieldByName(ce.Field); ok {
+			return "optimizer." + strictyaml.FieldKey(f), "a number "
+		}
+		return "", ""
+	}
+	field, index, _ := strings.Cut(ce.Field, "[")
+	if index != "" {
+		index = "[" + index
+	}
+	switch field {
+	case "base learning rate":
+		return "optimizer.lr", "a number "
+	case "gamma":
+		return "schedule.gamma", "a number "
+	case "stepSize":
+		return "schedule.step_size", "an integer "
+	case "milestones":
+		if index == "" {
+			return "schedule.milestones", ""
+		}
+		return "schedule.milestones" + index, "an integer "
+	case "etaMin":
+		return "schedule.min_lr", "a number "
+	case "startFactor":
+		return "schedule.warmup_start_factor", "a number "
+	case "warmupEpochs":
+		return "schedule.warmup_epochs", "an integer "
+	}
+	return "", ""
+}
+
+// fixedLR is a base learning rate, for checking a schedule before the
+// optimizer exists.
+type fixedLR float64
+
+func (f fixedLR) BaseLR() float64 { return float64(f) }
 
 // validateModel checks the keys that shape the zoo's models.
 func (v *configValidator) validateModel() {

@@ -76,19 +76,23 @@ var errInterrupted = fmt.Errorf("interrupted: %w", context.Canceled)
 
 // trainer is the state of one rank's training run.
 type trainer struct {
-	cfg     *Config
-	dev     device.Device
-	model   layers.Layer
-	lm      *languageModel // nil for image classifiers
-	opt     *dist.DistributedOptimizer
-	sched   optim.Schedule
-	train   *data.Loader
-	test    *data.Loader
-	testLen int
-	augment *data.Augmented // nil without augmentation
-	rngSrc  *rand.PCG       // the generator of dropout and other random layers
-	ema     *emaWeights     // nil without train.ema
-	arena   *tensor.Arena   // recycles the memory of each step
+	cfg   *Config
+	job   *job
+	comm  dist.Communicator
+	dev   device.Device
+	model layers.Layer
+	lm    *languageModel  // nil for image classifiers
+	inner optim.Optimizer // the optimizer the config names
+	opt   *dist.DistributedOptimizer
+	sched optim.Schedule
+	train *data.Loader
+	test  *data.Loader
+	// trainLen and testLen count the samples of the data sets.
+	trainLen, testLen int
+	augment           *data.Augmented // nil without augmentation
+	rngSrc            *rand.PCG       // the generator of dropout and other random layers
+	ema               *emaWeights     // nil without train.ema
+	arena             *tensor.Arena   // recycles the memory of each step
 
 	// Data parallelism: this rank's engine, its sampler, rank 0's
 	// timeline (nil when off or on other ranks).
@@ -118,32 +122,32 @@ type trainer struct {
 	lastCkptStep        int
 }
 
+// job is one training run: its config, whether it resumes, and for Fit
+// the model and data given in Go (nil: built from the config).
+type job struct {
+	cfg       *Config
+	resume    bool
+	model     layers.Layer
+	data      *Data
+	callbacks []Callback
+	stdout    io.Writer
+	stderr    io.Writer
+	// history receives the metrics of every epoch trained (for Fit).
+	history []EpochMetrics
+}
+
 // train runs the job on this rank: the only one, or one of those mpirun
 // started. A failure on one rank of several ends the whole job.
-func train(ctx context.Context, cfg *Config, resume bool, stdout, stderr io.Writer) error {
+func train(ctx context.Context, j *job) error {
 	comm, err := mpi.Init()
 	if err != nil {
 		return inputError{err}
 	}
-	if comm.Size() > 1 {
-		if comm.Rank() != 0 {
-			stdout = io.Discard // rank 0 alone reports
-		}
-		if os.Getenv("GOMAXPROCS") == "" && cfg.Train.Threads == 0 {
-			// The ranks on this host share its cores: each computes with
-			// its share. No extra thread for the engine: with every core
-			// computing, it would only take turns with the compute threads
-			// (measured slower); it communicates while Step waits.
-			threads := rankThreads(comm.LocalSize())
-			cpu.Default().SetThreads(threads)
-			runtime.GOMAXPROCS(threads)
-		}
+	if comm.Size() > 1 && comm.Rank() != 0 {
+		j.stdout = io.Discard // rank 0 alone reports
 	}
-	if n := cfg.Train.Threads; n > 0 {
-		cpu.Default().SetThreads(n)
-		runtime.GOMAXPROCS(n)
-	}
-	err = trainRank(ctx, comm, cfg, resume, stdout, stderr)
+	setThreads(j.cfg, comm)
+	err = trainRank(ctx, comm, j)
 	if err != nil && comm.Size() > 1 && !errors.Is(err, context.Canceled) && !errors.Is(err, errDiverged) {
 		// The other ranks must not wait for this one: Abort prints the
 		// error with this rank's number and ends the job.
@@ -155,150 +159,255 @@ func train(ctx context.Context, cfg *Config, resume bool, stdout, stderr io.Writ
 	return err
 }
 
-func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, resume bool, stdout, stderr io.Writer) (err error) {
-	defer func() {
-		// A device that fails (a GPU out of memory, a kernel that did not
-		// run) makes the tensor operation panic with a DeviceError: report
-		// it as this run's error. Other panics are bugs and stay panics.
-		if r := recover(); r != nil {
-			var de *tensor.DeviceError
-			if e, ok := r.(error); ok && errors.As(e, &de) {
-				err = deviceFailure(de)
-				return
-			}
-			panic(r)
-		}
-	}()
+// setThreads sets the compute threads of this rank: train.threads, or
+// under mpirun the rank's share of the host's cores.
+func setThreads(cfg *Config, comm dist.Communicator) {
+	if comm.Size() > 1 && os.Getenv("GOMAXPROCS") == "" && cfg.Train.Threads == 0 {
+		// The ranks on this host share its cores: each computes with its
+		// share. No extra thread for the engine: with every core
+		// computing, it would only take turns with the compute threads
+		// (measured slower); it communicates while Step waits.
+		threads := rankThreads(comm.LocalSize())
+		cpu.Default().SetThreads(threads)
+		runtime.GOMAXPROCS(threads)
+	}
+	if n := cfg.Train.Threads; n > 0 {
+		cpu.Default().SetThreads(n)
+		runtime.GOMAXPROCS(n)
+	}
+}
+
+// trainRank is one rank's run: open the run folder, find the checkpoint to
+// resume from, open the device, build the model, data and optimizer, then
+// train and write the results.
+func trainRank(ctx context.Context, comm dist.Communicator, j *job) (err error) {
+	defer recoverDeviceFailure(&err)
 	// The work goes on when the user presses Ctrl-C: the loop notices
 	// at the next step, saves a checkpoint, and ends.
 	stop := ctx.Done()
 	ctx = context.WithoutCancel(ctx)
-
+	cfg := j.cfg
 	rank0 := comm.Rank() == 0
-	con := &console{out: stdout, json: cfg.Output.Format == "json", quiet: cfg.Output.Quiet}
-	if rank0 {
-		if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
-			return inputError{fmt.Errorf("output.dir: cannot create %s: %w", cfg.Output.Dir, err)}
-		}
-		if err := checkExportDir(cfg.Export.ONNX); err != nil {
-			return inputError{fmt.Errorf("export.onnx: %w", err)}
-		}
-		flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-		if !resume {
-			flags |= os.O_TRUNC // a new run (or -overwrite) starts its own log
-		}
-		logFile, err := os.OpenFile(filepath.Join(cfg.Output.Dir, "train.log"), flags, 0o644)
-		if err != nil {
-			return inputError{fmt.Errorf("output.dir: cannot write in %s: %w", cfg.Output.Dir, err)}
-		}
-		defer logFile.Close()
-		con.log = logFile
+
+	con, closeLog, err := openConsole(cfg, j.resume, rank0, j.stdout)
+	if err != nil {
+		return err
 	}
-	var from savedCheckpoint
-	if resume {
-		var ok bool
-		var skipped []string
-		if rank0 {
-			removed, err := removeIncomplete(cfg.Output.Dir)
-			if err != nil {
-				return err
-			}
-			for _, r := range removed {
-				con.info(true, "removed %s, a checkpoint whose writing was interrupted", filepath.Join(cfg.Output.Dir, checkpointsDir, r))
-			}
-		}
-		from, ok, skipped, err = latestCheckpoint(cfg.Output.Dir)
-		if err != nil {
-			return err
-		}
-		for _, s := range skipped {
-			con.info(true, "skipped an incomplete checkpoint: %s", s)
-		}
-		if !ok {
-			con.info(true, "%s has no complete checkpoint: starting from the beginning", cfg.Output.Dir)
-			resume = false
-		}
+	defer closeLog()
+	from, resume, err := findResumePoint(cfg, j.resume, rank0, con)
+	if err != nil {
+		return err
 	}
 	if resume && cfg.Deterministic && from.Manifest.Threads > 0 && cfg.Train.Threads == 0 {
 		// The same thread count gives the same sums.
 		cpu.Default().SetThreads(from.Manifest.Threads)
 		runtime.GOMAXPROCS(from.Manifest.Threads)
 	}
-
-	dev, err := openDevice(cfg, comm, stdout)
+	dev, comm, transport, closeComm, err := openDeviceComm(ctx, cfg, comm, j.stdout)
 	if err != nil {
-		return inputError{fmt.Errorf("%s: device: %w", cfg.File(), err)}
+		return err
 	}
-	if err := backendError(dev); err != nil {
-		return inputError{fmt.Errorf("device %s: %w", dev.Name(), err)}
+	defer closeComm()
+
+	t, err := newTrainer(ctx, j, comm, dev, from.Manifest.Vocab, stop)
+	if err != nil {
+		return err
 	}
-	transport := "MPI"
-	if g, ok := dev.(*cuda.Device); ok && comm.Size() > 1 {
-		// GPU ranks reduce their gradients with NCCL (or, without it,
-		// through host memory over MPI).
-		gpuComm, err := nccl.New(ctx, comm, g)
-		if err != nil {
+	defer func() {
+		if cerr := t.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if rank0 {
+		t.con, t.bar, t.logW = con, j.stderr, con.log
+		if t.timeline, err = openTimeline(cfg); err != nil {
+			return inputError{err}
+		}
+	}
+	if err := t.startEngine(ctx, j.stderr); err != nil {
+		return err
+	}
+	if resume {
+		if err := t.restore(from); err != nil {
 			return err
 		}
-		defer gpuComm.Close()
-		comm, transport = gpuComm, nccl.Reason(gpuComm)
 	}
+	if rank0 {
+		if err := t.writeRunFiles(resume); err != nil {
+			return err
+		}
+	}
+	t.announce(comm.Size(), transport)
+	if resume {
+		t.announceResume(from, comm.Size())
+	}
+	if err := t.loop(ctx); err != nil {
+		return err
+	}
+	return t.finish()
+}
 
-	ds, err := loadDatasets(cfg, from.Manifest.Vocab)
+// recoverDeviceFailure turns the panic of a failing device (a GPU out of
+// memory, a kernel that did not run) into the run's error *err. Other
+// panics are bugs and stay panics.
+func recoverDeviceFailure(err *error) {
+	if r := recover(); r != nil {
+		var de *tensor.DeviceError
+		if e, ok := r.(error); ok && errors.As(e, &de) {
+			*err = deviceFailure(de)
+			return
+		}
+		panic(r)
+	}
+}
+
+// openConsole creates the run folder and opens train.log on rank 0 (a new
+// run truncates it, a resumed one appends), and returns the console that
+// prints to stdout and the log.
+func openConsole(cfg *Config, resume, rank0 bool, stdout io.Writer) (con *console, closeLog func(), err error) {
+	con = &console{out: stdout, json: cfg.Output.Format == "json", quiet: cfg.Output.Quiet}
+	if !rank0 {
+		con.out = io.Discard
+		return con, func() {}, nil
+	}
+	if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
+		return nil, nil, inputError{fmt.Errorf("output.dir: cannot create %s: %w", cfg.Output.Dir, err)}
+	}
+	if err := checkExportDir(cfg.Export.ONNX); err != nil {
+		return nil, nil, inputError{fmt.Errorf("export.onnx: %w", err)}
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if !resume {
+		flags |= os.O_TRUNC // a new run (or -overwrite) starts its own log
+	}
+	logFile, err := os.OpenFile(filepath.Join(cfg.Output.Dir, "train.log"), flags, 0o644)
 	if err != nil {
-		return inputError{err}
+		return nil, nil, inputError{fmt.Errorf("output.dir: cannot write in %s: %w", cfg.Output.Dir, err)}
+	}
+	con.log = logFile
+	return con, func() { logFile.Close() }, nil
+}
+
+// findResumePoint returns the latest complete checkpoint of the run folder
+// when the run resumes (rank 0 first removes checkpoints whose writing was
+// interrupted); resume comes back false when there is none.
+func findResumePoint(cfg *Config, resume, rank0 bool, con *console) (from savedCheckpoint, ok bool, err error) {
+	if !resume {
+		return savedCheckpoint{}, false, nil
+	}
+	if rank0 {
+		removed, err := removeIncomplete(cfg.Output.Dir)
+		if err != nil {
+			return from, false, err
+		}
+		for _, r := range removed {
+			con.info(true, "removed %s, a checkpoint whose writing was interrupted", filepath.Join(cfg.Output.Dir, checkpointsDir, r))
+		}
+	}
+	from, ok, skipped, err := latestCheckpoint(cfg.Output.Dir)
+	if err != nil {
+		return from, false, err
+	}
+	for _, s := range skipped {
+		con.info(true, "skipped an incomplete checkpoint: %s", s)
+	}
+	if !ok {
+		con.info(true, "%s has no complete checkpoint: starting from the beginning", cfg.Output.Dir)
+	}
+	return from, ok, nil
+}
+
+// openDeviceComm opens the config's device and, for GPU ranks of a
+// data-parallel run, the communicator that reduces on the GPU (NCCL, or
+// through host memory over MPI); transport names the communication.
+func openDeviceComm(ctx context.Context, cfg *Config, comm dist.Communicator, out io.Writer) (dev device.Device, _ dist.Communicator, transport string, closeComm func(), err error) {
+	if dev, err = openDevice(cfg, comm, out); err != nil {
+		return nil, nil, "", nil, inputError{fmt.Errorf("%s: device: %w", cfg.File(), err)}
+	}
+	if err := backendError(dev); err != nil {
+		return nil, nil, "", nil, inputError{fmt.Errorf("device %s: %w", dev.Name(), err)}
+	}
+	g, ok := dev.(*cuda.Device)
+	if !ok || comm.Size() == 1 {
+		return dev, comm, "MPI", func() {}, nil
+	}
+	gpuComm, err := nccl.New(ctx, comm, g)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	return dev, gpuComm, nccl.Reason(gpuComm), func() { gpuComm.Close() }, nil
+}
+
+// newTrainer builds what the run trains: the data sets, the model (on the
+// device), the optimizer, the sampler of this rank's share, the schedule
+// and the data loaders. vocab is a resumed language model's vocabulary.
+func newTrainer(ctx context.Context, j *job, comm dist.Communicator, dev device.Device, vocab string, stop <-chan struct{}) (*trainer, error) {
+	cfg := j.cfg
+	ds, err := jobData(j, vocab)
+	if err != nil {
+		return nil, inputError{err}
 	}
 	rngSrc := rand.NewPCG(cfg.Seed, 1)
-	model, err := buildModel(cfg, ds, rand.New(rngSrc))
-	if err != nil {
-		return inputError{err}
+	model := j.model
+	if model == nil {
+		if model, err = buildModel(cfg, ds, rand.New(rngSrc)); err != nil {
+			return nil, inputError{err}
+		}
 	}
 	if err := checkData(cfg, ds, model); err != nil {
-		return inputError{err}
+		return nil, inputError{err}
 	}
 	layers.To(model, dev)
 	inner, err := buildOptimizer(cfg, model.Parameters())
 	if err != nil {
-		return inputError{err}
+		return nil, inputError{err}
 	}
-	if rank0 {
+	if comm.Rank() == 0 {
 		if err := prepareRunDir(cfg.Output.Dir, checkpointBytes(cfg, model, inner)); err != nil {
-			return inputError{err}
+			return nil, inputError{err}
 		}
 	}
 	sampler, err := dist.NewDistributedSampler(ds.train.Len(), comm.Rank(), comm.Size(),
 		dist.SamplerConfig{Shuffle: true, Seed: cfg.Seed, DropLast: cfg.Dist.DropLast})
 	if err != nil {
-		return inputError{fmt.Errorf("%s: dist: %w", cfg.File(), err)}
+		return nil, inputError{fmt.Errorf("%s: dist: %w", cfg.File(), err)}
 	}
-	sched, err := buildSchedule(cfg, sampler.Len())
-	if err != nil {
-		return inputError{err}
+	t := &trainer{cfg: cfg, job: j, comm: comm, dev: dev, model: model, lm: ds.lm, inner: inner, sampler: sampler,
+		arena: tensor.NewArena(), rngSrc: rngSrc, augment: ds.augment, stop: stop, epoch: 1,
+		con: &console{out: io.Discard}, trainLen: ds.train.Len(), testLen: ds.test.Len()}
+	if t.train, err = data.NewLoader(ds.train, data.LoaderConfig{
+		BatchSize: cfg.Train.BatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
+		return nil, inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
-	t := &trainer{cfg: cfg, dev: dev, model: model, lm: ds.lm, sched: sched, sampler: sampler,
-		arena: tensor.NewArena(), rngSrc: rngSrc, augment: ds.augment, stop: stop, epoch: 1}
-	if rank0 {
-		t.con = con
-		t.bar, t.logW = stderr, con.log
-		if t.timeline, err = openTimeline(cfg); err != nil {
-			return inputError{err}
-		}
-		defer func() {
-			if cerr := t.timeline.Close(); cerr != nil && err == nil {
-				err = cerr
-			}
-		}()
-	} else {
-		t.con = &console{out: io.Discard}
+	if t.test, err = data.NewLoader(ds.test, data.LoaderConfig{
+		BatchSize: cfg.Train.EvalBatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
+		return nil, inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
-	if t.engine, err = dist.NewEngine(comm, engineConfig(cfg, t.timeline, stderr)); err != nil {
+	return t, nil
+}
+
+// jobData returns the data sets of the job: Fit's, or those the config
+// names.
+func jobData(j *job, vocab string) (*datasets, error) {
+	if j.data == nil {
+		return loadDatasets(j.cfg, vocab)
+	}
+	if err := checkGivenData(j.data); err != nil {
+		return nil, fmt.Errorf("train.Fit: data: %w", err)
+	}
+	return prepareImages(j.cfg, j.data, 0)
+}
+
+// startEngine starts the engine that averages gradients across ranks, and
+// wraps the optimizer: loss scaling for fp16, then the distributed
+// optimizer; the weight average comes last.
+func (t *trainer) startEngine(ctx context.Context, log io.Writer) error {
+	cfg := t.cfg
+	var err error
+	if t.engine, err = dist.NewEngine(t.comm, engineConfig(cfg, t.timeline, log)); err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := t.engine.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
+	inner := t.inner
 	if cfg.Precision == "fp16" {
 		// Float16 products need loss scaling for small gradients to
 		// survive; the scaler sits under the distributed optimizer, so it
@@ -314,74 +423,83 @@ func trainRank(ctx context.Context, comm dist.Communicator, cfg *Config, resume 
 		BackwardPassesPerStep: cfg.Dist.BackwardPassesPerStep}); err != nil {
 		return err
 	}
+	if t.sched, err = buildSchedule(cfg, t.opt, schedulePeriods(cfg, t.sampler.Len())); err != nil {
+		return inputError{err}
+	}
 	if cfg.Train.EMA > 0 {
-		t.ema = newEMA(model.Parameters(), cfg.Train.EMA)
+		t.ema = newEMA(t.model.Parameters(), cfg.Train.EMA)
 	}
-	if t.train, err = data.NewLoader(ds.train, data.LoaderConfig{
-		BatchSize: cfg.Train.BatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
-		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
+	return nil
+}
+
+// close stops the engine and closes the timeline and the metrics log.
+func (t *trainer) close() error {
+	var errs []error
+	if t.engine != nil {
+		errs = append(errs, t.engine.Close())
 	}
-	t.testLen = ds.test.Len()
-	if t.test, err = data.NewLoader(ds.test, data.LoaderConfig{
-		BatchSize: cfg.Train.EvalBatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
-		return inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
+	errs = append(errs, t.timeline.Close())
+	if t.metrics != nil {
+		errs = append(errs, t.metrics.Close())
 	}
+	return errors.Join(errs...)
+}
+
+// writeRunFiles writes, on rank 0, config.yaml, a language model's
+// vocab.json, and opens metrics.jsonl (cut back to the checkpoint's step
+// on resume).
+func (t *trainer) writeRunFiles(resume bool) error {
+	cfg := t.cfg
+	if err := writeConfig(cfg); err != nil {
+		return err
+	}
+	if t.lm != nil {
+		if err := writeFileAtomic(filepath.Join(cfg.Output.Dir, "vocab.json"), t.lm.vocabJSON()); err != nil {
+			return fmt.Errorf("vocab.json: %w", err)
+		}
+	}
+	resumeStep := -1
 	if resume {
-		if err := t.restore(from); err != nil {
-			return err
-		}
+		resumeStep = t.step
 	}
+	var err error
+	t.metrics, err = openMetrics(cfg.Output.Dir, resumeStep, t.epoch)
+	return err
+}
 
-	if rank0 {
-		if err := writeConfig(cfg); err != nil {
-			return err
-		}
-		if t.lm != nil {
-			if err := writeFileAtomic(filepath.Join(cfg.Output.Dir, "vocab.json"), t.lm.vocabJSON()); err != nil {
-				return fmt.Errorf("vocab.json: %w", err)
-			}
-		}
-		resumeStep := -1
-		if resume {
-			resumeStep = t.step
-		}
-		if t.metrics, err = openMetrics(cfg.Output.Dir, resumeStep, t.epoch); err != nil {
-			return err
-		}
-		defer t.metrics.Close()
-	}
-
+// announce prints the start of the run: the model, the data, the device
+// and, for several ranks, how they share the work.
+func (t *trainer) announce(ranks int, transport string) {
+	cfg := t.cfg
 	what := "samples"
 	if t.lm != nil {
 		what = fmt.Sprintf("windows of %d characters", cfg.Model.Context)
 	}
-	con.event("start", true, fmt.Sprintf("model %s: %d parameters; %d training and %d test %s on %s%s",
-		cfg.Model.Name, layers.NumParams(model), ds.train.Len(), ds.test.Len(), what, dev.Name(), backend(dev)),
-		map[string]any{"model": cfg.Model.Name, "parameters": layers.NumParams(model), "train_samples": ds.train.Len(),
-			"test_samples": ds.test.Len(), "device": dev.Name(), "ranks": comm.Size(), "run_dir": cfg.Output.Dir})
+	t.con.event("start", true, fmt.Sprintf("model %s: %d parameters; %d training and %d test %s on %s%s",
+		cfg.Model.Name, layers.NumParams(t.model), t.trainLen, t.testLen, what, t.dev.Name(), backend(t.dev)),
+		map[string]any{"model": cfg.Model.Name, "parameters": layers.NumParams(t.model), "train_samples": t.trainLen,
+			"test_samples": t.testLen, "device": t.dev.Name(), "ranks": ranks, "run_dir": cfg.Output.Dir})
 	if t.lm != nil {
-		con.info(true, "vocabulary of %d characters; unigram entropy of the training text %.4f nats/char (the loss of a model that ignores context)",
+		t.con.info(true, "vocabulary of %d characters; unigram entropy of the training text %.4f nats/char (the loss of a model that ignores context)",
 			t.lm.vocab.Size(), t.lm.unigram)
 	}
-	if n := comm.Size(); n > 1 {
-		con.info(true, "data-parallel over %d ranks (%s), %d compute threads each: global batch %d, learning rate %g × %.4g (%s scaling)",
-			n, transport, cpu.Default().Threads(), n*cfg.Train.BatchSize*cfg.Dist.BackwardPassesPerStep,
-			cfg.Optimizer.LR, scaling.Factor(n), scaling)
+	if ranks > 1 {
+		t.con.info(true, "data-parallel over %d ranks (%s), %d compute threads each: global batch %d, learning rate %g × %.4g (%s scaling)",
+			ranks, transport, cpu.Default().Threads(), ranks*cfg.Train.BatchSize*cfg.Dist.BackwardPassesPerStep,
+			t.opt.BaseLR(), t.opt.Scaling().Factor(ranks), t.opt.Scaling())
 	}
-	if resume {
-		m := from.Manifest
-		msg := fmt.Sprintf("resuming from %s: step %d, epoch %d (%d samples of it done)", from.Dir, m.Step, m.Epoch, m.EpochOffset)
-		if m.WorldSize != comm.Size() {
-			msg += fmt.Sprintf("; written by %d rank(s), now %d: the rest of the epoch is shared among %d, learning rate factor %.4g → %.4g",
-				m.WorldSize, comm.Size(), comm.Size(), scaling.Factor(m.WorldSize), scaling.Factor(comm.Size()))
-		}
-		con.info(true, "%s", msg)
-	}
+}
 
-	if err := t.loop(ctx); err != nil {
-		return err
+// announceResume says where the run resumes from.
+func (t *trainer) announceResume(from savedCheckpoint, ranks int) {
+	m := from.Manifest
+	msg := fmt.Sprintf("resuming from %s: step %d, epoch %d (%d samples of it done)", from.Dir, m.Step, m.Epoch, m.EpochOffset)
+	if m.WorldSize != ranks {
+		s := t.opt.Scaling()
+		msg += fmt.Sprintf("; written by %d rank(s), now %d: the rest of the epoch is shared among %d, learning rate factor %.4g → %.4g",
+			m.WorldSize, ranks, ranks, s.Factor(m.WorldSize), s.Factor(ranks))
 	}
-	return t.finish()
+	t.con.info(true, "%s", msg)
 }
 
 // loop trains from the current position to the last epoch, or until the
@@ -600,7 +718,7 @@ func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
 	epoch := t.epoch
 	layers.Train(t.model)
 	if cfg.Schedule.Per == "epoch" {
-		t.opt.SetLR(t.sched.LR(epoch - 1))
+		optim.Apply(t.opt, t.sched, epoch-1)
 	}
 	if t.augment != nil {
 		t.augment.SetEpoch(epoch)
@@ -614,15 +732,15 @@ func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
 	bar := newProgress(t.bar, t.logW, cfg.Output.Progress && !t.con.json && !t.con.quiet && t.con.log != nil,
 		(nb+passes-1)/passes, fmt.Sprintf("epoch %d/%d", epoch, cfg.Train.Epochs))
 	tl := t.timeline
-	var logLoss float64
-	logN, pass, batches := 0, 0, 0
+	var logLoss, stepLoss float64
+	logN, stepN, pass, batches := 0, 0, 0, 0
 	bad := false
 	badLoss := 0.0
 	start := time.Now()
 	secondsBefore := t.epochSeconds
 	for b := range t.train.BatchesOf(ctx, order) {
 		if cfg.Schedule.Per == "step" && pass == 0 {
-			t.opt.SetLR(t.sched.LR(t.step))
+			optim.Apply(t.opt, t.sched, t.step)
 		}
 		var t0 time.Time
 		if tl != nil {
@@ -655,6 +773,8 @@ func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
 		t.sums[2] += float64(correct(logits.Value, y))
 		logLoss += l
 		logN++
+		stepLoss += l
+		stepN++
 		t.arena.Reset()
 		if tl != nil {
 			t0 = time.Now()
@@ -673,6 +793,7 @@ func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
 		if badRank >= 0 {
 			return false, t.diverged(badRank, badLoss)
 		}
+		lr := t.opt.LR() // the rate this step applies
 		if err := t.applyStep(ctx); err != nil {
 			return false, err
 		}
@@ -689,15 +810,19 @@ func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
 		}
 		bar.step(logLoss/float64(logN), rate)
 		if t.step%cfg.Train.LogEverySteps == 0 && t.metrics != nil {
-			if err := t.metrics.write(stepRecord{Kind: "train", Step: t.step, Epoch: t.epochProgress(), Loss: logLoss / float64(logN), LR: t.opt.LR()}); err != nil {
+			if err := t.metrics.write(stepRecord{Kind: "train", Step: t.step, Epoch: t.epochProgress(), Loss: logLoss / float64(logN), LR: lr}); err != nil {
 				return false, err
 			}
 			logLoss, logN = 0, 0
 		}
 		evalNow := cfg.Train.EvalEverySteps > 0 && t.step%cfg.Train.EvalEverySteps == 0 && t.offset < epochLen
 		saveNow := cfg.Checkpoint.EverySteps > 0 && t.step%cfg.Checkpoint.EverySteps == 0 && t.offset < epochLen
-		earlyStop := false
-		if evalNow {
+		earlyStop, err := t.stepCallbacks(ctx, StepMetrics{Step: t.step, Epoch: t.epochProgress(), Loss: stepLoss / float64(stepN), LR: lr})
+		if err != nil {
+			return false, err
+		}
+		stepLoss, stepN = 0, 0
+		if evalNow && !earlyStop {
 			bar.pause()
 			if earlyStop, err = t.evaluateAndRecord(ctx, false); err != nil {
 				return false, err
@@ -766,10 +891,64 @@ func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
 		return false, err
 	}
 	t.plot()
+	t.job.history = append(t.job.history, m)
 	if earlyStop {
 		return true, nil
 	}
-	return false, nil
+	return t.epochCallbacks(ctx, m)
+}
+
+// stepCallbacks runs the callbacks' Step functions and returns whether
+// one of them, on any rank, asked to stop.
+func (t *trainer) stepCallbacks(ctx context.Context, m StepMetrics) (stop bool, err error) {
+	return t.runCallbacks(ctx, func(cb Callback) error {
+		if cb.Step == nil {
+			return nil
+		}
+		return cb.Step(m)
+	})
+}
+
+// epochCallbacks runs the callbacks' Epoch functions and returns whether
+// one of them, on any rank, asked to stop.
+func (t *trainer) epochCallbacks(ctx context.Context, m EpochMetrics) (stop bool, err error) {
+	return t.runCallbacks(ctx, func(cb Callback) error {
+		if cb.Epoch == nil {
+			return nil
+		}
+		return cb.Epoch(m)
+	})
+}
+
+// runCallbacks calls call on every callback of the job. ErrStop from any
+// of them on any rank stops every rank (one more collective per call,
+// made only when the job has callbacks); another error fails the run.
+func (t *trainer) runCallbacks(ctx context.Context, call func(Callback) error) (stop bool, err error) {
+	if len(t.job.callbacks) == 0 {
+		return false, nil
+	}
+	for _, cb := range t.job.callbacks {
+		switch err := call(cb); {
+		case errors.Is(err, ErrStop):
+			stop = true
+		case err != nil:
+			return false, fmt.Errorf("callback: %w", err)
+		}
+	}
+	if t.engine.Size() > 1 {
+		flag := []float64{0}
+		if stop {
+			flag[0] = 1
+		}
+		if err := t.engine.AllreduceFloat64s(ctx, "control.callbacks", flag, dist.Sum); err != nil {
+			return false, err
+		}
+		stop = flag[0] > 0
+	}
+	if stop {
+		t.con.info(true, "a callback stopped the run at step %d", t.step)
+	}
+	return stop, nil
 }
 
 // epochProgress is the position in epochs: 2.5 is half-way through the
