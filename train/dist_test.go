@@ -1,6 +1,6 @@
 //go:build mpi
 
-package main
+package train
 
 import (
 	"fmt"

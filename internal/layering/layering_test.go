@@ -39,6 +39,7 @@ var allowedImports = map[string][]string{
 	"dist/mpi":                    {"device", "device/cpu", "dist", "dist/shm"},
 	"dist/disttest":               {"device", "device/cpu", "dist", "tensor", "autograd", "layers", "optim", "models"},
 	"cmd/train":                   {"train"},
+	"examples/custommodel":        {"autograd", "layers", "train"},
 	"train":                       {"*"},
 	"train/internal/genconfigref": {"internal/strictyaml", "train"},
 	"bench/dist":                  {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "models", "dist", "dist/mpi"},
