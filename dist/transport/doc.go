@@ -18,10 +18,10 @@
 //
 // # Where it sits
 //
-// This package imports dist, for the types a transport implements and
-// returns (Communicator, ReduceOp, ErrClosed, RankError); dist imports
-// no transport. dist's own single-rank communicator, dist.Single, cannot
-// import this package therefore: it checks its arguments with
-// dist/internal/check, the same code that CheckArgs and CheckAllgather
-// call, and runs the guard's steps itself.
+// This package imports dist, for the Communicator and ReduceOp types its
+// functions take, as every transport does; dist imports no transport.
+// dist's own single-rank communicator, dist.Single, cannot import this
+// package therefore: it checks its arguments with dist/internal/check,
+// the code that CheckArgs and CheckAllgather call, and takes the guard's
+// steps itself (ErrClosed after Close, then the arguments).
 package transport
