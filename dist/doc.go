@@ -10,7 +10,9 @@
 //     (OpenMPI, processes on one or many hosts), dist/shm (shared memory,
 //     layered over MPI for ranks on one host), dist/local (goroutines in
 //     one process, for tests and several devices), and Single (one rank).
-//     dist/disttest is the conformance suite they all pass.
+//     dist/disttest is the conformance suite they all pass, and
+//     dist/transport holds what writing one takes (argument checks, the
+//     guard every collective starts with, host-memory reduction).
 //   - Engine runs named collectives for one rank in a background
 //     goroutine: in rounds, the ranks' engines agree on which names every
 //     rank has submitted (negotiation), then reduce those, fusing small

@@ -200,6 +200,27 @@ func TestEngineMismatchFailsEveryRank(t *testing.T) {
 	})
 }
 
+func TestEngineNameChangesShape(t *testing.T) {
+	t.Parallel()
+	// "w" is negotiated in full, gets an id, comes back with another
+	// length (in full again: the id keeps the newest signature), then by
+	// id, then with its first length.
+	runEngines(t, 3, dist.EngineConfig{}, func(e *dist.Engine) error {
+		for step, n := range []int{3, 4, 4, 3} {
+			x := tensor.Full(tensor.CPU(), device.Float32, float64(e.Rank()+1), n)
+			if err := e.Allreduce(context.Background(), "w", x, dist.Sum); err != nil {
+				return fmt.Errorf("step %d: %w", step, err)
+			}
+			for i, v := range x.Values() {
+				if v != 6 {
+					return fmt.Errorf("step %d (length %d): element %d is %v, want 6", step, n, i, v)
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // syncWriter is a bytes.Buffer safe for the engine's goroutine.
 type syncWriter struct {
 	mu sync.Mutex

@@ -118,11 +118,57 @@ func int64Buffer(b *cpu.Buffer, n int) *cpu.Buffer {
 	return nb.(*cpu.Buffer)
 }
 
-// round runs one negotiation round.
+// round runs one negotiation round. Every rank announces what it has
+// pending in a header (writeHeader), and the ranks gather all headers;
+// each rank reads them (readHeaders, readIDs) and, when some rank has new
+// names, gathers those (gatherNew). From this data, the same on every
+// rank, each rank decides what runs and in which order (classify,
+// sortReady), gives new names ids (learn), drops what was decided from
+// its pending list (dropDecided) and watches for stalls (checkStall).
 func (n *negotiator) round(ctx context.Context, closing bool) (roundResult, error) {
-	var res roundResult
-	words := (len(n.cache) + 63) / 64
-	per := hdrWords + words
+	payload := n.writeHeader(closing)
+	if err := n.comm.Allgather(ctx, n.hdrAll, n.hdr); err != nil {
+		return roundResult{}, fmt.Errorf("dist: negotiation: %w", err)
+	}
+	hs, err := n.readHeaders()
+	if err != nil {
+		return roundResult{}, err
+	}
+	m := newMentions(n.size)
+	if err := n.readIDs(m, hs.per); err != nil {
+		return roundResult{}, err
+	}
+	if hs.maxPayload > 0 {
+		if err := n.gatherNew(ctx, m, payload, hs.maxPayload); err != nil {
+			return roundResult{}, err
+		}
+	}
+	m.markLocal(n.pending)
+
+	now := time.Now()
+	ready, failed, partial := n.classify(m)
+	res := roundResult{failed: failed, allClosing: hs.allClosing}
+	sortReady(ready)
+	n.learn(ready)
+	for _, e := range ready {
+		if e.local != nil {
+			res.ready = append(res.ready, e.local)
+		}
+	}
+	n.dropDecided(res)
+	n.checkStall(partial, now)
+	if hs.shutdown {
+		res.shutdown = n.stallError(partial, now)
+	}
+	return res, nil
+}
+
+// writeHeader sizes the round's header buffers and fills this rank's
+// header: its flags, the number of ids it knows, and one bit per pending
+// name that has an id (with the same signature). It returns the other
+// pending names, encoded for gatherNew.
+func (n *negotiator) writeHeader(closing bool) (payload []int64) {
+	per := hdrWords + (len(n.cache)+63)/64
 	n.hdr = int64Buffer(n.hdr, per)
 	n.hdrAll = int64Buffer(n.hdrAll, per*n.size)
 	h := n.hdr.Int64s()
@@ -134,7 +180,6 @@ func (n *negotiator) round(ctx context.Context, closing bool) (roundResult, erro
 		h[hdrFlags] |= flagShutdown
 	}
 	h[hdrCacheLen] = int64(len(n.cache))
-	var payload []int64
 	for _, r := range n.pending {
 		if id, ok := n.ids[r.name]; ok && n.cache[id].sig == r.sig {
 			h[hdrWords+id/64] |= 1 << (id % 64)
@@ -143,35 +188,71 @@ func (n *negotiator) round(ctx context.Context, closing bool) (roundResult, erro
 		payload = appendEntry(payload, r.name, r.sig)
 	}
 	h[hdrPayload] = int64(len(payload))
-	if err := n.comm.Allgather(ctx, n.hdrAll, n.hdr); err != nil {
-		return res, fmt.Errorf("dist: negotiation: %w", err)
-	}
-	all := n.hdrAll.Int64s()
-	maxPayload := 0
-	res.allClosing = true
-	for r := range n.size {
-		m := all[r*per : (r+1)*per]
-		if m[hdrCacheLen] != int64(len(n.cache)) {
-			return res, fmt.Errorf("dist: negotiation: rank %d knows %d tensor names, rank %d knows %d: the engines are out of step",
-				r, m[hdrCacheLen], n.rank, len(n.cache))
-		}
-		res.allClosing = res.allClosing && m[hdrFlags]&flagClosing != 0
-		maxPayload = max(maxPayload, int(m[hdrPayload]))
-	}
-	shutdown := all[hdrFlags]&flagShutdown != 0 // rank 0's word
+	return payload
+}
 
-	// Every name mentioned this round, by id or in full.
-	entries := map[string]*entry{}
-	var list []*entry
-	get := func(name string) *entry {
-		e := entries[name]
-		if e == nil {
-			e = &entry{name: name, sigs: make([]signature, n.size), has: make([]bool, n.size), id: -1, order: len(list)}
-			entries[name] = e
-			list = append(list, e)
+// headers is what the gathered headers say about the round as a whole.
+type headers struct {
+	per        int  // words per rank
+	maxPayload int  // the most words of new names a rank sends
+	allClosing bool // every rank wants to stop
+	shutdown   bool // rank 0 asks every rank to stop
+}
+
+// readHeaders checks that every rank knows as many ids as this one (the
+// engines are in step) and sums up the gathered headers.
+func (n *negotiator) readHeaders() (headers, error) {
+	hs := headers{per: n.hdr.Len(), allClosing: true}
+	all := n.hdrAll.Int64s()
+	for r := range n.size {
+		h := all[r*hs.per : (r+1)*hs.per]
+		if h[hdrCacheLen] != int64(len(n.cache)) {
+			return hs, fmt.Errorf("dist: negotiation: rank %d knows %d tensor names, rank %d knows %d: the engines are out of step",
+				r, h[hdrCacheLen], n.rank, len(n.cache))
 		}
-		return e
+		hs.allClosing = hs.allClosing && h[hdrFlags]&flagClosing != 0
+		hs.maxPayload = max(hs.maxPayload, int(h[hdrPayload]))
 	}
+	hs.shutdown = all[hdrFlags]&flagShutdown != 0 // rank 0's word
+	return hs, nil
+}
+
+// mentions is every name mentioned in a round, by id or in full, with
+// what each rank said about it.
+type mentions struct {
+	size   int
+	byName map[string]*entry
+	list   []*entry // in order of first appearance
+}
+
+func newMentions(size int) *mentions {
+	return &mentions{size: size, byName: map[string]*entry{}}
+}
+
+// get returns the entry of name, adding it if it is new.
+func (m *mentions) get(name string) *entry {
+	e := m.byName[name]
+	if e == nil {
+		e = &entry{name: name, sigs: make([]signature, m.size), has: make([]bool, m.size), id: -1, order: len(m.list)}
+		m.byName[name] = e
+		m.list = append(m.list, e)
+	}
+	return e
+}
+
+// markLocal links each entry to this rank's request for its name.
+func (m *mentions) markLocal(pending []*request) {
+	for _, r := range pending {
+		if e := m.byName[r.name]; e != nil {
+			e.local = r
+		}
+	}
+}
+
+// readIDs records the names each rank sent by id, from the bit vectors
+// of the gathered headers (per words each).
+func (n *negotiator) readIDs(m *mentions, per int) error {
+	all := n.hdrAll.Int64s()
 	for r := range n.size {
 		vec := all[r*per+hdrWords : (r+1)*per]
 		for w, word := range vec {
@@ -180,50 +261,54 @@ func (n *negotiator) round(ctx context.Context, closing bool) (roundResult, erro
 				word &^= 1 << b
 				id := w*64 + b
 				if id >= len(n.cache) {
-					return res, fmt.Errorf("dist: negotiation: rank %d sent unknown tensor id %d", r, id)
+					return fmt.Errorf("dist: negotiation: rank %d sent unknown tensor id %d", r, id)
 				}
 				c := n.cache[id]
-				e := get(c.name)
+				e := m.get(c.name)
 				e.id = id
 				e.sigs[r], e.has[r] = c.sig, true
 			}
 		}
 	}
-	if maxPayload > 0 {
-		pay := int64Buffer(nil, maxPayload)
-		payAll := int64Buffer(nil, maxPayload*n.size)
-		copy(pay.Int64s(), payload)
-		if err := n.comm.Allgather(ctx, payAll, pay); err != nil {
-			return res, fmt.Errorf("dist: negotiation: %w", err)
-		}
-		pa := payAll.Int64s()
-		for r := range n.size {
-			p := pa[r*maxPayload : (r+1)*maxPayload]
-			for len(p) > 0 && p[0] != 0 {
-				name, sig, rest, err := readEntry(p)
-				if err != nil {
-					return res, fmt.Errorf("dist: negotiation: from rank %d: %w", r, err)
-				}
-				p = rest
-				e := get(name)
-				if e.has[r] {
-					return res, fmt.Errorf("dist: negotiation: rank %d sent %q twice", r, name)
-				}
-				e.sigs[r], e.has[r] = sig, true
-			}
-		}
-	}
-	for _, r := range n.pending {
-		if e := entries[r.name]; e != nil {
-			e.local = r
-		}
-	}
+	return nil
+}
 
-	// Decide, from the same data on every rank.
-	var ready []*entry
-	now := time.Now()
-	partial := map[string]*entry{}
-	for _, e := range list {
+// gatherNew runs the round's second Allgather, of every rank's payload
+// (its new names in full) padded to maxPayload words, and records the
+// names each rank sent.
+func (n *negotiator) gatherNew(ctx context.Context, m *mentions, payload []int64, maxPayload int) error {
+	pay := int64Buffer(nil, maxPayload)
+	payAll := int64Buffer(nil, maxPayload*n.size)
+	copy(pay.Int64s(), payload)
+	if err := n.comm.Allgather(ctx, payAll, pay); err != nil {
+		return fmt.Errorf("dist: negotiation: %w", err)
+	}
+	pa := payAll.Int64s()
+	for r := range n.size {
+		p := pa[r*maxPayload : (r+1)*maxPayload]
+		for len(p) > 0 && p[0] != 0 {
+			name, sig, rest, err := readEntry(p)
+			if err != nil {
+				return fmt.Errorf("dist: negotiation: from rank %d: %w", r, err)
+			}
+			p = rest
+			e := m.get(name)
+			if e.has[r] {
+				return fmt.Errorf("dist: negotiation: rank %d sent %q twice", r, name)
+			}
+			e.sigs[r], e.has[r] = sig, true
+		}
+	}
+	return nil
+}
+
+// classify sorts the round's names into those every rank submitted
+// (ready, in order of appearance), those the ranks disagree on (failed:
+// this rank's requests for them) and those some ranks have not submitted
+// yet (partial).
+func (n *negotiator) classify(m *mentions) (ready []*entry, failed []failure, partial map[string]*entry) {
+	partial = map[string]*entry{}
+	for _, e := range m.list {
 		for r := range n.size {
 			if e.has[r] {
 				e.nHas++
@@ -231,7 +316,7 @@ func (n *negotiator) round(ctx context.Context, closing bool) (roundResult, erro
 		}
 		if msg := mismatch(e); msg != "" {
 			if e.local != nil {
-				res.failed = append(res.failed, failure{e.local, fmt.Errorf("dist: tensor %s: %s", e.name, msg)})
+				failed = append(failed, failure{e.local, fmt.Errorf("dist: tensor %s: %s", e.name, msg)})
 			}
 			continue
 		}
@@ -241,8 +326,13 @@ func (n *negotiator) round(ctx context.Context, closing bool) (roundResult, erro
 		}
 		partial[e.name] = e
 	}
-	// Names known by id come first, in id order (the order in which they
-	// were first negotiated); new names follow in order of appearance.
+	return ready, failed, partial
+}
+
+// sortReady puts the ready names in the order every rank runs them:
+// names known by id first, in id order (the order in which they were
+// first negotiated); new names follow in order of appearance.
+func sortReady(ready []*entry) {
 	sort.SliceStable(ready, func(i, j int) bool {
 		a, b := ready[i], ready[j]
 		if (a.id >= 0) != (b.id >= 0) {
@@ -253,22 +343,29 @@ func (n *negotiator) round(ctx context.Context, closing bool) (roundResult, erro
 		}
 		return a.order < b.order
 	})
+}
+
+// learn gives the ready names that came in full an id, while there is
+// room in the cache, so that later rounds send them as one bit. A name
+// that has an id already, with another signature, keeps its id and
+// takes the new signature.
+func (n *negotiator) learn(ready []*entry) {
 	for _, e := range ready {
-		if e.id < 0 && len(n.cache) < maxCached {
-			if _, known := n.ids[e.name]; !known {
-				n.ids[e.name] = len(n.cache)
-				n.cache = append(n.cache, cacheEntry{e.name, e.sigs[0]})
-			} else {
-				// Same name, new signature: the newest wins the id.
-				id := n.ids[e.name]
-				n.cache[id].sig = e.sigs[0]
-			}
+		if e.id >= 0 || len(n.cache) >= maxCached {
+			continue
 		}
-		if e.local != nil {
-			res.ready = append(res.ready, e.local)
+		if id, known := n.ids[e.name]; known {
+			n.cache[id].sig = e.sigs[0] // the newest signature wins the id
+			continue
 		}
+		n.ids[e.name] = len(n.cache)
+		n.cache = append(n.cache, cacheEntry{e.name, e.sigs[0]})
 	}
-	// Drop what was decided from the pending list.
+}
+
+// dropDecided removes the requests that res runs or fails from the
+// pending list.
+func (n *negotiator) dropDecided(res roundResult) {
 	done := map[*request]bool{}
 	for _, r := range res.ready {
 		done[r] = true
@@ -277,16 +374,16 @@ func (n *negotiator) round(ctx context.Context, closing bool) (roundResult, erro
 		done[f.r] = true
 	}
 	n.pending = slices.DeleteFunc(n.pending, func(r *request) bool { return done[r] })
+}
 
-	n.checkStall(partial, now)
-	if shutdown {
-		oldest := time.Duration(0)
-		for name := range partial {
-			oldest = max(oldest, now.Sub(n.stallSince[name]))
-		}
-		res.shutdown = &StallError{Waited: oldest, Report: stallReport(partial, n.size)}
+// stallError is the error of the round in which rank 0 gave up on the
+// partial names: how long the oldest has waited, and who is missing what.
+func (n *negotiator) stallError(partial map[string]*entry, now time.Time) *StallError {
+	oldest := time.Duration(0)
+	for name := range partial {
+		oldest = max(oldest, now.Sub(n.stallSince[name]))
 	}
-	return res, nil
+	return &StallError{Waited: oldest, Report: stallReport(partial, n.size)}
 }
 
 // mismatch returns why the ranks' signatures for e disagree, or "".

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/dist/internal/check"
 )
 
 // Single returns the Communicator of a group of one rank: Rank and
@@ -38,7 +39,7 @@ func (s *single) Allreduce(ctx context.Context, b device.Buffer, op ReduceOp) er
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if err := CheckArgs(s, "allreduce", b, op, -1); err != nil {
+	if err := check.Args(s.Size(), "allreduce", b, op, -1); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -49,7 +50,7 @@ func (s *single) Broadcast(ctx context.Context, b device.Buffer, root int) error
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if err := CheckArgs(s, "broadcast", b, 0, root); err != nil {
+	if err := check.Args(s.Size(), "broadcast", b, ReduceOp(0), root); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -60,7 +61,7 @@ func (s *single) Allgather(ctx context.Context, dst, src device.Buffer) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if err := CheckAllgather(s, dst, src); err != nil {
+	if err := check.Allgather(s.Size(), dst, src); err != nil {
 		return err
 	}
 	if dn, sn := dst.Device().Name(), src.Device().Name(); dn != sn {

@@ -12,6 +12,7 @@ import (
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/dist"
 	"github.com/hora-dl/hora/dist/disttest"
+	"github.com/hora-dl/hora/dist/transport"
 )
 
 // faulty is a group of one with a deliberate bug, to check that the
@@ -71,14 +72,14 @@ func TestSuiteFindsBugs(t *testing.T) {
 		mentions string
 	}{
 		{"allgather does nothing", faulty{allgather: func(dst, src device.Buffer) error {
-			return dist.CheckAllgather(dist.Single(), dst, src)
+			return transport.CheckAllgather(dist.Single(), dst, src)
 		}},
 			func(name string) bool {
 				return strings.HasPrefix(name, "allgather/") && !strings.HasSuffix(name, "/n=0") || name == "sequence"
 			}, "element 0 is"},
 		{"allreduce accepts any op", faulty{allreduce: func(b device.Buffer, op dist.ReduceOp) error {
 			if b == nil {
-				return dist.CheckArgs(dist.Single(), "allreduce", b, dist.Sum, -1)
+				return transport.CheckArgs(dist.Single(), "allreduce", b, dist.Sum, -1)
 			}
 			return nil
 		}}, func(name string) bool { return name == "errors/arguments" }, "allreduce with op 0: no error"},

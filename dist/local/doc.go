@@ -18,8 +18,8 @@
 // and both values ("dist: allreduce #3: rank 0 has 1000 float32, rank 2
 // has 999 float32"); collectives are numbered from 1. Such a mismatch
 // leaves the data untouched and the group usable. Arguments that
-// dist.CheckArgs or dist.CheckAllgather reject fail on the calling rank
-// alone, before any rank is met, and are not counted.
+// transport.CheckArgs or transport.CheckAllgather reject fail on the
+// calling rank alone, before any rank is met, and are not counted.
 //
 // Allreduce combines the ranks' values in rank order, so every rank gets
 // the same bits whatever the group's timing. Float16 data are converted to

@@ -10,6 +10,7 @@ import (
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/dist"
+	"github.com/hora-dl/hora/dist/transport"
 )
 
 // New returns the n communicators of a new group of n ranks in this
@@ -34,7 +35,9 @@ func New(n int) ([]dist.Communicator, error) {
 	comms := make([]dist.Communicator, n)
 	for r := range n {
 		g.wake[r] = make(chan struct{}, 1)
-		comms[r] = &comm{g: g, rank: r, scratch: newScratch()}
+		c := &comm{g: g, rank: r, scratch: newScratch()}
+		c.guard = transport.Guard{Comm: c, State: c.usable}
+		comms[r] = c
 	}
 	return comms, nil
 }
@@ -145,6 +148,7 @@ type comm struct {
 	rank    int
 	seq     int // collectives this rank has entered, the current one included
 	closed  atomic.Bool
+	guard   transport.Guard // checks closed (usable) and the arguments
 	scratch *scratch
 }
 
@@ -159,10 +163,7 @@ func (c *comm) LocalSize() int { return c.g.size }
 // elements across every rank's buffer and writes the result into all of
 // them.
 func (c *comm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp) error {
-	if c.closed.Load() {
-		return dist.ErrClosed
-	}
-	if err := dist.CheckArgs(c, "allreduce", b, op, -1); err != nil {
+	if err := c.guard.Allreduce(b, op); err != nil {
 		return err
 	}
 	cb, err := cpuBuffer("allreduce", b)
@@ -192,10 +193,7 @@ func (c *comm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp)
 // Broadcast copies root's b into the others': each rank copies its share
 // of the elements.
 func (c *comm) Broadcast(ctx context.Context, b device.Buffer, root int) error {
-	if c.closed.Load() {
-		return dist.ErrClosed
-	}
-	if err := dist.CheckArgs(c, "broadcast", b, 0, root); err != nil {
+	if err := c.guard.Broadcast(b, root); err != nil {
 		return err
 	}
 	cb, err := cpuBuffer("broadcast", b)
@@ -224,10 +222,7 @@ func (c *comm) Broadcast(ctx context.Context, b device.Buffer, root int) error {
 
 // Allgather writes, on every rank, this rank's src into its place of dst.
 func (c *comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
-	if c.closed.Load() {
-		return dist.ErrClosed
-	}
-	if err := dist.CheckAllgather(c, dst, src); err != nil {
+	if err := c.guard.Allgather(dst, src); err != nil {
 		return err
 	}
 	cs, err := cpuBuffer("allgather", src)
@@ -260,8 +255,8 @@ func (c *comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
 
 // Barrier returns once every rank has called it.
 func (c *comm) Barrier(ctx context.Context) error {
-	if c.closed.Load() {
-		return dist.ErrClosed
+	if err := c.guard.Barrier(); err != nil {
+		return err
 	}
 	return c.arrive(ctx, call{kind: barrier}, nil)
 }
@@ -290,6 +285,15 @@ func (c *comm) Close() error {
 	g.mu.Lock()
 	g.breakLocked(c.rank, dist.ErrClosed, dist.ErrClosed)
 	g.mu.Unlock()
+	return nil
+}
+
+// usable returns dist.ErrClosed after Close, and nil before: the state
+// this rank's guard checks (a broken group is reported on arrival).
+func (c *comm) usable(string) error {
+	if c.closed.Load() {
+		return dist.ErrClosed
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package local
 import (
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/dist"
+	"github.com/hora-dl/hora/dist/transport"
 )
 
 // chunk is the number of elements a rank reduces at a time: the partial
@@ -46,16 +47,16 @@ func segment(n, size, r int) (lo, hi int) {
 // acc = op(acc, bufs[r]) for r = 1, 2, ... (always in rank order, so the
 // result does not depend on which rank computes it), divided by the number
 // of ranks for Average, then copied out.
-func reduce[T dist.Number](bufs [][]T, lo, hi int, op dist.ReduceOp, acc []T) {
+func reduce[T transport.Number](bufs [][]T, lo, hi int, op dist.ReduceOp, acc []T) {
 	for c := lo; c < hi; c += len(acc) {
 		e := min(c+len(acc), hi)
 		a := acc[:e-c]
 		copy(a, bufs[0][c:e])
 		for _, b := range bufs[1:] {
-			dist.Combine(a, b[c:e], op)
+			transport.Combine(a, b[c:e], op)
 		}
 		if op == dist.Average {
-			dist.Divide(a, len(bufs))
+			transport.Divide(a, len(bufs))
 		}
 		for _, b := range bufs {
 			copy(b[c:e], a)
@@ -72,10 +73,10 @@ func reduceHalf(bufs [][]uint16, lo, hi int, op dist.ReduceOp, s *scratch) {
 		cpu.Float16ToFloat32(a, bufs[0][c:e])
 		for _, b := range bufs[1:] {
 			cpu.Float16ToFloat32(x, b[c:e])
-			dist.Combine(a, x, op)
+			transport.Combine(a, x, op)
 		}
 		if op == dist.Average {
-			dist.Divide(a, len(bufs))
+			transport.Divide(a, len(bufs))
 		}
 		cpu.Float32ToFloat16(h, a)
 		for _, b := range bufs {

@@ -29,7 +29,7 @@
 // MPI is initialized with MPI_THREAD_FUNNELED on one goroutine locked to
 // its OS thread (runtime.LockOSThread); that thread makes every MPI call
 // of the process, from MPI_Init_thread to MPI_Finalize or MPI_Abort. The
-// Comm's methods validate their arguments (dist.CheckArgs), hand a request
+// Comm's methods validate their arguments (a transport.Guard), hand a request
 // to it over a channel and wait for the answer. A collective is one cgo
 // call that returns when it is done: polling it from Go instead would need
 // a P after every test, and under mpirun's default binding of each rank to

@@ -23,6 +23,7 @@ import (
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/dist"
+	"github.com/hora-dl/hora/dist/transport"
 )
 
 // built is true: this file is compiled with the `mpi` tag and cgo.
@@ -70,6 +71,7 @@ type Comm struct {
 	abortOnce sync.Once
 
 	state     atomic.Int32
+	guard     transport.Guard // checks state (usable) and arguments
 	closeOnce sync.Once
 	closeErr  error
 
@@ -154,6 +156,7 @@ func Open() (*Comm, error) {
 		exited:  make(chan struct{}),
 		abortCh: make(chan struct{}),
 	}
+	c.guard = transport.Guard{Comm: c, State: c.usable}
 	ready := make(chan error, 1)
 	go c.loop(ready)
 	if err := <-ready; err != nil {
@@ -201,10 +204,7 @@ func (c *Comm) LocalSize() int { return c.localSize }
 // and round the result back, so with more than two ranks a sum is rounded
 // once per rank combined.
 func (c *Comm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp) error {
-	if err := c.usable("allreduce"); err != nil {
-		return err
-	}
-	if err := dist.CheckArgs(c, "allreduce", b, op, -1); err != nil {
+	if err := c.guard.Allreduce(b, op); err != nil {
 		return err
 	}
 	cb, ptr, n, err := hostBuffer("allreduce", b)
@@ -228,10 +228,7 @@ func (c *Comm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp)
 // Broadcast copies root's b into every rank's b, in pieces of at most
 // MaxPieceBytes (MPI_Ibcast).
 func (c *Comm) Broadcast(ctx context.Context, b device.Buffer, root int) error {
-	if err := c.usable("broadcast"); err != nil {
-		return err
-	}
-	if err := dist.CheckArgs(c, "broadcast", b, 0, root); err != nil {
+	if err := c.guard.Broadcast(b, root); err != nil {
 		return err
 	}
 	cb, ptr, n, err := hostBuffer("broadcast", b)
@@ -251,10 +248,7 @@ func (c *Comm) Broadcast(ctx context.Context, b device.Buffer, root int) error {
 // Allgather concatenates every rank's src into dst, in rank order, with
 // one MPI_Iallgather (src may hold at most 2 GiB).
 func (c *Comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
-	if err := c.usable("allgather"); err != nil {
-		return err
-	}
-	if err := dist.CheckAllgather(c, dst, src); err != nil {
+	if err := c.guard.Allgather(dst, src); err != nil {
 		return err
 	}
 	cs, sp, n, err := hostBuffer("allgather", src)
@@ -281,7 +275,7 @@ func (c *Comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
 
 // Barrier returns once every rank has entered it (MPI_Ibarrier).
 func (c *Comm) Barrier(ctx context.Context) error {
-	if err := c.usable("barrier"); err != nil {
+	if err := c.guard.Barrier(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

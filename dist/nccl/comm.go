@@ -15,6 +15,7 @@ import (
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/device/cuda"
 	"github.com/hora-dl/hora/dist"
+	"github.com/hora-dl/hora/dist/transport"
 )
 
 // Comm is one rank of an NCCL communicator, on one GPU. Its collectives
@@ -38,6 +39,8 @@ type Comm struct {
 	broken error // the failure that made the communicator unusable
 
 	divisors map[device.DType]device.Buffer // Size, for Average's division (see average)
+
+	guard transport.Guard // checks usable and the arguments
 }
 
 var _ dist.Communicator = (*Comm)(nil)
@@ -61,18 +64,19 @@ var _ dist.Communicator = (*Comm)(nil)
 // others waiting in NCCL (until ctx ends, where NCCL reports progress).
 //
 // The collectives accept Float32, Float64, Int64 and Float16 buffers
-// (dist.CheckArgs). A buffer of dev is reduced where it is; one of another
-// GPU, or a mix of devices in Allgather, is copied through the host into
-// a temporary buffer of dev and back (slow, but every rank still takes
-// part in the same NCCL call); CPU buffers go to base. Average is NCCL's
-// ncclAvg for Int64 data (the sum divided by Size, truncated toward zero)
-// and when Size is a power of two (NCCL premultiplies each rank's values
-// by 1/Size, which is exact then); for other sizes the floating-point
-// types are summed by NCCL and divided by Size on the GPU, so that the
-// result is the sum divided by Size as on the other transports. NCCL
-// combines Float16 values in half precision, rounding at each step, and
-// its Max and Min may drop a NaN (CUDA's fmaxf and fminf ignore one)
-// where the other transports propagate it.
+// (transport.CheckArgs). A buffer of dev is reduced where it is; one of
+// another GPU, or a mix of devices in Allgather, is copied through the
+// host into a temporary buffer of dev and back (slow, but every rank
+// still takes part in the same NCCL call); CPU buffers go to base.
+// Average is NCCL's ncclAvg for Int64 data (the sum divided by Size,
+// truncated toward zero) and when Size is a power of two (NCCL
+// premultiplies each rank's values by 1/Size, which is exact then); for
+// other sizes the floating-point types are summed by NCCL and divided
+// by Size on the GPU, so that the result is the sum divided by Size as
+// on the other transports. NCCL combines Float16 values in half
+// precision, rounding at each step, and its Max and Min may drop a NaN
+// (CUDA's fmaxf and fminf ignore one) where the other transports
+// propagate it.
 //
 // ctx is checked before each collective is queued: once NCCL has queued
 // it, it cannot be interrupted, and the call waits for it (the stream
@@ -151,6 +155,7 @@ func newComm(ctx context.Context, base dist.Communicator, dev *cuda.Device, lib 
 		base: base, dev: dev, api: a, rank: rank, size: size,
 		reason: fmt.Sprintf("NCCL %s (%s) on %s", versionString(a.version), a.path, dev.Name()),
 	}
+	c.guard = transport.Guard{Comm: c, State: func(string) error { return c.usable() }}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -190,10 +195,7 @@ func (c *Comm) Device() *cuda.Device { return c.dev }
 // Allreduce replaces b, on every rank, with the elementwise reduction of
 // all ranks' b (ncclAllReduce, in place).
 func (c *Comm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp) error {
-	if err := c.usable(); err != nil {
-		return err
-	}
-	if err := dist.CheckArgs(c, "allreduce", b, op, -1); err != nil {
+	if err := c.guard.Allreduce(b, op); err != nil {
 		return err
 	}
 	if !isCUDA(b) {
@@ -231,10 +233,7 @@ func (c *Comm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp)
 // Broadcast copies root's b into every other rank's b (ncclBroadcast, in
 // place).
 func (c *Comm) Broadcast(ctx context.Context, b device.Buffer, root int) error {
-	if err := c.usable(); err != nil {
-		return err
-	}
-	if err := dist.CheckArgs(c, "broadcast", b, 0, root); err != nil {
+	if err := c.guard.Broadcast(b, root); err != nil {
 		return err
 	}
 	if !isCUDA(b) {
@@ -266,10 +265,7 @@ func (c *Comm) Broadcast(ctx context.Context, b device.Buffer, root int) error {
 // every rank (ncclAllGather). It goes through NCCL when either buffer is
 // a GPU's, and to base when both are the CPU's.
 func (c *Comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
-	if err := c.usable(); err != nil {
-		return err
-	}
-	if err := dist.CheckAllgather(c, dst, src); err != nil {
+	if err := c.guard.Allgather(dst, src); err != nil {
 		return err
 	}
 	if !isCUDA(dst) && !isCUDA(src) {
@@ -305,7 +301,7 @@ func (c *Comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
 // Barrier returns once every rank has called it (base's Barrier). The
 // collectives before it have completed on this rank.
 func (c *Comm) Barrier(ctx context.Context) error {
-	if err := c.usable(); err != nil {
+	if err := c.guard.Barrier(); err != nil {
 		return err
 	}
 	return c.base.Barrier(ctx)

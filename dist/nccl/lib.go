@@ -147,7 +147,7 @@ func (a *api) check(fn string, r int32) error {
 	return e
 }
 
-// dataType returns NCCL's type for dt (one dist.CheckArgs accepted).
+// dataType returns NCCL's type for dt (one transport.CheckArgs accepted).
 func dataType(dt device.DType) int32 {
 	switch dt {
 	case device.Float32:

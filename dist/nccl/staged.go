@@ -9,6 +9,7 @@ import (
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/device/cuda"
 	"github.com/hora-dl/hora/dist"
+	"github.com/hora-dl/hora/dist/transport"
 )
 
 // Staged returns a communicator that runs base's collectives on device
@@ -26,7 +27,9 @@ func staged(base dist.Communicator, dev *cuda.Device, reason string) *stagedComm
 	if dev != nil {
 		reason += " (" + dev.Name() + ")"
 	}
-	return &stagedComm{base: base, dev: dev, reason: reason}
+	s := &stagedComm{base: base, dev: dev, reason: reason}
+	s.guard = transport.Guard{Comm: s, State: s.usable}
+	return s
 }
 
 // stagedComm is Staged's communicator.
@@ -35,7 +38,8 @@ type stagedComm struct {
 	dev    *cuda.Device
 	reason string
 	closed atomic.Bool
-	host   [2]*cpu.Buffer // staging, reused: [0] for the source / the buffer, [1] for Allgather's destination
+	guard  transport.Guard // checks closed (usable) and the arguments
+	host   [2]*cpu.Buffer  // staging, reused: [0] for the source / the buffer, [1] for Allgather's destination
 }
 
 var _ dist.Communicator = (*stagedComm)(nil)
@@ -46,10 +50,7 @@ func (s *stagedComm) LocalRank() int { return s.base.LocalRank() }
 func (s *stagedComm) LocalSize() int { return s.base.LocalSize() }
 
 func (s *stagedComm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp) error {
-	if s.closed.Load() {
-		return dist.ErrClosed
-	}
-	if err := dist.CheckArgs(s, "allreduce", b, op, -1); err != nil {
+	if err := s.guard.Allreduce(b, op); err != nil {
 		return err
 	}
 	if isCPU(b) {
@@ -66,10 +67,7 @@ func (s *stagedComm) Allreduce(ctx context.Context, b device.Buffer, op dist.Red
 }
 
 func (s *stagedComm) Broadcast(ctx context.Context, b device.Buffer, root int) error {
-	if s.closed.Load() {
-		return dist.ErrClosed
-	}
-	if err := dist.CheckArgs(s, "broadcast", b, 0, root); err != nil {
+	if err := s.guard.Broadcast(b, root); err != nil {
 		return err
 	}
 	if isCPU(b) {
@@ -86,10 +84,7 @@ func (s *stagedComm) Broadcast(ctx context.Context, b device.Buffer, root int) e
 }
 
 func (s *stagedComm) Allgather(ctx context.Context, dst, src device.Buffer) error {
-	if s.closed.Load() {
-		return dist.ErrClosed
-	}
-	if err := dist.CheckAllgather(s, dst, src); err != nil {
+	if err := s.guard.Allgather(dst, src); err != nil {
 		return err
 	}
 	if isCPU(dst) && isCPU(src) {
@@ -110,13 +105,22 @@ func (s *stagedComm) Allgather(ctx context.Context, dst, src device.Buffer) erro
 }
 
 func (s *stagedComm) Barrier(ctx context.Context) error {
-	if s.closed.Load() {
-		return dist.ErrClosed
+	if err := s.guard.Barrier(); err != nil {
+		return err
 	}
 	return s.base.Barrier(ctx)
 }
 
 func (s *stagedComm) Abort(err error) { s.base.Abort(err) }
+
+// usable returns dist.ErrClosed after Close, and nil before: the state
+// the guard checks.
+func (s *stagedComm) usable(string) error {
+	if s.closed.Load() {
+		return dist.ErrClosed
+	}
+	return nil
+}
 
 func (s *stagedComm) Close() error {
 	s.closed.Store(true)

@@ -12,6 +12,7 @@ import (
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/dist"
+	"github.com/hora-dl/hora/dist/transport"
 	"github.com/hora-dl/hora/internal/hostcpu"
 )
 
@@ -34,7 +35,8 @@ type comm struct {
 	seq    uint64           // barriers passed by this rank
 	spin   time.Duration    // how long a barrier polls before sleeping
 	ops    uint64           // shared-memory operations done (selects the half)
-	broken error
+	broken error            // why the collectives fail: another rank left, an abandoned barrier, Close
+	guard  transport.Guard  // checks broken (usable) and the arguments
 }
 
 // Wrap returns c with Allreduce (float32, float64, int64) and Allgather of
@@ -63,6 +65,7 @@ func Wrap(ctx context.Context, c dist.Communicator, segmentBytes int) (dist.Comm
 		return c, nil // no shared memory here: the wrapped transport does it all
 	}
 	s := &comm{Communicator: c, seg: seg, slot: slot, spin: spinTime}
+	s.guard = transport.Guard{Comm: s, State: s.usable}
 	if cpus := hostcpu.Online(); cpus > 0 && size > cpus {
 		// More ranks than cores: a spinning rank would hold a core that
 		// the rank it waits for needs, so wait in the kernel at once.
@@ -208,6 +211,10 @@ func (s *comm) barrier(ctx context.Context) error {
 	}
 }
 
+// usable returns the error that broke the communicator, or nil: the
+// state its guard checks.
+func (s *comm) usable(string) error { return s.broken }
+
 // half returns this operation's half of the slots.
 func (s *comm) half() []byte {
 	h := s.slots[s.ops%2]
@@ -227,16 +234,11 @@ func (s *comm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp)
 // its own share in place (its values, then the others' from their slots)
 // and leaves the result in its slot, from which the others copy it.
 func (s *comm) AllreduceMany(ctx context.Context, bufs []device.Buffer, op dist.ReduceOp) error {
-	if s.broken != nil {
-		return s.broken
+	if err := s.guard.AllreduceMany(bufs, op); err != nil {
+		return err
 	}
 	if len(bufs) == 0 {
 		return nil
-	}
-	for _, b := range bufs {
-		if err := dist.CheckArgs(s, "allreduce", b, op, -1); err != nil {
-			return err
-		}
 	}
 	dt := bufs[0].DType()
 	cbs := make([]*cpu.Buffer, len(bufs))
@@ -277,7 +279,7 @@ func slices[T any](bs []*cpu.Buffer, get func(*cpu.Buffer) []T) [][]T {
 }
 
 // view returns rank r's slot in half h as n elements of T.
-func view[T dist.Number](s *comm, h []byte, r, n int) []T {
+func view[T transport.Number](s *comm, h []byte, r, n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&h[r*s.slot])), n)
 }
 
@@ -299,7 +301,7 @@ func spans[T any](bufs [][]T, off, n int, fn func(b []T, at int)) {
 	}
 }
 
-func allreduce[T dist.Number](ctx context.Context, s *comm, bufs [][]T, op dist.ReduceOp) error {
+func allreduce[T transport.Number](ctx context.Context, s *comm, bufs [][]T, op dist.ReduceOp) error {
 	var zero T
 	piece := s.slot / int(unsafe.Sizeof(zero))
 	size, rank := s.Size(), s.Rank()
@@ -329,10 +331,10 @@ func allreduce[T dist.Number](ctx context.Context, s *comm, bufs [][]T, op dist.
 					if q == rank {
 						continue
 					}
-					dist.Combine(dst, view[T](s, h, q, n)[lo+at:lo+at+len(dst)], op)
+					transport.Combine(dst, view[T](s, h, q, n)[lo+at:lo+at+len(dst)], op)
 				}
 				if op == dist.Average {
-					dist.Divide(dst, size)
+					transport.Divide(dst, size)
 				}
 				copy(mine[lo+at:], dst)
 			})
@@ -362,10 +364,7 @@ func share(n, size, r int) (lo, hi int) {
 // Allgather copies every rank's src through shared memory when it fits in
 // a slot.
 func (s *comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
-	if s.broken != nil {
-		return s.broken
-	}
-	if err := dist.CheckAllgather(s, dst, src); err != nil {
+	if err := s.guard.Allgather(dst, src); err != nil {
 		return err
 	}
 	cs, ok1 := src.(*cpu.Buffer)
@@ -388,8 +387,8 @@ func (s *comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
 
 // Barrier passes through shared memory.
 func (s *comm) Barrier(ctx context.Context) error {
-	if s.broken != nil {
-		return s.broken
+	if err := s.guard.Barrier(); err != nil {
+		return err
 	}
 	return s.barrier(ctx)
 }

@@ -1,6 +1,9 @@
-package dist
+package transport
 
-import "github.com/hora-dl/hora/device/cpu"
+import (
+	"github.com/hora-dl/hora/device/cpu"
+	"github.com/hora-dl/hora/dist"
+)
 
 // Number is the element types transports reduce in host memory.
 type Number interface{ ~float32 | ~float64 | ~int64 }
@@ -9,10 +12,10 @@ type Number interface{ ~float32 | ~float64 | ~int64 }
 // elementwise step of a reduction in host memory that transports share.
 // Sum and Average add (float32 with the CPU device's vectorised loop); Min
 // and Max keep a NaN once one is seen. Average's division is Divide's job.
-func Combine[T Number](acc, x []T, op ReduceOp) {
+func Combine[T Number](acc, x []T, op dist.ReduceOp) {
 	x = x[:len(acc)]
 	switch op {
-	case Sum, Average:
+	case dist.Sum, dist.Average:
 		if a, ok := any(acc).([]float32); ok {
 			cpu.AddFloat32(a, a, any(x).([]float32))
 			return
@@ -20,13 +23,13 @@ func Combine[T Number](acc, x []T, op ReduceOp) {
 		for i, v := range x {
 			acc[i] += v
 		}
-	case Min:
+	case dist.Min:
 		for i, v := range x {
 			if v < acc[i] || v != v {
 				acc[i] = v
 			}
 		}
-	case Max:
+	case dist.Max:
 		for i, v := range x {
 			if v > acc[i] || v != v {
 				acc[i] = v
