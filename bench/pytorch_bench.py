@@ -22,7 +22,7 @@ Groups (the same as hora-bench's):
                    extra rows next to Hora's sgemm
 
 Run it with Debian's python3-torch. bench/run.sh sets the environment that
-DESIGN.md found fastest on this machine before Python starts:
+ARCHITECTURE.md (Benchmarks) names as fastest here before Python starts:
 OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX
 MALLOC_MMAP_THRESHOLD_=30000000 MALLOC_TRIM_THRESHOLD_=1000000000, and
 the script uses 2 threads (BENCH_THREADS overrides). Note that with

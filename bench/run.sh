@@ -13,8 +13,9 @@
 #
 # The two frameworks take turns per workload group (and swap who goes first
 # on every repetition), so that load drifting on a shared machine hits both.
-# PyTorch runs with the environment DESIGN.md found fastest here; Hora runs
-# in the caller's environment, as a user's bin/train would.
+# PyTorch runs with the environment measured fastest here (ARCHITECTURE.md,
+# Benchmarks); Hora runs in the caller's environment, as a user's bin/train
+# would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -202,15 +202,15 @@ func loadText(cfg *Config, vocab string) (*datasets, error) {
 
 // buildModel returns the model the config names, for the data sets ds,
 // initialised from rng.
-func buildModel(cfg *Config, ds *datasets, rng *rand.Rand) (layers.Layer, error) {
+func buildModel(cfg *Config, in ModelInput, lm *languageModel) (layers.Layer, error) {
 	if reg, ok := lookupModel(cfg.Model.Name); ok {
-		return buildRegistered(cfg, reg, ds, rng)
+		return buildRegistered(cfg, reg, in)
 	}
 	m := cfg.Model
-	classes := ds.classes
+	classes, rng := in.Classes, in.Rand
 	inCh := 1
-	if ds.lm == nil {
-		inCh = ds.train.SampleShape()[0]
+	if lm == nil {
+		inCh = in.SampleShape[0]
 	}
 	wrap := func(l layers.Layer, err error) (layers.Layer, error) {
 		if err != nil {
@@ -224,12 +224,12 @@ func buildModel(cfg *Config, ds *datasets, rng *rand.Rand) (layers.Layer, error)
 	}
 	switch m.Name {
 	case "mlp":
-		in := 1
-		for _, d := range ds.train.SampleShape() {
-			in *= d
+		features := 1
+		for _, d := range in.SampleShape {
+			features *= d
 		}
 		return wrap(models.NewMLP(models.MLPConfig{
-			In: in, Hidden: m.Hidden, Classes: classes,
+			In: features, Hidden: m.Hidden, Classes: classes,
 			Activation: m.Activation, Dropout: m.Dropout,
 		}, rng))
 	case "cnn":
@@ -250,7 +250,10 @@ func buildModel(cfg *Config, ds *datasets, rng *rand.Rand) (layers.Layer, error)
 	case "mobilenet":
 		return wrap(models.NewMobileNet(models.MobileNetSmallConfig(inCh, classes), rng))
 	case "transformer":
-		shape := ds.train.SampleShape()
+		shape := in.SampleShape
+		if len(shape) != 3 {
+			return nil, fmt.Errorf("%s: model transformer: expected images [channels, height, width], found samples %v", cfg.File(), shape)
+		}
 		c, h, w := shape[0], shape[1], shape[2]
 		tc := models.TransformerClassifierConfig{Dim: m.Dim, Heads: m.Heads, Layers: m.Layers, FF: m.FF,
 			Classes: classes, Dropout: m.Dropout, PatchSize: m.PatchSize, InFeatures: c * w, SeqLen: h}
@@ -262,21 +265,38 @@ func buildModel(cfg *Config, ds *datasets, rng *rand.Rand) (layers.Layer, error)
 		}
 		return wrap(models.NewTransformerClassifier(tc, rng))
 	case "charlm":
-		return wrap(models.NewCharLM(models.CharLMConfig{Vocab: ds.lm.vocab.Size(), Context: m.Context,
+		return wrap(models.NewCharLM(models.CharLMConfig{Vocab: lm.vocab.Size(), Context: m.Context,
 			Dim: m.Dim, Heads: m.Heads, Layers: m.Layers, FF: m.FF, Dropout: m.Dropout}, rng))
 	case "onnx":
-		return importModel(cfg, ds)
+		return importModel(cfg, in)
 	}
 	return nil, fmt.Errorf("%s: model.name: unknown model %q (known: %v)", cfg.File(), m.Name, knownNames(builtinModels, registeredModels))
 }
 
+// modelInput is what a model builder knows about the data sets ds.
+func (ds *datasets) modelInput(cfg *Config, rng *rand.Rand) ModelInput {
+	return ModelInput{SampleShape: slices.Clone(ds.train.SampleShape()), Classes: ds.classes, Rand: rng, Config: cfg}
+}
+
+// NewModel builds the model the config names (built in, registered with
+// RegisterModel, or imported from model.file) for samples of sampleShape
+// and classes classes, initialised as a training run initialises it (from
+// the config's seed). Language models, which need their text, are not
+// built here.
+func NewModel(cfg *Config, sampleShape []int, classes int) (layers.Layer, error) {
+	if cfg.Model.Name == "charlm" {
+		return nil, fmt.Errorf("%s: model charlm: NewModel builds image classifiers; a language model needs its text (train it with the train command)", cfg.File())
+	}
+	in := ModelInput{SampleShape: slices.Clone(sampleShape), Classes: classes, Rand: rand.New(rand.NewPCG(cfg.Seed, 1)), Config: cfg}
+	return buildModel(cfg, in, nil)
+}
+
 // buildRegistered builds a model registered with RegisterModel.
-func buildRegistered(cfg *Config, reg registered[func(any, ModelInput) (layers.Layer, error)], ds *datasets, rng *rand.Rand) (layers.Layer, error) {
+func buildRegistered(cfg *Config, reg registered[func(any, ModelInput) (layers.Layer, error)], in ModelInput) (layers.Layer, error) {
 	args, err := reg.decode(cfg)
 	if err != nil {
 		return nil, err
 	}
-	in := ModelInput{SampleShape: slices.Clone(ds.train.SampleShape()), Classes: ds.classes, Rand: rng, Config: cfg}
 	model, err := reg.build(args, in)
 	switch {
 	case err != nil:
@@ -346,7 +366,7 @@ func forwardOnce(model layers.Layer, x *tensor.Tensor) (out *tensor.Tensor, err 
 
 // importModel loads the ONNX model of model.file and checks that it maps
 // the data set's images to class logits.
-func importModel(cfg *Config, ds *datasets) (layers.Layer, error) {
+func importModel(cfg *Config, in ModelInput) (layers.Layer, error) {
 	m, err := onnx.Load(cfg.Model.File)
 	if err != nil {
 		return nil, fmt.Errorf("%s: model.file: %w", cfg.File(), err)
@@ -354,15 +374,15 @@ func importModel(cfg *Config, ds *datasets) (layers.Layer, error) {
 	if len(m.Inputs) != 1 || len(m.Outputs) != 1 {
 		return nil, fmt.Errorf("%s: model.file %s: the model has %d inputs and %d outputs, want 1 and 1", cfg.File(), cfg.Model.File, len(m.Inputs), len(m.Outputs))
 	}
-	in := m.Inputs[0]
-	want := append([]int{-1}, ds.train.SampleShape()...)
-	if in.Shape != nil {
-		ok := len(in.Shape) == len(want)
+	input := m.Inputs[0]
+	want := append([]int{-1}, in.SampleShape...)
+	if input.Shape != nil {
+		ok := len(input.Shape) == len(want)
 		for d := 1; ok && d < len(want); d++ {
-			ok = in.Shape[d] < 0 || in.Shape[d] == want[d]
+			ok = input.Shape[d] < 0 || input.Shape[d] == want[d]
 		}
 		if !ok {
-			return nil, fmt.Errorf("%s: model.file %s: input %v, want images [batch, %d, %d, %d]", cfg.File(), cfg.Model.File, in, want[1], want[2], want[3])
+			return nil, fmt.Errorf("%s: model.file %s: input %v, want samples %v with a batch first", cfg.File(), cfg.Model.File, input, want)
 		}
 	}
 	if len(m.Parameters()) == 0 {
@@ -374,8 +394,8 @@ func importModel(cfg *Config, ds *datasets) (layers.Layer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: model.file %s: %w", cfg.File(), cfg.Model.File, err)
 	}
-	if s := outs[0].Shape(); len(s) != 2 || s[0] != 1 || s[1] != ds.classes {
-		return nil, fmt.Errorf("%s: model.file %s: output %q is %v for one image, want [1 %d] (class logits)", cfg.File(), cfg.Model.File, m.Outputs[0].Name, s, ds.classes)
+	if s := outs[0].Shape(); len(s) != 2 || s[0] != 1 || s[1] != in.Classes {
+		return nil, fmt.Errorf("%s: model.file %s: output %q is %v for one image, want [1 %d] (class logits)", cfg.File(), cfg.Model.File, m.Outputs[0].Name, s, in.Classes)
 	}
 	return m, nil
 }

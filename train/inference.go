@@ -78,7 +78,7 @@ func openSession(r runFlags) (*session, error) {
 	if err != nil {
 		return nil, inputError{fmt.Errorf("device: %w", err)}
 	}
-	model, err := buildModel(cfg, ds, rand.New(rand.NewPCG(cfg.Seed, 1)))
+	model, err := buildModel(cfg, ds.modelInput(cfg, rand.New(rand.NewPCG(cfg.Seed, 1))), ds.lm)
 	if err != nil {
 		return nil, inputError{err}
 	}

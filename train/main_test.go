@@ -245,7 +245,7 @@ func TestCheckpointRestoresTraining(t *testing.T) {
 	build := func(seed uint64) (layers.Layer, optim.Optimizer) {
 		images, err := data.NewInMemory(make([]float32, 784), []int64{0}, []int{1, 28, 28}, 10)
 		require.NoError(t, err)
-		model, err := buildModel(cfg, &datasets{train: images, test: images, classes: 10}, rand.New(rand.NewPCG(seed, 1)))
+		model, err := buildModel(cfg, (&datasets{train: images, test: images, classes: 10}).modelInput(cfg, rand.New(rand.NewPCG(seed, 1))), nil)
 		require.NoError(t, err)
 		opt, err := buildOptimizer(cfg, model.Parameters())
 		require.NoError(t, err)

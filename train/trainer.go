@@ -209,7 +209,7 @@ func trainRank(ctx context.Context, comm dist.Communicator, j *job) (err error) 
 	}
 	defer closeComm()
 
-	t, err := newTrainer(ctx, j, comm, dev, from.Manifest.Vocab, stop)
+	t, err := newTrainer(j, comm, dev, from.Manifest.Vocab, stop)
 	if err != nil {
 		return err
 	}
@@ -341,7 +341,7 @@ func openDeviceComm(ctx context.Context, cfg *Config, comm dist.Communicator, ou
 // newTrainer builds what the run trains: the data sets, the model (on the
 // device), the optimizer, the sampler of this rank's share, the schedule
 // and the data loaders. vocab is a resumed language model's vocabulary.
-func newTrainer(ctx context.Context, j *job, comm dist.Communicator, dev device.Device, vocab string, stop <-chan struct{}) (*trainer, error) {
+func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string, stop <-chan struct{}) (*trainer, error) {
 	cfg := j.cfg
 	ds, err := jobData(j, vocab)
 	if err != nil {
@@ -350,31 +350,31 @@ func newTrainer(ctx context.Context, j *job, comm dist.Communicator, dev device.
 	rngSrc := rand.NewPCG(cfg.Seed, 1)
 	model := j.model
 	if model == nil {
-		if model, err = buildModel(cfg, ds, rand.New(rngSrc)); err != nil {
+		if model, err = buildModel(cfg, ds.modelInput(cfg, rand.New(rngSrc)), ds.lm); err != nil {
 			return nil, inputError{err}
 		}
 	}
 	if err := checkData(cfg, ds, model); err != nil {
 		return nil, inputError{err}
 	}
-	layers.To(model, dev)
-	inner, err := buildOptimizer(cfg, model.Parameters())
+	t, err := newStepTrainer(cfg, model, dev, comm)
 	if err != nil {
-		return nil, inputError{err}
+		return nil, err
 	}
+	t.job, t.lm, t.rngSrc, t.augment, t.stop = j, ds.lm, rngSrc, ds.augment, stop
+	t.trainLen, t.testLen = ds.train.Len(), ds.test.Len()
 	if comm.Rank() == 0 {
-		if err := prepareRunDir(cfg.Output.Dir, checkpointBytes(cfg, model, inner)); err != nil {
+		if err := prepareRunDir(cfg.Output.Dir, checkpointBytes(cfg, model, t.inner)); err != nil {
 			return nil, inputError{err}
 		}
 	}
-	sampler, err := dist.NewDistributedSampler(ds.train.Len(), comm.Rank(), comm.Size(),
-		dist.SamplerConfig{Shuffle: true, Seed: cfg.Seed, DropLast: cfg.Dist.DropLast})
-	if err != nil {
+	if t.sampler, err = dist.NewDistributedSampler(ds.train.Len(), comm.Rank(), comm.Size(),
+		dist.SamplerConfig{Shuffle: true, Seed: cfg.Seed, DropLast: cfg.Dist.DropLast}); err != nil {
 		return nil, inputError{fmt.Errorf("%s: dist: %w", cfg.File(), err)}
 	}
-	t := &trainer{cfg: cfg, job: j, comm: comm, dev: dev, model: model, lm: ds.lm, inner: inner, sampler: sampler,
-		arena: tensor.NewArena(), rngSrc: rngSrc, augment: ds.augment, stop: stop, epoch: 1,
-		con: &console{out: io.Discard}, trainLen: ds.train.Len(), testLen: ds.test.Len()}
+	if t.sched, err = buildSchedule(cfg, t.inner, schedulePeriods(cfg, t.sampler.Len())); err != nil {
+		return nil, inputError{err}
+	}
 	if t.train, err = data.NewLoader(ds.train, data.LoaderConfig{
 		BatchSize: cfg.Train.BatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
 		return nil, inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
@@ -384,6 +384,19 @@ func newTrainer(ctx context.Context, j *job, comm dist.Communicator, dev device.
 		return nil, inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
 	return t, nil
+}
+
+// newStepTrainer returns a trainer that can take steps: model on dev, the
+// optimizer the config names, the step's arena. The loop's parts (data,
+// sampler, schedule, engine) come later.
+func newStepTrainer(cfg *Config, model layers.Layer, dev device.Device, comm dist.Communicator) (*trainer, error) {
+	layers.To(model, dev)
+	inner, err := buildOptimizer(cfg, model.Parameters())
+	if err != nil {
+		return nil, inputError{err}
+	}
+	return &trainer{cfg: cfg, job: &job{cfg: cfg}, comm: comm, dev: dev, model: model, inner: inner,
+		arena: tensor.NewArena(), rngSrc: rand.NewPCG(cfg.Seed, 1), epoch: 1, con: &console{out: io.Discard}}, nil
 }
 
 // jobData returns the data sets of the job: Fit's, or those the config
@@ -422,9 +435,6 @@ func (t *trainer) startEngine(ctx context.Context, log io.Writer) error {
 		Scaling: scaling, WarmupSteps: cfg.Dist.WarmupSteps, Compress: cfg.Dist.Compression == "fp16",
 		BackwardPassesPerStep: cfg.Dist.BackwardPassesPerStep}); err != nil {
 		return err
-	}
-	if t.sched, err = buildSchedule(cfg, t.opt, schedulePeriods(cfg, t.sampler.Len())); err != nil {
-		return inputError{err}
 	}
 	if cfg.Train.EMA > 0 {
 		t.ema = newEMA(t.model.Parameters(), cfg.Train.EMA)
@@ -698,6 +708,39 @@ func (t *trainer) forward(x *autograd.Var) *autograd.Var {
 	return logits
 }
 
+// forwardBackward is the first half of a training step, on one batch in
+// the step's arena: the model's logits for x, the cross-entropy loss
+// against the labels y (with train.label_smoothing), and its gradients,
+// added to the parameters' (scaled for fp16). It returns the loss and the
+// number of rows predicted right, then resets the arena.
+func (t *trainer) forwardBackward(x, y *tensor.Tensor) (loss float64, right int, err error) {
+	tl := t.timeline
+	var t0 time.Time
+	if tl != nil {
+		t0 = time.Now()
+	}
+	logits := t.forward(autograd.Constant(x))
+	l := layers.CrossEntropy(logits, y, layers.CrossEntropyOptions{LabelSmoothing: t.cfg.Train.LabelSmoothing})
+	loss = l.Value.Item()
+	if tl != nil {
+		t1 := time.Now()
+		tl.Span("phases", "forward", t0, t1)
+		t0 = t1
+	}
+	if t.scaler != nil {
+		l = t.scaler.ScaleLoss(l)
+	}
+	if err := autograd.Backward(l); err != nil {
+		return 0, 0, err
+	}
+	right = correct(logits.Value, y)
+	t.arena.Reset()
+	if tl != nil {
+		tl.Span("phases", "backward", t0, time.Now())
+	}
+	return loss, right, nil
+}
+
 // correct counts the rows of logits whose argmax equals the label.
 func correct(logits, y *tensor.Tensor) int {
 	pred := logits.ArgMax(1, false).Int64s()
@@ -742,43 +785,28 @@ func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
 		if cfg.Schedule.Per == "step" && pass == 0 {
 			optim.Apply(t.opt, t.sched, t.step)
 		}
-		var t0 time.Time
-		if tl != nil {
-			t0 = time.Now()
-		}
 		x, y, err := t.batchTensors(b)
 		if err != nil {
 			return false, err
 		}
-		logits := t.forward(autograd.Constant(x))
-		loss := layers.CrossEntropy(logits, y, layers.CrossEntropyOptions{LabelSmoothing: cfg.Train.LabelSmoothing})
-		l := loss.Value.Item()
+		rows := float64(y.Len())
+		l, right, err := t.forwardBackward(x, y)
+		if err != nil {
+			return false, err
+		}
 		if math.IsNaN(l) || math.IsInf(l, 0) {
 			bad, badLoss = true, l
 		}
-		var t1 time.Time
-		if tl != nil {
-			t1 = time.Now()
-			tl.Span("phases", "forward", t0, t1)
-		}
-		if t.scaler != nil {
-			loss = t.scaler.ScaleLoss(loss)
-		}
-		if err := autograd.Backward(loss); err != nil {
-			return false, err
-		}
-		rows := float64(y.Len())
 		t.sums[0] += l * rows
 		t.sums[1] += rows
-		t.sums[2] += float64(correct(logits.Value, y))
+		t.sums[2] += float64(right)
 		logLoss += l
 		logN++
 		stepLoss += l
 		stepN++
-		t.arena.Reset()
+		var t0 time.Time
 		if tl != nil {
 			t0 = time.Now()
-			tl.Span("phases", "backward", t1, t0)
 		}
 		batches++
 		pass++

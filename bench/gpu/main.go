@@ -50,15 +50,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/bench/internal/benchjob"
 	"github.com/hora-dl/hora/device"
 	_ "github.com/hora-dl/hora/device/cpu" // registers "cpu"
 	"github.com/hora-dl/hora/device/cuda"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/onnx"
-	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
+	"github.com/hora-dl/hora/train"
 )
 
 // groups lists the workload groups in the order they run.
@@ -408,11 +407,20 @@ func (b *bench) newTrainJob(model string, n int) (*benchjob.Job, error) {
 	if s := m.Outputs[0].Shape; len(s) == 2 && s[1] > 0 {
 		classes = s[1]
 	}
-	newOpt := func(ps []*autograd.Param) (optim.Optimizer, error) {
-		return optim.NewSGD(ps, optim.SGDConfig{LR: 0.01, Momentum: 0.9})
+	cfg, err := train.ParseConfig("resnet18 (bench/gpu)", []byte(fmt.Sprintf(resnetConfig, b.onnx)), nil)
+	if err != nil {
+		return nil, err
 	}
-	return benchjob.NewWith(b.dev, m, newOpt, append([]int{n}, m.Inputs[0].Shape[1:]...), classes, rand.New(rand.NewPCG(1, 1)))
+	return benchjob.FromConfig(b.dev, cfg, append([]int{n}, m.Inputs[0].Shape[1:]...), classes)
 }
+
+// resnetConfig is the training configuration of the imported ResNet-18
+// (%s: its file), as PyTorch's side of the benchmark trains it.
+const resnetConfig = `
+model: {name: onnx, file: %q}
+optimizer: {name: sgd, lr: 0.01, momentum: 0.9}
+output: {dir: runs/bench-resnet18}
+`
 
 // loadResNet imports the ResNet-18 file: one input of shape
 // [batch, C, H, W] with a dynamic batch, one output of [batch, classes].

@@ -28,6 +28,7 @@ var allowedImports = map[string][]string{
 	"layers":                      {"device", "device/cpu", "tensor", "autograd"},
 	"optim":                       {"device", "device/cpu", "tensor", "autograd"},
 	"data":                        {},
+	"configs":                     {},
 	"models":                      {"device", "device/cpu", "tensor", "autograd", "layers"},
 	"checkpoint":                  {"device", "device/cpu", "tensor"},
 	"internal/layering":           {},
@@ -52,9 +53,9 @@ var allowedImports = map[string][]string{
 	"cmd/onnxcheck":               {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb"},
 	"bench/onnx":                  {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb"},
 	"examples/onnxrun":            {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "onnx", "onnx/onnxpb"},
-	"bench/internal/benchjob":     {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models"},
+	"bench/internal/benchjob":     {"device", "tensor", "autograd", "layers", "data", "configs", "train"},
 	"bench/hora":                  {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models", "bench/internal/benchjob"},
-	"bench/gpu":                   {"device", "device/cpu", "device/cuda", "tensor", "autograd", "layers", "optim", "models", "onnx", "bench/internal/benchjob"},
+	"bench/gpu":                   {"device", "device/cpu", "device/cuda", "tensor", "layers", "models", "onnx", "train", "bench/internal/benchjob"},
 }
 
 func TestImportDirection(t *testing.T) {
