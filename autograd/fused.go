@@ -80,10 +80,10 @@ func Conv2DAct(x, w, b *Var, o tensor.ConvOptions, act device.Activation) *Var {
 // (b may be nil) for the gradient g of its output.
 func convGrads(g *tensor.Tensor, x, w, b *Var, o tensor.ConvOptions, needs []bool, grads []*tensor.Tensor) {
 	if needs[0] {
-		grads[0] = tensor.Conv2DGradInputLike(g, w.Value, x.Value, o)
+		grads[0] = tensor.Conv2DGradInput(g, w.Value, x.Value.Shape(), o)
 	}
 	if needs[1] {
-		grads[1] = tensor.Conv2DGradWeightLike(g, x.Value, w.Value, o)
+		grads[1] = tensor.Conv2DGradWeight(g, x.Value, w.Value.Shape(), o)
 	}
 	if b != nil && needs[2] {
 		grads[2] = tensor.BiasGrad(g)

@@ -83,7 +83,7 @@ func BiasAct(x, bias *Tensor, act device.Activation, inPlace bool) *Tensor {
 // is in cache); else it composes Conv2D and BiasAct.
 func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Tensor {
 	sameFloat("Conv2DBiasAct", x, w)
-	p := convParams("Conv2DBiasAct", x, w, o)
+	p := convParams("Conv2DBiasAct", x.shape, w.shape, o)
 	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
 		panic(fmt.Sprintf("tensor: Conv2DBiasAct: bias %v does not match weight %v", bias.shape, w.shape))
 	}
@@ -109,7 +109,7 @@ func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Te
 // bias (OutC) may be nil.
 func Conv2DBiasActMaxPool(x, w, bias *Tensor, co ConvOptions, act device.Activation, po PoolOptions) (y, argmax *Tensor) {
 	sameFloat("Conv2DBiasActMaxPool", x, w)
-	p := convParams("Conv2DBiasActMaxPool", x, w, co)
+	p := convParams("Conv2DBiasActMaxPool", x.shape, w.shape, co)
 	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
 		panic(fmt.Sprintf("tensor: Conv2DBiasActMaxPool: bias %v does not match weight %v", bias.shape, w.shape))
 	}
