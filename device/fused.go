@@ -66,17 +66,6 @@ type FusedKernels interface {
 	// MaxPool2D does). The convolution's output is never stored whole.
 	Conv2DBiasActMaxPool(p ConvParams, q PoolParams, act Activation, y, argmax, x, w, bias Buffer)
 
-	// BatchNorm normalises x (outer×channels×inner) per channel with the
-	// batch's statistics: y = (x-mean)/sqrt(variance+eps)·weight + bias
-	// (weight and bias may be nil), writing the per-channel mean and the
-	// biased variance.
-	BatchNorm(y, mean, variance, x, weight, bias Buffer, outer, channels, inner int, eps float64)
-
-	// BatchNormGrad computes the gradients of BatchNorm from the output
-	// gradient dy: dx, and dweight and dbias unless nil. weight may be nil
-	// (no affine transform).
-	BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
-
 	// ActGrad computes dx = dy * act'(·) from the activation's output y
 	// (for ReLU: dy where y > 0, else 0; for ReLU6, as PyTorch's hardtanh
 	// backward: 0 where y <= 0 or y >= 6, else dy). dx may be dy.
@@ -102,6 +91,25 @@ type FusedKernels interface {
 	// when Decoupled), using and updating the moment buffers m and v, and
 	// maxV for AMSGrad (nil otherwise).
 	AdamStep(h AdamHyper, param, grad, m, v, maxV Buffer, n int)
+}
+
+// BatchNormKernels is an optional kernel set of a device whose Kernels()
+// value implements it: batch normalisation with the batch's statistics,
+// forward and backward, each in a few passes over memory. autograd's
+// BatchNorm finds it by type assertion and otherwise composes the
+// normalisation from elementwise operations and reductions. All buffers
+// are dense and of one floating-point type; outer·inner is at least 1.
+type BatchNormKernels interface {
+	// BatchNorm normalises x (outer×channels×inner) per channel with the
+	// batch's statistics: y = (x-mean)/sqrt(variance+eps)·weight + bias
+	// (weight and bias may be nil), writing the per-channel mean and the
+	// biased variance.
+	BatchNorm(y, mean, variance, x, weight, bias Buffer, outer, channels, inner int, eps float64)
+
+	// BatchNormGrad computes the gradients of BatchNorm from the output
+	// gradient dy: dx, and dweight and dbias unless nil. weight may be nil
+	// (no affine transform).
+	BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
 }
 
 // IndexError reports an index (such as a class label) outside [0, N): the

@@ -49,10 +49,12 @@
 // # Fused operations
 //
 // BiasAct, ActGrad, BiasGrad, SoftmaxCrossEntropy, Conv2DBiasActMaxPool,
-// BatchNorm, BatchNormGrad, SGDStep and AdamStep run a device's fused kernels (device.FusedKernels)
+// SGDStep and AdamStep run a device's fused kernels (device.FusedKernels)
 // when it has them, and compose the same result from primitive operations
-// otherwise (or, for BatchNorm and the optimizer steps, report that they
-// could not, and their callers compose it).
+// otherwise (or, for the optimizer steps, report that they could not, and
+// their callers compose it). Batch normalisation is autograd's BatchNorm,
+// which runs device.BatchNormKernels; Empty gives such code above this
+// package its results' memory.
 //
 // # Arenas
 //

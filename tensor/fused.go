@@ -131,51 +131,6 @@ func Conv2DBiasActMaxPool(x, w, bias *Tensor, co ConvOptions, act device.Activat
 	return y, argmax
 }
 
-// BatchNorm normalises x (N×C×…) per channel with the statistics of the
-// batch: y = (x-mean)/sqrt(variance+eps)·weight + bias, with weight and
-// bias (C) optional. It also returns the per-channel mean and biased
-// variance (C). ok is false, and nothing is computed, when the device has
-// no fused kernel for these tensors (compose it from MeanAxes and friends).
-func BatchNorm(x, weight, bias *Tensor, eps float64) (y, mean, variance *Tensor, ok bool) {
-	outer, channels, inner := channelSplit("BatchNorm", x)
-	for _, p := range []*Tensor{weight, bias} {
-		if p != nil && (p.Rank() != 1 || p.shape[0] != channels) {
-			panic(fmt.Sprintf("tensor: BatchNorm: parameter %v does not match the %d channels of %v", p.shape, channels, x.shape))
-		}
-	}
-	fk := fused(x, weight, bias)
-	if fk == nil || outer*inner == 0 {
-		return nil, nil, nil, false
-	}
-	y = newOut(false, x.DType(), x.shape, x)
-	mean = newOut(false, x.DType(), []int{channels}, x)
-	variance = newOut(false, x.DType(), []int{channels}, x)
-	fk.BatchNorm(y.buf, mean.buf, variance.buf, x.buf, optBuf(weight), optBuf(bias), outer, channels, inner, eps)
-	return y, mean, variance, true
-}
-
-// BatchNormGrad returns the gradients of BatchNorm with respect to x and,
-// when wantParams, to weight and bias, from the output gradient dy and the
-// mean and variance BatchNorm returned. weight may be nil. ok is false when
-// the device has no fused kernel for these tensors.
-func BatchNormGrad(dy, x, mean, variance, weight *Tensor, eps float64, wantParams bool) (dx, dweight, dbias *Tensor, ok bool) {
-	outer, channels, inner := channelSplit("BatchNormGrad", x)
-	if !sameShape(dy, x) {
-		panic(fmt.Sprintf("tensor: BatchNormGrad: gradient %v and input %v differ", dy.shape, x.shape))
-	}
-	fk := fused(dy, x, mean, variance, weight)
-	if fk == nil || outer*inner == 0 {
-		return nil, nil, nil, false
-	}
-	dx = newOut(false, x.DType(), x.shape, dy, x)
-	if wantParams {
-		dweight = newOut(false, x.DType(), []int{channels}, dy, x)
-		dbias = newOut(false, x.DType(), []int{channels}, dy, x)
-	}
-	fk.BatchNormGrad(dx.buf, optBuf(dweight), optBuf(dbias), dy.buf, x.buf, mean.buf, variance.buf, optBuf(weight), outer, channels, inner, eps)
-	return dx, dweight, dbias, true
-}
-
 // optBuf returns t's buffer, or nil for a nil tensor.
 func optBuf(t *Tensor) device.Buffer {
 	if t == nil {

@@ -15,6 +15,7 @@ import (
 var (
 	_ device.Kernels              = (*kernels)(nil)
 	_ device.FusedKernels         = (*kernels)(nil)
+	_ device.BatchNormKernels     = (*kernels)(nil)
 	_ device.ConvBiasActKernels   = (*kernels)(nil)
 	_ device.MaxPoolValuesKernels = (*kernels)(nil)
 )
