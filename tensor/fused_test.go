@@ -107,13 +107,3 @@ func TestConv2DBiasActMaxPoolMatchesComposition(t *testing.T) {
 		}
 	}
 }
-
-func TestFusedOptimizerStepsRejectMismatches(t *testing.T) {
-	p, g := tensor.Zeros(3), tensor.Zeros(4)
-	assert.False(t, tensor.SGDStep(device.SGDHyper{LR: 0.1}, p, g, nil), "shapes differ")
-	assert.False(t, tensor.SGDStep(device.SGDHyper{LR: 0.1, Momentum: 0.9}, p, tensor.Zeros(3), nil), "momentum without a buffer")
-	assert.False(t, tensor.AdamStep(device.AdamHyper{LR: 0.1, Step: 1, AMSGrad: true}, p, tensor.Zeros(3), tensor.Zeros(3), tensor.Zeros(3), nil), "AMSGrad without its buffer")
-	assert.False(t, tensor.AdamStep(device.AdamHyper{LR: 0.1, Step: 1}, p, tensor.Zeros(3), tensor.Zeros(3).Cast(device.Float64), tensor.Zeros(3), nil), "types differ")
-	assert.True(t, tensor.SGDStep(device.SGDHyper{LR: 0.1}, p, tensor.Full(tensor.CPU(), device.Float32, 1, 3), nil))
-	assert.Equal(t, []float32{-0.1, -0.1, -0.1}, p.Float32s())
-}

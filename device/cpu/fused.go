@@ -11,6 +11,7 @@ import (
 var (
 	_ device.FusedKernels     = kernels{}
 	_ device.BatchNormKernels = kernels{}
+	_ device.OptimizerKernels = kernels{}
 )
 
 // BiasAct computes y = act(x + bias) per channel.

@@ -31,8 +31,10 @@
 //     weights stay float32): mixed precision, with optim.GradScaler for
 //     float16. Convolutions are im2col (col2im) kernels and cuBLAS.
 //   - Device also implements device.Slicer, and its kernels
-//     device.FusedKernels, device.BatchNormKernels and the other optional
-//     kernel sets of the CPU device.
+//     device.FusedKernels, device.BatchNormKernels,
+//     device.OptimizerKernels, device.MultiStepKernels (one launch per 32
+//     parameters of a group) and the other optional kernel sets of the CPU
+//     device.
 //
 // dist/nccl runs collectives on these buffers with NCCL.
 //

@@ -206,7 +206,7 @@ func TestKernelsSoftmaxCrossEntropy(t *testing.T) {
 func TestKernelsSGDStep(t *testing.T) {
 	e := newPairEnv(t, 4)
 	kc, kg := e.ks()
-	fc, fg := kc.(device.FusedKernels), kg.(device.FusedKernels)
+	fc, fg := kc.(device.OptimizerKernels), kg.(device.OptimizerKernels)
 	for _, dt := range testFloatTypes {
 		for _, h := range []device.SGDHyper{
 			{LR: 0.1},
@@ -238,7 +238,7 @@ func TestKernelsSGDStep(t *testing.T) {
 func TestKernelsAdamStep(t *testing.T) {
 	e := newPairEnv(t, 5)
 	kc, kg := e.ks()
-	fc, fg := kc.(device.FusedKernels), kg.(device.FusedKernels)
+	fc, fg := kc.(device.OptimizerKernels), kg.(device.OptimizerKernels)
 	for _, dt := range testFloatTypes {
 		for _, h := range []device.AdamHyper{
 			{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},
