@@ -197,10 +197,11 @@ func batchNormFused(k device.BatchNormKernels, x, weight, bias *Var, eps float64
 	xv := x.Value.Contiguous()
 	s, dt := xv.Shape(), xv.DType()
 	outer, c, inner := s[0], s[1], device.NumElements(s[2:])
-	in := []*Var{x}
+	in := []*Var{x, weight, bias}
 	var wv, bv *tensor.Tensor
-	if weight != nil {
-		in = append(in, weight, bias)
+	if weight == nil {
+		in = in[:1]
+	} else {
 		wv, bv = weight.Value.Contiguous(), bias.Value.Contiguous()
 	}
 	y := tensor.Empty(dt, s, xv)
