@@ -43,7 +43,7 @@ func ConvTranspose2D(x, w, b *Var, o tensor.ConvOptions, outH, outW int) *Var {
 			grads[0] = tensor.Conv2D(g, w.Value, o)
 		}
 		if needs[1] {
-			grads[1] = tensor.Conv2DGradWeightLike(x.Value, g, w.Value, o)
+			grads[1] = tensor.Conv2DGradWeight(x.Value, g, ws, o)
 		}
 		if b != nil && needs[2] {
 			grads[2] = tensor.BiasGrad(g)

@@ -80,10 +80,10 @@ func Conv2DAct(x, w, b *Var, o tensor.ConvOptions, act device.Activation) *Var {
 // (b may be nil) for the gradient g of its output.
 func convGrads(g *tensor.Tensor, x, w, b *Var, o tensor.ConvOptions, needs []bool, grads []*tensor.Tensor) {
 	if needs[0] {
-		grads[0] = tensor.Conv2DGradInputLike(g, w.Value, x.Value, o)
+		grads[0] = tensor.Conv2DGradInput(g, w.Value, x.Value.Shape(), o)
 	}
 	if needs[1] {
-		grads[1] = tensor.Conv2DGradWeightLike(g, x.Value, w.Value, o)
+		grads[1] = tensor.Conv2DGradWeight(g, x.Value, w.Value.Shape(), o)
 	}
 	if b != nil && needs[2] {
 		grads[2] = tensor.BiasGrad(g)
@@ -143,35 +143,111 @@ func Conv2DActMaxPool(x, w, b *Var, co tensor.ConvOptions, act device.Activation
 }
 
 // BatchNorm normalises x (N×C×…) per channel with the statistics of the
-// batch and applies the optional affine weight and bias (C), as one
-// operation on devices with a fused kernel. It also returns the batch's
-// per-channel mean and biased variance (for running statistics). It
-// returns a nil Var when the device has no fused kernel for it; callers
-// then compose the normalisation from MeanAxes, Sub, Mul and friends.
+// batch and applies the optional affine weight and bias (C, both nil or
+// both set):
+//
+//	y = (x - mean) / √(variance + eps) · weight + bias
+//
+// It also returns the batch's per-channel mean and biased variance (C),
+// for running statistics. On a device with device.BatchNormKernels it is
+// one operation whose forward and backward passes are fused kernels;
+// elsewhere, and for an empty x, it is composed of MeanAxes, Sub, Mul and
+// friends, with the same values and gradients.
 func BatchNorm(x, weight, bias *Var, eps float64) (y *Var, mean, variance *tensor.Tensor) {
-	var wv, bv *tensor.Tensor
-	if weight != nil {
-		wv, bv = weight.Value, bias.Value
-	}
-	out, mean, variance, ok := tensor.BatchNorm(x.Value, wv, bv, eps)
-	if !ok {
-		return nil, nil, nil
-	}
-	in, n := [3]*Var{x, weight, bias}, 1
-	if weight != nil {
-		n = 3
-	}
-	return describeOp(recordInto(out, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
-		wantParams := weight != nil && (needs[1] || needs[2])
-		dx, dw, db, ok := tensor.BatchNormGrad(g, x.Value, mean, variance, wv, eps, wantParams)
-		if !ok {
-			panic("autograd: BatchNorm: the device lost its fused kernel between forward and backward")
+	s := x.Value.Shape()
+	if len(s) < 2 || (weight == nil) != (bias == nil) ||
+		(weight != nil && (!weight.Value.HasShape(s[1:2]) || !bias.Value.HasShape(s[1:2]))) {
+		var ws, bs []int
+		if weight != nil {
+			ws = weight.Value.Shape()
 		}
+		if bias != nil {
+			bs = bias.Value.Shape()
+		}
+		panic(fmt.Sprintf("autograd: BatchNorm: input %v (N×C×…) takes a weight and a bias of shape [C], or neither; found %v and %v", s, ws, bs))
+	}
+	if k := batchNormKernels(x, weight, bias); k != nil {
+		return batchNormFused(k, x, weight, bias, eps)
+	}
+	return batchNormComposed(x, weight, bias, eps)
+}
+
+// batchNormKernels returns the batch normalisation kernels of x's device
+// when it has them and they apply: x is not empty, and x, weight and bias
+// share one floating-point type and the device. It returns nil otherwise.
+func batchNormKernels(x, weight, bias *Var) device.BatchNormKernels {
+	k, ok := x.Value.Device().Kernels().(device.BatchNormKernels)
+	dt := x.Value.DType()
+	if !ok || !dt.IsFloat() || x.Value.Len() == 0 {
+		return nil
+	}
+	if weight != nil {
+		for _, p := range []*tensor.Tensor{weight.Value, bias.Value} {
+			if p.DType() != dt || p.Device() != x.Value.Device() {
+				return nil
+			}
+		}
+	}
+	return k
+}
+
+// batchNormFused is BatchNorm computed by the device's kernels k, forward
+// and backward.
+func batchNormFused(k device.BatchNormKernels, x, weight, bias *Var, eps float64) (*Var, *tensor.Tensor, *tensor.Tensor) {
+	xv := x.Value.Contiguous()
+	s, dt := xv.Shape(), xv.DType()
+	outer, c, inner := s[0], s[1], device.NumElements(s[2:])
+	in := []*Var{x, weight, bias}
+	var wv, bv *tensor.Tensor
+	if weight == nil {
+		in = in[:1]
+	} else {
+		wv, bv = weight.Value.Contiguous(), bias.Value.Contiguous()
+	}
+	y := tensor.Empty(dt, s, xv)
+	mean, variance := tensor.Empty(dt, s[1:2], xv), tensor.Empty(dt, s[1:2], xv)
+	k.BatchNorm(y.Buffer(), mean.Buffer(), variance.Buffer(), xv.Buffer(), buffer(wv), buffer(bv), outer, c, inner, eps)
+	out := recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+		g = g.Contiguous()
+		dx := tensor.Empty(dt, s, g, xv)
+		var dw, db *tensor.Tensor
+		if weight != nil && (needs[1] || needs[2]) {
+			dw, db = tensor.Empty(dt, s[1:2], g, xv), tensor.Empty(dt, s[1:2], g, xv)
+		}
+		k.BatchNormGrad(dx.Buffer(), buffer(dw), buffer(db), g.Buffer(), xv.Buffer(), mean.Buffer(), variance.Buffer(), buffer(wv),
+			outer, c, inner, eps)
 		grads[0] = dx
-		if wantParams {
+		if dw != nil {
 			grads[1], grads[2] = dw, db
 		}
-	}, in[:n]...), "BatchNorm", NormAttrs{Eps: eps}), mean, variance
+	}, in...)
+	return describeOp(out, "BatchNorm", NormAttrs{Eps: eps}), mean, variance
+}
+
+// buffer returns t's buffer, or nil for a nil tensor.
+func buffer(t *tensor.Tensor) device.Buffer {
+	if t == nil {
+		return nil
+	}
+	return t.Buffer()
+}
+
+// batchNormComposed is BatchNorm composed of recorded operations, whose
+// gradients are those of the normalisation.
+func batchNormComposed(x, weight, bias *Var, eps float64) (*Var, *tensor.Tensor, *tensor.Tensor) {
+	s := x.Value.Shape()
+	axes, bshape := []int{0}, []int{1, s[1]} // every axis but the channels; a channel vector's shape
+	for i := 2; i < len(s); i++ {
+		axes, bshape = append(axes, i), append(bshape, 1)
+	}
+	mean := MeanAxes(x, axes, true)
+	d := Sub(x, mean)
+	variance := MeanAxes(Mul(d, d), axes, true)
+	y := Div(d, Sqrt(AddScalar(variance, eps)))
+	if weight != nil {
+		y = Add(Mul(y, Reshape(weight, bshape...)), Reshape(bias, bshape...))
+	}
+	return y, mean.Value.Reshape(s[1]), variance.Value.Reshape(s[1])
 }
 
 // BatchNormInference normalises x (N×C×…) per channel with given

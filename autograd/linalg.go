@@ -23,7 +23,7 @@ func MaxPool2D(x *Var, o tensor.PoolOptions) *Var {
 	}
 	y, argmax := tensor.MaxPool2D(x.Value, o)
 	return describeOp(recordInto(y, func(g *tensor.Tensor, _ []bool, grads []*tensor.Tensor) {
-		grads[0] = tensor.MaxPool2DGradLike(g, argmax, x.Value, o)
+		grads[0] = tensor.MaxPool2DGrad(g, argmax, x.Value.Shape(), o)
 	}, x), "MaxPool2D", o)
 }
 

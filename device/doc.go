@@ -14,10 +14,18 @@
 //	err = dev.Write(b, []float32{1, 2, 3, 4})
 //	dev.Kernels().Unary(device.Exp, b, b, 4, 0)
 //
-// Kernels do not validate their arguments; the tensor package checks
-// shapes before it calls them. Each Kernels method's doc comment is its
-// reference definition, and the conformance suite in device/devicetest
-// checks a backend against plain loops that follow those comments.
+// A backend's Kernels value may also implement optional kernel sets, which
+// callers find by type assertion and otherwise compose from the
+// primitives: FusedKernels, ConvBiasActKernels and MaxPoolValuesKernels,
+// which package tensor runs; BatchNormKernels, which autograd's BatchNorm
+// runs; OptimizerKernels and MultiStepKernels, which optim's optimizers
+// run.
+//
+// Kernels do not validate their arguments; their callers (package tensor,
+// and the packages above it for their kernel sets) check shapes before
+// they call them. Each Kernels method's doc comment is its reference
+// definition, and the conformance suite in device/devicetest checks a
+// backend against plain loops that follow those comments.
 //
 // This package knows nothing of tensors or gradients.
 package device

@@ -66,17 +66,6 @@ type FusedKernels interface {
 	// MaxPool2D does). The convolution's output is never stored whole.
 	Conv2DBiasActMaxPool(p ConvParams, q PoolParams, act Activation, y, argmax, x, w, bias Buffer)
 
-	// BatchNorm normalises x (outer×channels×inner) per channel with the
-	// batch's statistics: y = (x-mean)/sqrt(variance+eps)·weight + bias
-	// (weight and bias may be nil), writing the per-channel mean and the
-	// biased variance.
-	BatchNorm(y, mean, variance, x, weight, bias Buffer, outer, channels, inner int, eps float64)
-
-	// BatchNormGrad computes the gradients of BatchNorm from the output
-	// gradient dy: dx, and dweight and dbias unless nil. weight may be nil
-	// (no affine transform).
-	BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
-
 	// ActGrad computes dx = dy * act'(·) from the activation's output y
 	// (for ReLU: dy where y > 0, else 0; for ReLU6, as PyTorch's hardtanh
 	// backward: 0 where y <= 0 or y >= 6, else dy). dx may be dy.
@@ -92,16 +81,25 @@ type FusedKernels interface {
 	// of that mean with respect to the logits into grad. A label outside
 	// [0, classes) is reported as an *IndexError (nothing is computed).
 	SoftmaxCrossEntropy(loss, grad, logits, labels Buffer, rows, classes int, smoothing float64) error
+}
 
-	// SGDStep updates param in place with torch.optim.SGD's rule, using
-	// and updating the momentum buffer buf (ignored when Momentum is 0;
-	// First marks its first use, when it is set to the gradient).
-	SGDStep(h SGDHyper, param, grad, buf Buffer, n int)
+// BatchNormKernels is an optional kernel set of a device whose Kernels()
+// value implements it: batch normalisation with the batch's statistics,
+// forward and backward, each in a few passes over memory. autograd's
+// BatchNorm finds it by type assertion and otherwise composes the
+// normalisation from elementwise operations and reductions. All buffers
+// are dense and of one floating-point type; outer·inner is at least 1.
+type BatchNormKernels interface {
+	// BatchNorm normalises x (outer×channels×inner) per channel with the
+	// batch's statistics: y = (x-mean)/sqrt(variance+eps)·weight + bias
+	// (weight and bias may be nil), writing the per-channel mean and the
+	// biased variance.
+	BatchNorm(y, mean, variance, x, weight, bias Buffer, outer, channels, inner int, eps float64)
 
-	// AdamStep updates param in place with torch.optim.Adam's rule (AdamW's
-	// when Decoupled), using and updating the moment buffers m and v, and
-	// maxV for AMSGrad (nil otherwise).
-	AdamStep(h AdamHyper, param, grad, m, v, maxV Buffer, n int)
+	// BatchNormGrad computes the gradients of BatchNorm from the output
+	// gradient dy: dx, and dweight and dbias unless nil. weight may be nil
+	// (no affine transform).
+	BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
 }
 
 // IndexError reports an index (such as a class label) outside [0, N): the
@@ -115,33 +113,4 @@ type IndexError struct {
 // Error describes the index, its position and the range.
 func (e *IndexError) Error() string {
 	return fmt.Sprintf("index %d at position %d is outside [0, %d)", e.Value, e.Pos, e.N)
-}
-
-// SGDHyper holds the settings of one SGD step.
-type SGDHyper struct {
-	LR, Momentum, Dampening, WeightDecay float64
-	Nesterov, First                      bool
-}
-
-// AdamHyper holds the settings of one Adam step; Step counts from 1.
-type AdamHyper struct {
-	LR, Beta1, Beta2, Eps, WeightDecay float64
-	Step                               int
-	Decoupled, AMSGrad                 bool
-}
-
-// MultiStepKernels is an optional kernel set of a device whose Kernels()
-// value implements it: the fused optimizer updates of a parameter group
-// (many parameters, one set of hyper-parameters) in one call, so that a
-// GPU launches one kernel per group rather than one per parameter. Each
-// method returns false, changing nothing, when it has no kernel for these
-// buffers (their type, say); callers then update each parameter with
-// FusedKernels. Buffer i of each list has ns[i] elements.
-type MultiStepKernels interface {
-	// SGDSteps is FusedKernels.SGDStep for each params[i] (bufs[i] is
-	// its momentum buffer, or nil).
-	SGDSteps(h SGDHyper, params, grads, bufs []Buffer, ns []int) bool
-	// AdamSteps is FusedKernels.AdamStep without AMSGrad for each
-	// params[i].
-	AdamSteps(h AdamHyper, params, grads, m, v []Buffer, ns []int) bool
 }

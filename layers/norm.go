@@ -119,66 +119,27 @@ func (bn *BatchNorm) Forward(x *autograd.Var) *autograd.Var {
 		}
 		panic(fmt.Sprintf("layers: %s(%d): input shape %v, expected %s", bn.name, bn.c, s, want))
 	}
-	axes := []int{0}
-	bshape := []int{1, bn.c}
-	for i := 2; i < len(s); i++ {
-		axes = append(axes, i)
-		bshape = append(bshape, 1)
+	var w, b *autograd.Var
+	if bn.weight != nil {
+		w, b = bn.weight.Var, bn.bias.Var
 	}
 	if !bn.training && bn.runningMean != nil {
 		// Evaluation with running statistics: one recorded operation, which
 		// the ONNX exporter writes as BatchNormalization.
-		var w, b *autograd.Var
-		if bn.weight != nil {
-			w, b = bn.weight.Var, bn.bias.Var
-		}
 		return autograd.BatchNormInference(x, w, b, bn.runningMean.Value, bn.runningVar.Value, bn.eps)
-	}
-	if y := bn.forwardFused(x); y != nil {
-		return y
 	}
 	n := x.Value.Len() / bn.c
 	if n <= 1 && bn.training {
 		panic(fmt.Sprintf("layers: %s(%d): input shape %v has %d value per channel; training needs more than 1", bn.name, bn.c, s, n))
 	}
-	mean := autograd.MeanAxes(x, axes, true)
-	d := autograd.Sub(x, mean)
-	v := autograd.MeanAxes(autograd.Mul(d, d), axes, true)
-	if bn.training && bn.runningMean != nil {
-		bn.update(mean.Value.Reshape(bn.c), v.Value.Reshape(bn.c).MulScalar(float64(n)/float64(n-1)))
-	}
-	xhat := autograd.Div(d, autograd.Sqrt(autograd.AddScalar(v, bn.eps)))
-	if bn.weight == nil {
-		return xhat
-	}
-	w := autograd.Reshape(bn.weight.Var, bshape...)
-	b := autograd.Reshape(bn.bias.Var, bshape...)
-	return autograd.Add(autograd.Mul(xhat, w), b)
-}
-
-// update folds the batch statistics into the running ones, in place.
-// forwardFused normalises x with the batch's statistics in one fused
-// operation and updates the running statistics, or returns nil when the
-// device has no fused kernel for it.
-func (bn *BatchNorm) forwardFused(x *autograd.Var) *autograd.Var {
-	var w, b *autograd.Var
-	if bn.weight != nil {
-		w, b = bn.weight.Var, bn.bias.Var
-	}
-	n := x.Value.Len() / bn.c
-	if n <= 1 && bn.training {
-		return nil // the composed path reports it
-	}
 	y, mean, variance := autograd.BatchNorm(x, w, b, bn.eps)
-	if y == nil {
-		return nil
-	}
 	if bn.training && bn.runningMean != nil {
 		bn.update(mean, variance.MulScalar(float64(n)/float64(n-1)))
 	}
 	return y
 }
 
+// update folds the batch statistics into the running ones, in place.
 func (bn *BatchNorm) update(mean, unbiasedVar *tensor.Tensor) {
 	m := bn.mom
 	rm, rv := bn.runningMean.Value, bn.runningVar.Value

@@ -182,13 +182,13 @@ func adamFusedGroup(c adamParams, lr float64, decoupled bool, ps []*autograd.Par
 		return false
 	}
 	values, grads, bufs := groupTensors(ps, sts, ExpAvgState, ExpAvgSqState)
-	return tensor.AdamSteps(adamHyper(c, lr, decoupled, sts[0]), values, grads, bufs[0], bufs[1])
+	return adamSteps(adamHyper(c, lr, decoupled, sts[0]), values, grads, bufs[0], bufs[1])
 }
 
 // adamFused runs one Adam (or, decoupled, AdamW) step of p in place with
 // the device's fused kernel, reporting false when there is none.
 func adamFused(c adamParams, lr float64, decoupled bool, p *autograd.Param, st *paramState) bool {
-	return tensor.AdamStep(adamHyper(c, lr, decoupled, st),
+	return adamStep(adamHyper(c, lr, decoupled, st),
 		p.Value, p.Grad, st.bufs[ExpAvgState], st.bufs[ExpAvgSqState], st.bufs[MaxExpAvgSqState])
 }
 

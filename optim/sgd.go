@@ -92,11 +92,11 @@ func NewSGD(params []*autograd.Param, cfg SGDConfig) (*SGD, error) {
 		}
 	}
 	o.fused = func(p *autograd.Param, st *paramState) bool {
-		return tensor.SGDStep(hyper(st), p.Value, p.Grad, st.bufs[MomentumBufferState])
+		return sgdStep(hyper(st), p.Value, p.Grad, st.bufs[MomentumBufferState])
 	}
 	o.fusedGroup = func(ps []*autograd.Param, sts []*paramState) bool {
 		values, grads, bufs := groupTensors(ps, sts, MomentumBufferState)
-		return tensor.SGDSteps(hyper(sts[0]), values, grads, bufs[0])
+		return sgdSteps(hyper(sts[0]), values, grads, bufs[0])
 	}
 	return o, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -96,4 +97,23 @@ func TestArenaFromSlice(t *testing.T) {
 	assert.ErrorContains(t, err, "3 values do not fill shape [2 2]")
 	_, err = a.FromSlice(tensor.CPU(), []int{1}, 1)
 	assert.ErrorContains(t, err, "unsupported data type []int")
+}
+
+func TestEmpty(t *testing.T) {
+	x := arange(2, 3)
+	e := tensor.Empty(device.Int64, []int{4}, x)
+	assert.Equal(t, []int{4}, e.Shape())
+	assert.Equal(t, device.Int64, e.DType())
+	assert.Same(t, x.Device(), e.Device())
+	assert.Nil(t, e.Arena(), "no input has an arena")
+
+	a := tensor.NewArena()
+	y := tensor.Empty(device.Float64, []int{3, 2}, x, x.WithArena(a))
+	assert.Same(t, a, y.Arena(), "the arena of the first input that has one")
+	assert.True(t, y.IsContiguous())
+	b := y.Buffer()
+	a.Reset()
+	assert.Same(t, b, tensor.Empty(device.Float64, []int{6}, x.WithArena(a)).Buffer(), "the arena's memory is reused")
+
+	assert.Equal(t, "tensor: Empty needs at least one input to take the device from", panicMessage(func() { tensor.Empty(device.Float32, []int{1}) }))
 }

@@ -48,11 +48,14 @@
 //
 // # Fused operations
 //
-// BiasAct, ActGrad, BiasGrad, SoftmaxCrossEntropy, Conv2DBiasActMaxPool,
-// BatchNorm, BatchNormGrad, SGDStep and AdamStep run a device's fused kernels (device.FusedKernels)
-// when it has them, and compose the same result from primitive operations
-// otherwise (or, for BatchNorm and the optimizer steps, report that they
-// could not, and their callers compose it).
+// BiasAct, ActGrad, BiasGrad, Conv2DBiasAct and Conv2DBiasActMaxPool run
+// a device's fused kernels (device.FusedKernels, ConvBiasActKernels) when
+// it has them, and compose the same result from primitive operations
+// otherwise; SoftmaxCrossEntropy reports a device without its kernel, and
+// its callers compose it. Batch normalisation and the optimizer updates
+// are not here: autograd's BatchNorm runs device.BatchNormKernels and
+// optim's optimizers run device.OptimizerKernels themselves, on the
+// Buffers of dense tensors, with Empty giving them memory for results.
 //
 // # Arenas
 //

@@ -83,7 +83,7 @@ func BiasAct(x, bias *Tensor, act device.Activation, inPlace bool) *Tensor {
 // is in cache); else it composes Conv2D and BiasAct.
 func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Tensor {
 	sameFloat("Conv2DBiasAct", x, w)
-	p := convParams("Conv2DBiasAct", x, w, o)
+	p := convParams("Conv2DBiasAct", x.shape, w.shape, o)
 	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
 		panic(fmt.Sprintf("tensor: Conv2DBiasAct: bias %v does not match weight %v", bias.shape, w.shape))
 	}
@@ -109,7 +109,7 @@ func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Te
 // bias (OutC) may be nil.
 func Conv2DBiasActMaxPool(x, w, bias *Tensor, co ConvOptions, act device.Activation, po PoolOptions) (y, argmax *Tensor) {
 	sameFloat("Conv2DBiasActMaxPool", x, w)
-	p := convParams("Conv2DBiasActMaxPool", x, w, co)
+	p := convParams("Conv2DBiasActMaxPool", x.shape, w.shape, co)
 	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
 		panic(fmt.Sprintf("tensor: Conv2DBiasActMaxPool: bias %v does not match weight %v", bias.shape, w.shape))
 	}
@@ -129,51 +129,6 @@ func Conv2DBiasActMaxPool(x, w, bias *Tensor, co ConvOptions, act device.Activat
 		fk.Conv2DBiasActMaxPool(p, q, act, y.buf, argmax.buf, x.buf, w.buf, bb)
 	}
 	return y, argmax
-}
-
-// BatchNorm normalises x (N×C×…) per channel with the statistics of the
-// batch: y = (x-mean)/sqrt(variance+eps)·weight + bias, with weight and
-// bias (C) optional. It also returns the per-channel mean and biased
-// variance (C). ok is false, and nothing is computed, when the device has
-// no fused kernel for these tensors (compose it from MeanAxes and friends).
-func BatchNorm(x, weight, bias *Tensor, eps float64) (y, mean, variance *Tensor, ok bool) {
-	outer, channels, inner := channelSplit("BatchNorm", x)
-	for _, p := range []*Tensor{weight, bias} {
-		if p != nil && (p.Rank() != 1 || p.shape[0] != channels) {
-			panic(fmt.Sprintf("tensor: BatchNorm: parameter %v does not match the %d channels of %v", p.shape, channels, x.shape))
-		}
-	}
-	fk := fused(x, weight, bias)
-	if fk == nil || outer*inner == 0 {
-		return nil, nil, nil, false
-	}
-	y = newOut(false, x.DType(), x.shape, x)
-	mean = newOut(false, x.DType(), []int{channels}, x)
-	variance = newOut(false, x.DType(), []int{channels}, x)
-	fk.BatchNorm(y.buf, mean.buf, variance.buf, x.buf, optBuf(weight), optBuf(bias), outer, channels, inner, eps)
-	return y, mean, variance, true
-}
-
-// BatchNormGrad returns the gradients of BatchNorm with respect to x and,
-// when wantParams, to weight and bias, from the output gradient dy and the
-// mean and variance BatchNorm returned. weight may be nil. ok is false when
-// the device has no fused kernel for these tensors.
-func BatchNormGrad(dy, x, mean, variance, weight *Tensor, eps float64, wantParams bool) (dx, dweight, dbias *Tensor, ok bool) {
-	outer, channels, inner := channelSplit("BatchNormGrad", x)
-	if !sameShape(dy, x) {
-		panic(fmt.Sprintf("tensor: BatchNormGrad: gradient %v and input %v differ", dy.shape, x.shape))
-	}
-	fk := fused(dy, x, mean, variance, weight)
-	if fk == nil || outer*inner == 0 {
-		return nil, nil, nil, false
-	}
-	dx = newOut(false, x.DType(), x.shape, dy, x)
-	if wantParams {
-		dweight = newOut(false, x.DType(), []int{channels}, dy, x)
-		dbias = newOut(false, x.DType(), []int{channels}, dy, x)
-	}
-	fk.BatchNormGrad(dx.buf, optBuf(dweight), optBuf(dbias), dy.buf, x.buf, mean.buf, variance.buf, optBuf(weight), outer, channels, inner, eps)
-	return dx, dweight, dbias, true
 }
 
 // optBuf returns t's buffer, or nil for a nil tensor.
@@ -249,40 +204,6 @@ func SoftmaxCrossEntropy(logits, labels *Tensor, smoothing float64) (loss, grad 
 	return loss, grad, nil
 }
 
-// SGDStep updates param in place with one torch.optim.SGD step using the
-// momentum buffer buf (nil when h.Momentum is 0). It returns false, changing
-// nothing, when the device has no fused kernel for these tensors.
-func SGDStep(h device.SGDHyper, param, grad, buf *Tensor) bool {
-	fk := fused(param, grad, buf)
-	if fk == nil || !sameShape(param, grad) || (buf != nil && !sameShape(param, buf)) || (buf == nil && h.Momentum != 0) {
-		return false
-	}
-	var bb device.Buffer
-	if buf != nil {
-		bb = buf.buf
-	}
-	fk.SGDStep(h, param.buf, grad.buf, bb, param.Len())
-	return true
-}
-
-// AdamStep updates param in place with one torch.optim.Adam (or AdamW)
-// step using the moment buffers m and v and, for AMSGrad, maxV (else nil).
-// It returns false, changing nothing, when the device has no fused kernel
-// for these tensors.
-func AdamStep(h device.AdamHyper, param, grad, m, v, maxV *Tensor) bool {
-	fk := fused(param, grad, m, v, maxV)
-	if fk == nil || !sameShape(param, grad) || !sameShape(param, m) || !sameShape(param, v) ||
-		(maxV != nil && !sameShape(param, maxV)) || (maxV == nil && h.AMSGrad) {
-		return false
-	}
-	var mv device.Buffer
-	if maxV != nil {
-		mv = maxV.buf
-	}
-	fk.AdamStep(h, param.buf, grad.buf, m.buf, v.buf, mv, param.Len())
-	return true
-}
-
 func sameShape(a, b *Tensor) bool { return sameDims(a.shape, b.shape) }
 
 // SameShape reports whether t and u have the same shape.
@@ -290,88 +211,3 @@ func (t *Tensor) SameShape(u *Tensor) bool { return sameDims(t.shape, u.shape) }
 
 // HasShape reports whether t has the given shape.
 func (t *Tensor) HasShape(shape []int) bool { return sameDims(t.shape, shape) }
-
-// multiStep returns the device's MultiStepKernels when every tensor of
-// the lists (nil entries aside) is dense, of one float type and on one
-// device, and the lists have the lengths and shapes of params.
-func multiStep(params []*Tensor, others ...[]*Tensor) device.MultiStepKernels {
-	if len(params) == 0 {
-		return nil
-	}
-	mk, ok := params[0].kernels().(device.MultiStepKernels)
-	if !ok {
-		return nil
-	}
-	p0 := params[0]
-	for _, list := range append([][]*Tensor{params}, others...) {
-		if len(list) != len(params) {
-			return nil
-		}
-		for i, t := range list {
-			if t == nil {
-				continue
-			}
-			if !t.IsContiguous() || t.DType() != p0.DType() || t.Device() != p0.Device() || !t.DType().IsFloat() || !sameShape(t, params[i]) {
-				return nil
-			}
-		}
-	}
-	return mk
-}
-
-// buffers returns the buffers of ts and their element counts (nil and 0
-// for a nil tensor).
-func buffers(ts []*Tensor) ([]device.Buffer, []int) {
-	bs, ns := make([]device.Buffer, len(ts)), make([]int, len(ts))
-	for i, t := range ts {
-		if t != nil {
-			bs[i], ns[i] = t.buf, t.Len()
-		}
-	}
-	return bs, ns
-}
-
-// SGDSteps updates every params[i] in place with one SGD step, as SGDStep
-// does, in one call of the device's multi-tensor kernel (a GPU launches one
-// kernel for the group). bufs[i] is params[i]'s momentum buffer (nil
-// without momentum). It returns false, changing nothing, when the device
-// has no such kernel for these tensors.
-func SGDSteps(h device.SGDHyper, params, grads, bufs []*Tensor) bool {
-	mk := multiStep(params, grads, bufs)
-	if mk == nil {
-		return false
-	}
-	for i := range params {
-		if grads[i] == nil || (h.Momentum != 0 && bufs[i] == nil) {
-			return false
-		}
-	}
-	pb, ns := buffers(params)
-	gb, _ := buffers(grads)
-	bb, _ := buffers(bufs)
-	return mk.SGDSteps(h, pb, gb, bb, ns)
-}
-
-// AdamSteps updates every params[i] in place with one Adam (AdamW) step
-// without AMSGrad, as AdamStep does, in one call of the device's
-// multi-tensor kernel. It returns false, changing nothing, when the device
-// has no such kernel for these tensors.
-func AdamSteps(h device.AdamHyper, params, grads, m, v []*Tensor) bool {
-	if h.AMSGrad {
-		return false
-	}
-	mk := multiStep(params, grads, m, v)
-	if mk == nil {
-		return false
-	}
-	for i := range params {
-		if grads[i] == nil || m[i] == nil || v[i] == nil {
-			return false
-		}
-	}
-	pb, ns := buffers(params)
-	gb, _ := buffers(grads)
-	mb, _ := buffers(m)
-	vb, _ := buffers(v)
-	return mk.AdamSteps(h, pb, gb, mb, vb, ns)
-}

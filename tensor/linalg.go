@@ -117,21 +117,22 @@ func orOne(v int) int {
 	return v
 }
 
-// convParams checks the shapes of x (N×C×H×W) and w (OutC×C/groups×KH×KW).
-func convParams(op string, x, w *Tensor, o ConvOptions) device.ConvParams {
-	if x.Rank() != 4 || w.Rank() != 4 {
-		panic(fmt.Sprintf("tensor: %s: input %v and weight %v must both be 4-D", op, x.shape, w.shape))
+// convParams checks the shapes of the input xs (N×C×H×W) and weight ws
+// (OutC×C/groups×KH×KW) of a convolution.
+func convParams(op string, xs, ws []int, o ConvOptions) device.ConvParams {
+	if len(xs) != 4 || len(ws) != 4 {
+		panic(fmt.Sprintf("tensor: %s: input %v and weight %v must both be 4-D", op, xs, ws))
 	}
 	p := device.ConvParams{
-		N: x.shape[0], C: x.shape[1], H: x.shape[2], W: x.shape[3],
-		OutC: w.shape[0], KH: w.shape[2], KW: w.shape[3],
+		N: xs[0], C: xs[1], H: xs[2], W: xs[3],
+		OutC: ws[0], KH: ws[2], KW: ws[3],
 		StrideH: orOne(o.StrideH), StrideW: orOne(o.StrideW),
 		PadH: o.PadH, PadW: o.PadW,
 		DilH: orOne(o.DilH), DilW: orOne(o.DilW), Groups: orOne(o.Groups),
 	}
-	if p.C%p.Groups != 0 || p.OutC%p.Groups != 0 || w.shape[1] != p.C/p.Groups {
+	if p.C%p.Groups != 0 || p.OutC%p.Groups != 0 || ws[1] != p.C/p.Groups {
 		panic(fmt.Sprintf("tensor: %s: input %v and weight %v do not match with %d groups (weight needs %d input channels)",
-			op, x.shape, w.shape, p.Groups, p.C/p.Groups))
+			op, xs, ws, p.Groups, p.C/p.Groups))
 	}
 	// Compare the kernel's extent with the padded input directly: OutH's
 	// integer division truncates toward zero, so it is 1, not ≤ 0, when the
@@ -139,14 +140,14 @@ func convParams(op string, x, w *Tensor, o ConvOptions) device.ConvParams {
 	if p.StrideH < 0 || p.StrideW < 0 || p.DilH < 0 || p.DilW < 0 || p.PadH < 0 || p.PadW < 0 ||
 		p.DilH*(p.KH-1)+1 > p.H+2*p.PadH || p.DilW*(p.KW-1)+1 > p.W+2*p.PadW || p.KH <= 0 || p.KW <= 0 {
 		panic(fmt.Sprintf("tensor: %s: kernel %d×%d (stride %d×%d, padding %d×%d, dilation %d×%d) does not fit input %v",
-			op, p.KH, p.KW, p.StrideH, p.StrideW, p.PadH, p.PadW, p.DilH, p.DilW, x.shape))
+			op, p.KH, p.KW, p.StrideH, p.StrideW, p.PadH, p.PadW, p.DilH, p.DilW, xs))
 	}
 	return p
 }
 
 // ConvOutSize returns the height and width of Conv2D(x, w, o).
 func ConvOutSize(x, w *Tensor, o ConvOptions) (h, wd int) {
-	p := convParams("ConvOutSize", x, w, o)
+	p := convParams("ConvOutSize", x.shape, w.shape, o)
 	return p.OutH(), p.OutW()
 }
 
@@ -154,7 +155,7 @@ func ConvOutSize(x, w *Tensor, o ConvOptions) (h, wd int) {
 // (OutC×C/groups×KH×KW), without bias.
 func Conv2D(x, w *Tensor, o ConvOptions) *Tensor {
 	sameFloat("Conv2D", x, w)
-	p := convParams("Conv2D", x, w, o)
+	p := convParams("Conv2D", x.shape, w.shape, o)
 	y := newOut(false, x.DType(), []int{p.N, p.OutC, p.OutH(), p.OutW()}, x, w)
 	if p.N > 0 {
 		x.kernels().Conv2D(p, y.buf, x.Contiguous().buf, w.Contiguous().buf)
@@ -165,16 +166,10 @@ func Conv2D(x, w *Tensor, o ConvOptions) *Tensor {
 // Conv2DGradInput returns the gradient of Conv2D with respect to its input
 // of shape xShape, given the output gradient dy.
 func Conv2DGradInput(dy, w *Tensor, xShape []int, o ConvOptions) *Tensor {
-	return Conv2DGradInputLike(dy, w, &Tensor{shape: slices.Clone(xShape)}, o)
-}
-
-// Conv2DGradInputLike is Conv2DGradInput with the input's shape given by
-// a tensor x of that shape (its values are not read).
-func Conv2DGradInputLike(dy, w, x *Tensor, o ConvOptions) *Tensor {
 	sameFloat("Conv2DGradInput", dy, w)
-	p := convParams("Conv2DGradInput", x, w, o)
+	p := convParams("Conv2DGradInput", xShape, w.shape, o)
 	checkGradShape("Conv2DGradInput", dy, []int{p.N, p.OutC, p.OutH(), p.OutW()})
-	dx := newOut(true, dy.DType(), x.shape, dy, w)
+	dx := newOut(true, dy.DType(), xShape, dy, w)
 	if p.N > 0 {
 		dy.kernels().Conv2DGradInput(p, dx.buf, dy.Contiguous().buf, w.Contiguous().buf)
 	}
@@ -184,16 +179,10 @@ func Conv2DGradInputLike(dy, w, x *Tensor, o ConvOptions) *Tensor {
 // Conv2DGradWeight returns the gradient of Conv2D with respect to its
 // weight of shape wShape, given the input x and output gradient dy.
 func Conv2DGradWeight(dy, x *Tensor, wShape []int, o ConvOptions) *Tensor {
-	return Conv2DGradWeightLike(dy, x, &Tensor{shape: slices.Clone(wShape)}, o)
-}
-
-// Conv2DGradWeightLike is Conv2DGradWeight with the weight's shape given
-// by a tensor w of that shape (its values are not read).
-func Conv2DGradWeightLike(dy, x, w *Tensor, o ConvOptions) *Tensor {
 	sameFloat("Conv2DGradWeight", dy, x)
-	p := convParams("Conv2DGradWeight", x, w, o)
+	p := convParams("Conv2DGradWeight", x.shape, wShape, o)
 	checkGradShape("Conv2DGradWeight", dy, []int{p.N, p.OutC, p.OutH(), p.OutW()})
-	dw := newOut(true, dy.DType(), w.shape, dy, x)
+	dw := newOut(true, dy.DType(), wShape, dy, x)
 	dy.kernels().Conv2DGradWeight(p, dw.buf, dy.Contiguous().buf, x.Contiguous().buf)
 	return dw
 }
@@ -217,11 +206,12 @@ type PoolOptions struct {
 	CountPad bool
 }
 
-func poolParams(op string, x *Tensor, o PoolOptions) device.PoolParams {
-	if x.Rank() != 4 {
-		panic(fmt.Sprintf("tensor: %s: input %v must be 4-D", op, x.shape))
+// poolParams checks the shape xs (N×C×H×W) of a pooling's input.
+func poolParams(op string, xs []int, o PoolOptions) device.PoolParams {
+	if len(xs) != 4 {
+		panic(fmt.Sprintf("tensor: %s: input %v must be 4-D", op, xs))
 	}
-	return poolParamsDims(op, [4]int(x.shape), o)
+	return poolParamsDims(op, [4]int(xs), o)
 }
 
 // poolParamsDims is poolParams for an input of shape (N, C, H, W).
@@ -250,7 +240,7 @@ func poolParamsDims(op string, x [4]int, o PoolOptions) device.PoolParams {
 // gradient, the int64 position of each maximum within its H×W plane.
 func MaxPool2D(x *Tensor, o PoolOptions) (y, argmax *Tensor) {
 	sameFloat("MaxPool2D", x)
-	p := poolParams("MaxPool2D", x, o)
+	p := poolParams("MaxPool2D", x.shape, o)
 	y = newOut(false, x.DType(), []int{p.N, p.C, p.OutH(), p.OutW()}, x)
 	argmax = newOut(false, device.Int64, []int{p.N, p.C, p.OutH(), p.OutW()}, x)
 	x.kernels().MaxPool2D(p, y.buf, argmax.buf, x.Contiguous().buf)
@@ -268,25 +258,20 @@ func MaxPool2DValues(x *Tensor, o PoolOptions) *Tensor {
 		return y
 	}
 	sameFloat("MaxPool2DValues", x)
-	p := poolParams("MaxPool2DValues", x, o)
+	p := poolParams("MaxPool2DValues", x.shape, o)
 	y := newOut(false, x.DType(), []int{p.N, p.C, p.OutH(), p.OutW()}, x)
 	mk.MaxPool2DValues(p, y.buf, x.Contiguous().buf)
 	return y
 }
 
-// MaxPool2DGrad returns the input gradient of MaxPool2D.
+// MaxPool2DGrad returns the gradient of MaxPool2D with respect to its
+// input of shape xShape, given the output gradient dy and the positions of
+// the maxima argmax that MaxPool2D returned.
 func MaxPool2DGrad(dy, argmax *Tensor, xShape []int, o PoolOptions) *Tensor {
-	return MaxPool2DGradLike(dy, argmax, &Tensor{shape: slices.Clone(xShape)}, o)
-}
-
-// MaxPool2DGradLike is MaxPool2DGrad with the input's shape given by a
-// tensor x of that shape (its values are not read).
-func MaxPool2DGradLike(dy, argmax, x *Tensor, o PoolOptions) *Tensor {
 	sameFloat("MaxPool2DGrad", dy)
 	sameDevice("MaxPool2DGrad", dy, argmax)
 	checkIndexTensor("MaxPool2DGrad", argmax)
-	p := poolParams("MaxPool2DGrad", x, o)
-	xShape := x.shape
+	p := poolParams("MaxPool2DGrad", xShape, o)
 	checkGradShape("MaxPool2DGrad", dy, []int{p.N, p.C, p.OutH(), p.OutW()})
 	if !slices.Equal(argmax.shape, dy.shape) {
 		panic(fmt.Sprintf("tensor: MaxPool2DGrad: argmax %v and output gradient %v differ", argmax.shape, dy.shape))
@@ -299,7 +284,7 @@ func MaxPool2DGradLike(dy, argmax, x *Tensor, o PoolOptions) *Tensor {
 // AvgPool2D returns the window averages of x (N×C×H×W).
 func AvgPool2D(x *Tensor, o PoolOptions) *Tensor {
 	sameFloat("AvgPool2D", x)
-	p := poolParams("AvgPool2D", x, o)
+	p := poolParams("AvgPool2D", x.shape, o)
 	y := newOut(false, x.DType(), []int{p.N, p.C, p.OutH(), p.OutW()}, x)
 	x.kernels().AvgPool2D(p, y.buf, x.Contiguous().buf)
 	return y
@@ -308,7 +293,7 @@ func AvgPool2D(x *Tensor, o PoolOptions) *Tensor {
 // AvgPool2DGrad returns the input gradient of AvgPool2D.
 func AvgPool2DGrad(dy *Tensor, xShape []int, o PoolOptions) *Tensor {
 	sameFloat("AvgPool2DGrad", dy)
-	p := poolParams("AvgPool2DGrad", &Tensor{shape: xShape}, o)
+	p := poolParams("AvgPool2DGrad", xShape, o)
 	checkGradShape("AvgPool2DGrad", dy, []int{p.N, p.C, p.OutH(), p.OutW()})
 	dx := newOut(false, dy.DType(), xShape, dy)
 	dy.kernels().AvgPool2DGrad(p, dx.buf, dy.Contiguous().buf)

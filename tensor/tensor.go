@@ -102,6 +102,19 @@ func FullLike(t *Tensor, v float64) *Tensor {
 	return out
 }
 
+// Empty returns a dense tensor of type dt and the given shape for the
+// result of an operation on inputs: on the first input's device, its
+// memory taken from the arena of the first input that has one (see
+// Arena). Its contents are arbitrary, so it suits code above this package
+// that runs a device kernel which writes every element (autograd's fused
+// batch normalisation).
+func Empty(dt device.DType, shape []int, inputs ...*Tensor) *Tensor {
+	if len(inputs) == 0 {
+		panic("tensor: Empty needs at least one input to take the device from")
+	}
+	return newOut(false, dt, shape, inputs...)
+}
+
 // FromFloat32 returns a float32 CPU tensor holding a copy of data. It
 // panics when data does not fill shape. With no shape, one value makes a
 // 0-dimensional scalar and any other number of values a vector; pass the

@@ -26,9 +26,10 @@
 // Kernels implements device.FusedKernels: bias plus activation, the
 // activation's gradient, the bias gradient, softmax cross-entropy with its
 // gradient, a convolution followed by bias, ReLU and max pooling whose
-// output never leaves a worker's cache, batch normalisation and its
-// gradient (parallel over channels), and the SGD and Adam updates. Their
-// inner loops are mostly the vectorised ones of internal/vec.
+// output never leaves a worker's cache; device.BatchNormKernels: batch
+// normalisation and its gradient (parallel over channels); and
+// device.OptimizerKernels: the SGD and Adam updates. Their inner loops are
+// mostly the vectorised ones of internal/vec.
 //
 // # Float16
 //

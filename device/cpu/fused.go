@@ -7,8 +7,12 @@ import (
 	"github.com/hora-dl/hora/device/cpu/internal/vec"
 )
 
-// The CPU device implements the optional fused kernels.
-var _ device.FusedKernels = kernels{}
+// The CPU's kernels implement the optional fused kernel sets.
+var (
+	_ device.FusedKernels     = kernels{}
+	_ device.BatchNormKernels = kernels{}
+	_ device.OptimizerKernels = kernels{}
+)
 
 // BiasAct computes y = act(x + bias) per channel.
 func (k kernels) BiasAct(act device.Activation, y, x, bias device.Buffer, outer, channels, inner int) {

@@ -30,8 +30,11 @@
 //     rounds their inputs to 16 bits (float32 accumulation and output, the
 //     weights stay float32): mixed precision, with optim.GradScaler for
 //     float16. Convolutions are im2col (col2im) kernels and cuBLAS.
-//   - Device also implements device.Slicer, device.FusedKernels and the
-//     other optional kernel sets of the CPU device.
+//   - Device also implements device.Slicer, and its kernels
+//     device.FusedKernels, device.BatchNormKernels,
+//     device.OptimizerKernels, device.MultiStepKernels (one launch per 32
+//     parameters of a group) and the other optional kernel sets of the CPU
+//     device.
 //
 // dist/nccl runs collectives on these buffers with NCCL.
 //

@@ -15,6 +15,8 @@ import (
 var (
 	_ device.Kernels              = (*kernels)(nil)
 	_ device.FusedKernels         = (*kernels)(nil)
+	_ device.BatchNormKernels     = (*kernels)(nil)
+	_ device.OptimizerKernels     = (*kernels)(nil)
 	_ device.ConvBiasActKernels   = (*kernels)(nil)
 	_ device.MaxPoolValuesKernels = (*kernels)(nil)
 )

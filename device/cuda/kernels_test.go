@@ -112,7 +112,7 @@ var testFloatTypes = []device.DType{device.Float32, device.Float64}
 func TestKernelsBatchNorm(t *testing.T) {
 	e := newPairEnv(t, 1)
 	kc, kg := e.ks()
-	fc, fg := kc.(device.FusedKernels), kg.(device.FusedKernels)
+	fc, fg := kc.(device.BatchNormKernels), kg.(device.BatchNormKernels)
 	for _, sh := range [][3]int{{4, 3, 5}, {2, 5, 1}, {3, 2, 300}, {1, 1, 1}} {
 		outer, ch, inner := sh[0], sh[1], sh[2]
 		n := outer * ch * inner
@@ -206,7 +206,7 @@ func TestKernelsSoftmaxCrossEntropy(t *testing.T) {
 func TestKernelsSGDStep(t *testing.T) {
 	e := newPairEnv(t, 4)
 	kc, kg := e.ks()
-	fc, fg := kc.(device.FusedKernels), kg.(device.FusedKernels)
+	fc, fg := kc.(device.OptimizerKernels), kg.(device.OptimizerKernels)
 	for _, dt := range testFloatTypes {
 		for _, h := range []device.SGDHyper{
 			{LR: 0.1},
@@ -238,7 +238,7 @@ func TestKernelsSGDStep(t *testing.T) {
 func TestKernelsAdamStep(t *testing.T) {
 	e := newPairEnv(t, 5)
 	kc, kg := e.ks()
-	fc, fg := kc.(device.FusedKernels), kg.(device.FusedKernels)
+	fc, fg := kc.(device.OptimizerKernels), kg.(device.OptimizerKernels)
 	for _, dt := range testFloatTypes {
 		for _, h := range []device.AdamHyper{
 			{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8},

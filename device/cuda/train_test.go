@@ -143,15 +143,27 @@ func TestGroupStepsEqualPerParameterSteps(t *testing.T) {
 	}
 	p2, b2, m2, v2 := clone(ps), clone(bufs), clone(ms), clone(vs)
 
+	k := gpu.Kernels().(device.MultiStepKernels)
+	buffers := func(ts []*tensor.Tensor) []device.Buffer {
+		bs := make([]device.Buffer, len(ts))
+		for i, x := range ts {
+			bs[i] = x.Buffer()
+		}
+		return bs
+	}
+	ns := make([]int, len(ps))
+	for i, p := range ps {
+		ns[i] = p.Len()
+	}
 	sgd := device.SGDHyper{LR: 0.1, Momentum: 0.9, Dampening: 0.1, WeightDecay: 1e-4, Nesterov: true}
-	require.True(t, tensor.SGDSteps(sgd, ps, gs, bufs))
+	require.True(t, k.SGDSteps(sgd, buffers(ps), buffers(gs), buffers(bufs), ns))
 	for i := range p2 {
-		require.True(t, tensor.SGDStep(sgd, p2[i], gs[i], b2[i]))
+		k.SGDStep(sgd, p2[i].Buffer(), gs[i].Buffer(), b2[i].Buffer(), ns[i])
 	}
 	adam := device.AdamHyper{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01, Step: 3, Decoupled: true}
-	require.True(t, tensor.AdamSteps(adam, ps, gs, ms, vs))
+	require.True(t, k.AdamSteps(adam, buffers(ps), buffers(gs), buffers(ms), buffers(vs), ns))
 	for i := range p2 {
-		require.True(t, tensor.AdamStep(adam, p2[i], gs[i], m2[i], v2[i], nil))
+		k.AdamStep(adam, p2[i].Buffer(), gs[i].Buffer(), m2[i].Buffer(), v2[i].Buffer(), nil, ns[i])
 	}
 	for i := range ps {
 		require.Equal(t, p2[i].Float32s(), ps[i].Float32s(), "parameter %d", i)
@@ -160,6 +172,6 @@ func TestGroupStepsEqualPerParameterSteps(t *testing.T) {
 		require.Equal(t, v2[i].Float32s(), vs[i].Float32s(), "v %d", i)
 	}
 	// Float64 has no multi-tensor kernel: the caller is told so.
-	p64 := []*tensor.Tensor{ps[0].Cast(device.Float64)}
-	assert.False(t, tensor.SGDSteps(device.SGDHyper{LR: 0.1}, p64, []*tensor.Tensor{gs[0].Cast(device.Float64)}, []*tensor.Tensor{nil}))
+	p64, g64 := ps[0].Cast(device.Float64), gs[0].Cast(device.Float64)
+	assert.False(t, k.SGDSteps(device.SGDHyper{LR: 0.1}, buffers([]*tensor.Tensor{p64}), buffers([]*tensor.Tensor{g64}), []device.Buffer{nil}, ns[:1]))
 }
