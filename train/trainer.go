@@ -755,131 +755,183 @@ func correct(logits, y *tensor.Tensor) int {
 
 // trainEpoch trains the rest of the epoch in progress. It returns
 // stopped when the run ends before the last epoch (Ctrl-C, early
-// stopping).
+// stopping, a callback).
 func (t *trainer) trainEpoch(ctx context.Context) (stopped bool, err error) {
-	cfg := t.cfg
-	epoch := t.epoch
-	layers.Train(t.model)
-	if cfg.Schedule.Per == "epoch" {
-		optim.Apply(t.opt, t.sched, epoch-1)
-	}
-	if t.augment != nil {
-		t.augment.SetEpoch(epoch)
-	}
-	order := t.sampler.IndicesFrom(epoch-1, t.offset)
-	passes := cfg.Dist.BackwardPassesPerStep
-	size := t.engine.Size()
-	perBatch := cfg.Train.BatchSize * size // global order positions per batch
-	epochLen := t.sampler.Len() * size
-	nb := t.train.NumBatchesOf(len(order))
-	bar := newProgress(t.bar, t.logW, cfg.Output.Progress && !t.con.json && !t.con.quiet && t.con.log != nil,
-		(nb+passes-1)/passes, fmt.Sprintf("epoch %d/%d", epoch, cfg.Train.Epochs))
-	tl := t.timeline
-	var logLoss, stepLoss float64
-	logN, stepN, pass, batches := 0, 0, 0, 0
-	bad := false
-	badLoss := 0.0
-	start := time.Now()
-	secondsBefore := t.epochSeconds
-	for b := range t.train.BatchesOf(ctx, order) {
-		if cfg.Schedule.Per == "step" && pass == 0 {
+	e := t.startEpoch()
+	for b := range t.train.BatchesOf(ctx, e.order) {
+		if t.cfg.Schedule.Per == "step" && e.pass == 0 {
 			optim.Apply(t.opt, t.sched, t.step)
 		}
-		x, y, err := t.batchTensors(b)
-		if err != nil {
+		if err := t.trainBatch(e, b); err != nil {
 			return false, err
 		}
-		rows := float64(y.Len())
-		l, right, err := t.forwardBackward(x, y)
-		if err != nil {
-			return false, err
+		if e.pass < e.passes && e.batches < e.numBatches {
+			continue // gradients of several batches add up into one step
 		}
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			bad, badLoss = true, l
-		}
-		t.sums[0] += l * rows
-		t.sums[1] += rows
-		t.sums[2] += float64(right)
-		logLoss += l
-		logN++
-		stepLoss += l
-		stepN++
-		var t0 time.Time
-		if tl != nil {
-			t0 = time.Now()
-		}
-		batches++
-		pass++
-		if pass < passes && batches < nb {
-			continue
-		}
-		pass = 0
-		stop, badRank, err := t.agree(ctx, bad)
-		if err != nil {
-			return false, err
-		}
-		if badRank >= 0 {
-			return false, t.diverged(badRank, badLoss)
-		}
-		lr := t.opt.LR() // the rate this step applies
-		if err := t.applyStep(ctx); err != nil {
-			return false, err
-		}
-		t.step++
-		t.offset = min(t.offset+batches*perBatch, epochLen)
-		batches = 0
-		if tl != nil {
-			tl.Span("phases", "step", t0, time.Now())
-		}
-		t.epochSeconds = secondsBefore + time.Since(start).Seconds()
-		rate := t.sums[1] * float64(size) / t.epochSeconds // rows of all ranks: samples, or a language model's characters
-		if t.lm != nil {
-			rate /= float64(cfg.Model.Context) // windows, as the epoch line counts them
-		}
-		bar.step(logLoss/float64(logN), rate)
-		if t.step%cfg.Train.LogEverySteps == 0 && t.metrics != nil {
-			if err := t.metrics.write(stepRecord{Kind: "train", Step: t.step, Epoch: t.epochProgress(), Loss: logLoss / float64(logN), LR: lr}); err != nil {
-				return false, err
-			}
-			logLoss, logN = 0, 0
-		}
-		evalNow := cfg.Train.EvalEverySteps > 0 && t.step%cfg.Train.EvalEverySteps == 0 && t.offset < epochLen
-		saveNow := cfg.Checkpoint.EverySteps > 0 && t.step%cfg.Checkpoint.EverySteps == 0 && t.offset < epochLen
-		earlyStop, err := t.stepCallbacks(ctx, StepMetrics{Step: t.step, Epoch: t.epochProgress(), Loss: stepLoss / float64(stepN), LR: lr})
-		if err != nil {
-			return false, err
-		}
-		stepLoss, stepN = 0, 0
-		if evalNow && !earlyStop {
-			bar.pause()
-			if earlyStop, err = t.evaluateAndRecord(ctx, false); err != nil {
-				return false, err
-			}
-			layers.Train(t.model)
-		}
-		if saveNow || stop || earlyStop {
-			bar.pause()
-			if err := t.save(ctx); err != nil {
-				return false, err
-			}
-		}
-		if stop {
-			bar.finish()
-			t.con.info(true, "stopped at step %d (epoch %d): wrote checkpoint %s; resume with: train resume -run %s",
-				t.step, epoch, checkpointName(t.step), t.cfg.Output.Dir)
-			return true, errInterrupted
-		}
-		if earlyStop {
-			bar.finish()
-			return true, nil
+		if stopped, err := t.takeStep(ctx, e); stopped || err != nil {
+			return stopped, err
 		}
 	}
-	bar.finish()
+	e.bar.finish()
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	return t.endEpoch(ctx)
+}
 
-	// The epoch's global metrics: sums over all ranks.
+// epochRun is the state of the epoch being trained: what is left of its
+// order and the running sums between steps and log lines.
+type epochRun struct {
+	order              []int // this rank's samples still to train
+	passes, numBatches int   // batches per step, batches left
+	perBatch, epochLen int   // positions of the global order per batch, in the epoch
+	bar                *progress
+	pass, batches      int     // batches of the step being gathered, since the last step
+	logLoss, stepLoss  float64 // loss sums since the last log line, of this step
+	logN, stepN        int
+	bad                bool    // a batch's loss was not finite
+	badLoss            float64 // that loss
+	start              time.Time
+	secondsBefore      float64 // of the epoch, before a resume
+	stepStart          time.Time
+}
+
+// startEpoch sets the epoch's learning rate (per-epoch schedules), the
+// augmentation's epoch and this rank's order, and starts the progress bar.
+func (t *trainer) startEpoch() *epochRun {
+	cfg := t.cfg
+	layers.Train(t.model)
+	if cfg.Schedule.Per == "epoch" {
+		optim.Apply(t.opt, t.sched, t.epoch-1)
+	}
+	if t.augment != nil {
+		t.augment.SetEpoch(t.epoch)
+	}
+	size := t.engine.Size()
+	e := &epochRun{order: t.sampler.IndicesFrom(t.epoch-1, t.offset), passes: cfg.Dist.BackwardPassesPerStep,
+		perBatch: cfg.Train.BatchSize * size, epochLen: t.sampler.Len() * size,
+		start: time.Now(), secondsBefore: t.epochSeconds}
+	e.numBatches = t.train.NumBatchesOf(len(e.order))
+	e.bar = newProgress(t.bar, t.logW, cfg.Output.Progress && !t.con.json && !t.con.quiet && t.con.log != nil,
+		(e.numBatches+e.passes-1)/e.passes, fmt.Sprintf("epoch %d/%d", t.epoch, cfg.Train.Epochs))
+	return e
+}
+
+// trainBatch runs forward and backward on one batch and adds its loss and
+// accuracy to the sums.
+func (t *trainer) trainBatch(e *epochRun, b data.Batch) error {
+	x, y, err := t.batchTensors(b)
+	if err != nil {
+		return err
+	}
+	rows := float64(y.Len())
+	l, right, err := t.forwardBackward(x, y)
+	if err != nil {
+		return err
+	}
+	if math.IsNaN(l) || math.IsInf(l, 0) {
+		e.bad, e.badLoss = true, l
+	}
+	t.sums[0] += l * rows
+	t.sums[1] += rows
+	t.sums[2] += float64(right)
+	e.logLoss += l
+	e.logN++
+	e.stepLoss += l
+	e.stepN++
+	if t.timeline != nil {
+		e.stepStart = time.Now()
+	}
+	e.batches++
+	e.pass++
+	return nil
+}
+
+// takeStep agrees with the other ranks (Ctrl-C, a diverged loss), takes
+// the optimizer step, then logs, evaluates, checkpoints and stops as
+// configured. It returns stopped when the run ends here.
+func (t *trainer) takeStep(ctx context.Context, e *epochRun) (stopped bool, err error) {
+	cfg := t.cfg
+	e.pass = 0
+	interrupted, badRank, err := t.agree(ctx, e.bad)
+	if err != nil {
+		return false, err
+	}
+	if badRank >= 0 {
+		return false, t.diverged(badRank, e.badLoss)
+	}
+	lr := t.opt.LR() // the rate this step applies
+	if err := t.applyStep(ctx); err != nil {
+		return false, err
+	}
+	t.step++
+	t.offset = min(t.offset+e.batches*e.perBatch, e.epochLen)
+	e.batches = 0
+	if t.timeline != nil {
+		t.timeline.Span("phases", "step", e.stepStart, time.Now())
+	}
+	if err := t.report(e, lr); err != nil {
+		return false, err
+	}
+	midEpoch := t.offset < e.epochLen
+	evalNow := cfg.Train.EvalEverySteps > 0 && t.step%cfg.Train.EvalEverySteps == 0 && midEpoch
+	saveNow := cfg.Checkpoint.EverySteps > 0 && t.step%cfg.Checkpoint.EverySteps == 0 && midEpoch
+	earlyStop, err := t.stepCallbacks(ctx, StepMetrics{Step: t.step, Epoch: t.epochProgress(), Loss: e.stepLoss / float64(e.stepN), LR: lr})
+	if err != nil {
+		return false, err
+	}
+	e.stepLoss, e.stepN = 0, 0
+	if evalNow && !earlyStop {
+		e.bar.pause()
+		if earlyStop, err = t.evaluateAndRecord(ctx, false); err != nil {
+			return false, err
+		}
+		layers.Train(t.model)
+	}
+	if saveNow || interrupted || earlyStop {
+		e.bar.pause()
+		if err := t.save(ctx); err != nil {
+			return false, err
+		}
+	}
+	switch {
+	case interrupted:
+		e.bar.finish()
+		t.con.info(true, "stopped at step %d (epoch %d): wrote checkpoint %s; resume with: train resume -run %s",
+			t.step, t.epoch, checkpointName(t.step), t.cfg.Output.Dir)
+		return true, errInterrupted
+	case earlyStop:
+		e.bar.finish()
+		return true, nil
+	}
+	return false, nil
+}
+
+// report moves the progress bar and writes the "train" record of
+// metrics.jsonl every train.log_every_steps steps; lr is the rate the
+// step applied.
+func (t *trainer) report(e *epochRun, lr float64) error {
+	t.epochSeconds = e.secondsBefore + time.Since(e.start).Seconds()
+	rate := t.sums[1] * float64(t.engine.Size()) / t.epochSeconds // rows of all ranks: samples, or a language model's characters
+	if t.lm != nil {
+		rate /= float64(t.cfg.Model.Context) // windows, as the epoch line counts them
+	}
+	e.bar.step(e.logLoss/float64(e.logN), rate)
+	if t.step%t.cfg.Train.LogEverySteps != 0 || t.metrics == nil {
+		return nil
+	}
+	rec := stepRecord{Kind: "train", Step: t.step, Epoch: t.epochProgress(), Loss: e.logLoss / float64(e.logN), LR: lr}
+	e.logLoss, e.logN = 0, 0
+	return t.metrics.write(rec)
+}
+
+// endEpoch sums the epoch's metrics over the ranks, evaluates (unless
+// the last step just did), records and prints the epoch, writes its
+// checkpoint and curves, and runs the epoch callbacks. It returns stopped
+// when early stopping or a callback ends the run.
+func (t *trainer) endEpoch(ctx context.Context) (stopped bool, err error) {
+	cfg := t.cfg
+	epoch := t.epoch
 	sums := t.sums[:]
 	if err := t.engine.AllreduceFloat64s(ctx, "metrics.train", sums, dist.Sum); err != nil {
 		return false, err
