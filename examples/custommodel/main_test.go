@@ -208,5 +208,6 @@ func TestCustomModelUnderMPI(t *testing.T) {
 	assert.Contains(t, string(out), "data-parallel over 2 ranks")
 	m := lastEpoch(t, dir)
 	assert.Equal(t, 10, m.Step, "2560 samples in global batches of 2×128")
+	assert.InDelta(t, 0.002, m.LR, 1e-12, "metrics show the rate applied: optimizer.lr 0.001 × 2 ranks (linear scaling)")
 	assert.True(t, strings.Contains(string(out), "epoch 1/1"), "%s", out)
 }
