@@ -813,6 +813,21 @@ func (m *Model) Forward(x *autograd.Var) *autograd.Var {
 	return outs[0]
 }
 
+// OpTypes returns the distinct operators of the model's graph (after
+// constant folding), in order of first use.
+func (m *Model) OpTypes() []string {
+	var ops []string
+	seen := map[string]bool{}
+	for _, n := range m.allNodes {
+		op := n.GetOpType()
+		if !seen[op] {
+			seen[op] = true
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
 // Summary describes the model in a few lines: opset, producer, inputs,
 // outputs, operator counts and parameter count.
 func (m *Model) Summary() string {

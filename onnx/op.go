@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/device"
@@ -62,6 +63,34 @@ func lookup(op string, opset int) (opVersion, bool) {
 		}
 	}
 	return opVersion{}, false
+}
+
+// SupportedOps lists the operators Import accepts, each with the opsets
+// where its implementation changes and whether gradients flow through it.
+func SupportedOps() []OpSupport {
+	var out []OpSupport
+	for op, vs := range registry {
+		s := OpSupport{Op: op, Differentiable: true}
+		for _, v := range vs {
+			s.Versions = append(s.Versions, v.since)
+			s.Differentiable = s.Differentiable && v.grad
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Op) < strings.ToLower(out[j].Op) })
+	return out
+}
+
+// OpSupport describes one supported operator.
+type OpSupport struct {
+	// Op is the operator type.
+	Op string
+	// Versions are the opsets from which an implementation applies, in
+	// increasing order (the first is the oldest opset supported).
+	Versions []int
+	// Differentiable tells whether gradients flow to its float inputs,
+	// so that it can be part of a model being trained.
+	Differentiable bool
 }
 
 // NodeError is the error of one node of a graph: it names the node, its
