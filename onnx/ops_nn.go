@@ -25,15 +25,6 @@ func init() {
 	register("LRN", 1, true, opLRN)
 }
 
-// nnInput returns input i, or nil when the node does not declare it or
-// leaves it empty.
-func nnInput(in []*autograd.Var, i int) *autograd.Var {
-	if i < len(in) {
-		return in[i]
-	}
-	return nil
-}
-
 // nnFloat checks that v holds float32 or float64 data.
 func nnFloat(c *nodeCtx, v *autograd.Var, name string) error {
 	if dt := v.Value.DType(); !dt.IsFloat() {
@@ -205,41 +196,43 @@ func to2D(v []int, unit int) []int {
 	return []int{unit, v[0]}
 }
 
-// convInputs checks the inputs X, W and the optional B of Conv and
+// convInputs are the inputs of Conv and ConvTranspose.
+var convInputs = []string{"X", "W", "B?"}
+
+// convCheck checks the inputs X and W of a 1-D or 2-D Conv or
 // ConvTranspose: float X of a spatial rank the operators support, W of
-// X's type and rank. It returns them and the spatial rank.
-func convInputs(c *nodeCtx, in []*autograd.Var) (x, w, b *autograd.Var, n int, err error) {
-	if x, err = c.need(in, 0, "X"); err != nil {
-		return
+// X's type and rank. It returns the spatial rank.
+func convCheck(c *nodeCtx, x, w *autograd.Var) (int, error) {
+	n, err := spatialRank(c, x, "X")
+	if err != nil {
+		return 0, err
 	}
-	if w, err = c.need(in, 1, "W"); err != nil {
-		return
+	if err := nnFloat(c, x, "X"); err != nil {
+		return 0, err
 	}
-	b = nnInput(in, 2)
-	if n, err = spatialRank(c, x, "X"); err != nil {
-		return
-	}
-	if err = nnFloat(c, x, "X"); err != nil {
-		return
-	}
-	if err = nnSameType(c, x, w, "W"); err != nil {
-		return
+	if err := nnSameType(c, x, w, "W"); err != nil {
+		return 0, err
 	}
 	if xs, ws := x.Shape(), w.Shape(); len(ws) != len(xs) {
-		err = c.Errorf("input W has shape %v, expected rank %d like X %v", ws, len(xs), xs)
+		return 0, c.Errorf("input W has shape %v, expected rank %d like X %v", ws, len(xs), xs)
 	}
-	return
+	return n, nil
 }
 
 // opConv is Conv: a 1-D or 2-D convolution with optional bias, running as
 // autograd.Conv2D (the bias fused). Asymmetric padding pads the input
 // explicitly by the difference and leaves the symmetric part to the
 // convolution.
-func opConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if is3D(in) {
-		return run3D(c, in, conv3D)
+func opConv(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs(convInputs...)
+	if err != nil {
+		return nil, err
 	}
-	x, w, b, n, err := convInputs(c, in)
+	x, w, b := in[0], in[1], in[2]
+	if x.Value.Rank() == 5 {
+		return run3D(c, conv3D, x, w, b)
+	}
+	n, err := convCheck(c, x, w)
 	if err != nil {
 		return nil, err
 	}
@@ -292,8 +285,13 @@ func opConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // The output size comes from output_shape, auto_pad or pads (see the
 // operator's spec); where it is not one the transposed convolution yields
 // directly, the full result is cropped or extended with zeros.
-func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, w, b, n, err := convInputs(c, in)
+func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs(convInputs...)
+	if err != nil {
+		return nil, err
+	}
+	x, w, b := in[0], in[1], in[2]
+	n, err := convCheck(c, x, w)
 	if err != nil {
 		return nil, err
 	}
@@ -433,16 +431,12 @@ func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opGemm is Gemm: alpha·A'·B' + beta·C with A' and B' optionally
 // transposed and C broadcast to the result. The common fully connected
 // layer (transB = 1, a vector or absent C) runs as autograd.Linear.
-func opGemm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	a, err := c.need(in, 0, "A")
+func opGemm(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("A", "B", "C?")
 	if err != nil {
 		return nil, err
 	}
-	bm, err := c.need(in, 1, "B")
-	if err != nil {
-		return nil, err
-	}
-	cv := nnInput(in, 2)
+	a, bm, cv := in[0], in[1], in[2]
 	if a.Value.Rank() != 2 || bm.Value.Rank() != 2 {
 		return nil, c.Errorf("inputs A %v and B %v must be matrices", a.Shape(), bm.Shape())
 	}
@@ -536,15 +530,12 @@ func gemmInt(c *nodeCtx, a, b, cv *autograd.Var, alpha, beta float64, transA, tr
 // or column (second) vector whose axis is removed from the result, and
 // leading batch axes broadcast. Integer operands are multiplied in
 // float64, without gradient.
-func opMatMul(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	a, err := c.need(in, 0, "A")
+func opMatMul(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("A", "B")
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.need(in, 1, "B")
-	if err != nil {
-		return nil, err
-	}
+	a, b := in[0], in[1]
 	if err := nnSameType(c, a, b, "B"); err != nil {
 		return nil, err
 	}
@@ -611,15 +602,11 @@ func channelShape(ch, rank int) []int {
 // with the population (biased) batch variance, as the spec says; in
 // training the same values replace the model's running statistics
 // (SetState).
-func opBatchNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+func opBatchNorm(c *nodeCtx) ([]*autograd.Var, error) {
 	names := []string{"X", "scale", "B", "input_mean", "input_var"}
-	vs := make([]*autograd.Var, 5)
-	for i, name := range names {
-		v, err := c.need(in, i, name)
-		if err != nil {
-			return nil, err
-		}
-		vs[i] = v
+	vs, err := c.inputs(names...)
+	if err != nil {
+		return nil, err
 	}
 	x, scale, bias, mean, variance := vs[0], vs[1], vs[2], vs[3], vs[4]
 	if err := nnFloat(c, x, "X"); err != nil {
@@ -712,19 +699,12 @@ func isState(c *nodeCtx, i int, v *autograd.Var) bool {
 // normalised with its own mean and biased variance, then scaled and
 // shifted per channel. It runs as a batch normalisation of the 1×(N·C)×…
 // reshaped input where the device has the fused kernel.
-func opInstanceNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "input")
+func opInstanceNorm(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("input", "scale", "B")
 	if err != nil {
 		return nil, err
 	}
-	scale, err := c.need(in, 1, "scale")
-	if err != nil {
-		return nil, err
-	}
-	bias, err := c.need(in, 2, "B")
-	if err != nil {
-		return nil, err
-	}
+	x, scale, bias := in[0], in[1], in[2]
 	if err := nnFloat(c, x, "input"); err != nil {
 		return nil, err
 	}
@@ -770,16 +750,12 @@ func opInstanceNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // axes from axis on, then scale and the optional bias B (broadcast over
 // those axes). The optional Mean and InvStdDev outputs have the input's
 // shape with the normalised axes of length 1; they carry no gradient.
-func opLayerNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+func opLayerNorm(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "Scale", "B?")
 	if err != nil {
 		return nil, err
 	}
-	scale, err := c.need(in, 1, "Scale")
-	if err != nil {
-		return nil, err
-	}
-	bias := nnInput(in, 2)
+	x, scale, bias := in[0], in[1], in[2]
 	if err := nnFloat(c, x, "X"); err != nil {
 		return nil, err
 	}
@@ -857,22 +833,27 @@ type randSource interface{ Rand() *rand.Rand }
 // training_mode input of opset 12+ when given) it zeroes each element with
 // probability ratio and scales the rest by 1/(1-ratio); the mask output
 // (bool, stored as Int64 0/1) tells which elements were kept.
-func opDropout(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "data")
+func opDropout(c *nodeCtx) ([]*autograd.Var, error) {
+	decl := []string{"data", "ratio?", "training_mode?"}
+	if c.Opset() < 12 {
+		decl = decl[:1] // ratio is an attribute
+	}
+	in, err := c.inputs(decl...)
 	if err != nil {
 		return nil, err
 	}
+	x := in[0]
 	ratio := c.AttrFloat("ratio", 0.5)
 	training := c.Training()
 	if c.Opset() >= 12 {
 		ratio = 0.5
-		if r := nnInput(in, 1); r != nil {
+		if r := in[1]; r != nil {
 			if r.Value.Len() != 1 {
 				return nil, c.Errorf("input ratio has shape %v, expected a scalar", r.Shape())
 			}
 			ratio = c.Floats(r)[0]
 		}
-		if t := nnInput(in, 2); t != nil {
+		if t := in[2]; t != nil {
 			if t.Value.Len() != 1 {
 				return nil, c.Errorf("input training_mode has shape %v, expected a scalar", t.Shape())
 			}
@@ -923,8 +904,8 @@ func dropout(x *autograd.Var, ratio float64, rng *rand.Rand) (*autograd.Var, *te
 // y = x / (bias + alpha/size · Σ x²)^beta, the sum over the size channels
 // around each one (floor((size-1)/2) before, the rest after). The sum is
 // an average pooling of x² over the channel axis.
-func opLRN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+func opLRN(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, err
 	}

@@ -41,16 +41,16 @@ var (
 	rnnLSTM  = rnnKind{"LSTM", 4, []string{"sigmoid", "tanh", "tanh"}, 2}
 )
 
-func opRNN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	return runRecurrent(c, in, rnnPlain)
+func opRNN(c *nodeCtx) ([]*autograd.Var, error) {
+	return runRecurrent(c, rnnPlain)
 }
 
-func opGRU(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	return runRecurrent(c, in, rnnGRU)
+func opGRU(c *nodeCtx) ([]*autograd.Var, error) {
+	return runRecurrent(c, rnnGRU)
 }
 
-func opLSTM(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	return runRecurrent(c, in, rnnLSTM)
+func opLSTM(c *nodeCtx) ([]*autograd.Var, error) {
+	return runRecurrent(c, rnnLSTM)
 }
 
 // rnnAct is an activation function of a recurrent cell.
@@ -78,8 +78,8 @@ type rnnSetup struct {
 	layout  int
 }
 
-func runRecurrent(c *nodeCtx, in []*autograd.Var, k rnnKind) ([]*autograd.Var, error) {
-	s, err := newRNNSetup(c, in, k)
+func runRecurrent(c *nodeCtx, k rnnKind) ([]*autograd.Var, error) {
+	s, err := newRNNSetup(c, k)
 	if err != nil {
 		return nil, err
 	}
@@ -126,29 +126,19 @@ func runRecurrent(c *nodeCtx, in []*autograd.Var, k rnnKind) ([]*autograd.Var, e
 	return outs, nil
 }
 
-func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
-	input := func(i int) *autograd.Var {
-		if i < len(in) {
-			return in[i]
-		}
-		return nil
-	}
+func newRNNSetup(c *nodeCtx, k rnnKind) (*rnnSetup, error) {
 	names := []string{"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"}
-	maxIn := 6
+	decl := []string{"X", "W", "R", "B?", "sequence_lens?", "initial_h?", "initial_c?", "P?"}
+	if k.states == 1 {
+		decl = decl[:6] // no cell state, no peepholes
+	}
+	in, err := c.inputs(decl...)
+	if err != nil {
+		return nil, err
+	}
+	s := &rnnSetup{kind: k, c: c, x: in[0], w: in[1], r: in[2], b: in[3], h0: in[5]}
 	if k.states == 2 {
-		maxIn = 8
-	}
-	if len(in) > maxIn {
-		return nil, c.Errorf("%s takes at most %d inputs, found %d", k.name, maxIn, len(in))
-	}
-	for i := range 3 {
-		if err := c.require(in, i, names[i]); err != nil {
-			return nil, err
-		}
-	}
-	s := &rnnSetup{kind: k, c: c, x: in[0], w: in[1], r: in[2], b: input(3), h0: input(5)}
-	if k.states == 2 {
-		s.c0, s.p = input(6), input(7)
+		s.c0, s.p = in[6], in[7]
 	}
 	s.dt = s.x.Value.DType()
 	if s.dt != device.Float32 && s.dt != device.Float64 {
@@ -250,7 +240,7 @@ func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
 		}
 	}
 
-	if sl := input(4); sl != nil {
+	if sl := in[4]; sl != nil {
 		if sl.Value.DType() != device.Int64 || !sl.Value.HasShape([]int{s.B}) {
 			return nil, c.Errorf("input sequence_lens must be an integer tensor of shape [%d], found %v %v", s.B, sl.Value.DType(), sl.Shape())
 		}

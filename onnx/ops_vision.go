@@ -33,8 +33,8 @@ func init() {
 // pivoting. When X requires a gradient, the result is det + Σ (X - X̄)·C
 // with X̄ X's value held constant and C the cofactor matrices, whose value
 // is det and whose gradient is the cofactor matrix (first order only).
-func opDet(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+func opDet(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, err
 	}
@@ -229,34 +229,30 @@ func visGather(x *autograd.Var, t *visTaps) *autograd.Var {
 	return autograd.Mul(g, autograd.Constant(visHostTensor(dev, x.Value.DType(), t.w, []int{len(t.w), 1})))
 }
 
-// visImage checks that input i is a float N×C×H×W image.
-func visImage(c *nodeCtx, in []*autograd.Var, i int, name string) (*autograd.Var, error) {
-	x, err := c.need(in, i, name)
-	if err != nil {
-		return nil, err
-	}
+// visImage checks that input x, named name, is a float N×C×H×W image.
+func visImage(c *nodeCtx, x *autograd.Var, name string) error {
 	if err := nnFloat(c, x, name); err != nil {
-		return nil, err
+		return err
 	}
 	if x.Value.Rank() != 4 {
 		if x.Value.Rank() == 5 && c.Op() == "GridSample" {
-			return nil, c.Unsupported("volumetric GridSample (input %s of shape %v): only 4-D inputs are implemented", name, x.Shape())
+			return c.Unsupported("volumetric GridSample (input %s of shape %v): only 4-D inputs are implemented", name, x.Shape())
 		}
-		return nil, c.Errorf("input %s has shape %v, expected N×C×H×W", name, x.Shape())
+		return c.Errorf("input %s has shape %v, expected N×C×H×W", name, x.Shape())
 	}
-	return x, nil
+	return nil
 }
 
 // opGridSample is GridSample (opset 16) on 4-D inputs, with the
 // bilinear, nearest and bicubic modes and the zeros, border and
 // reflection padding modes, following PyTorch's grid_sample.
-func opGridSample(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := visImage(c, in, 0, "X")
+func opGridSample(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "grid")
 	if err != nil {
 		return nil, err
 	}
-	grid, err := c.need(in, 1, "grid")
-	if err != nil {
+	x, grid := in[0], in[1]
+	if err := visImage(c, x, "X"); err != nil {
 		return nil, err
 	}
 	if err := nnSameType(c, x, grid, "grid"); err != nil {
@@ -411,20 +407,16 @@ func gsCubic(t float64) [4]float64 {
 // samples over the bins of each region of interest, following
 // onnxruntime. Opset 10 has no coordinate_transformation_mode (it
 // behaves as output_half_pixel); opset 16 defaults to half_pixel.
-func opRoiAlign(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := visImage(c, in, 0, "X")
+func opRoiAlign(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "rois", "batch_indices")
 	if err != nil {
 		return nil, err
 	}
-	rois, err := c.need(in, 1, "rois")
-	if err != nil {
+	x, rois, bidx := in[0], in[1], in[2]
+	if err := visImage(c, x, "X"); err != nil {
 		return nil, err
 	}
 	if err := nnFloat(c, rois, "rois"); err != nil {
-		return nil, err
-	}
-	bidx, err := c.need(in, 2, "batch_indices")
-	if err != nil {
 		return nil, err
 	}
 	if bidx.Value.DType() != device.Int64 {
@@ -607,15 +599,12 @@ func roiTaps(t *visTaps, base, H, W int, y, x float64) {
 // dropping those whose IoU with a selected box exceeds iou_threshold and
 // those whose score is not above score_threshold. The output is an Int64
 // [num_selected, 3] tensor of (batch, class, box) triples.
-func opNonMaxSuppression(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	boxes, err := c.need(in, 0, "boxes")
+func opNonMaxSuppression(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("boxes", "scores", "max_output_boxes_per_class?", "iou_threshold?", "score_threshold?")
 	if err != nil {
 		return nil, err
 	}
-	scores, err := c.need(in, 1, "scores")
-	if err != nil {
-		return nil, err
-	}
+	boxes, scores := in[0], in[1]
 	if err := nnFloat(c, boxes, "boxes"); err != nil {
 		return nil, err
 	}
@@ -630,7 +619,7 @@ func opNonMaxSuppression(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error
 		return nil, c.Errorf("input scores has shape %v, expected [%d, classes, %d] for boxes %v", ss, bs[0], bs[1], bs)
 	}
 	scalar := func(i int, name string) (float64, bool, error) {
-		v := nnInput(in, i)
+		v := in[i]
 		if v == nil {
 			return 0, false, nil
 		}
