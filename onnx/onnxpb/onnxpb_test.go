@@ -3,12 +3,16 @@ package onnxpb_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/hora-dl/hora/onnx/onnxpb"
 )
@@ -68,4 +72,74 @@ func unknownFields(m protoreflect.Message) []string {
 		return true
 	})
 	return out
+}
+
+// TestRegisteredUnderHoraPackage checks that every message and enum of
+// onnxpb is registered under hora.onnx, none under onnx: another Go ONNX
+// library (owulveryck/onnx-go, say) registers onnx.AttributeProto and the
+// rest, and two registrations of one name make a program panic at start.
+func TestRegisteredUnderHoraPackage(t *testing.T) {
+	fd := onnxpb.File_onnx_onnxpb_onnx_proto
+	assert.Equal(t, protoreflect.FullName("hora.onnx"), fd.Package())
+
+	var names []protoreflect.FullName
+	var walk func(msgs protoreflect.MessageDescriptors, enums protoreflect.EnumDescriptors)
+	walk = func(msgs protoreflect.MessageDescriptors, enums protoreflect.EnumDescriptors) {
+		for i := range enums.Len() {
+			names = append(names, enums.Get(i).FullName())
+		}
+		for i := range msgs.Len() {
+			names = append(names, msgs.Get(i).FullName())
+			walk(msgs.Get(i).Messages(), msgs.Get(i).Enums())
+		}
+	}
+	walk(fd.Messages(), fd.Enums())
+	require.NotEmpty(t, names)
+	for _, name := range names {
+		assert.True(t, strings.HasPrefix(string(name), "hora.onnx."), "%s is not under hora.onnx", name)
+		_, err := protoregistry.GlobalFiles.FindDescriptorByName(name)
+		assert.NoError(t, err, "%s is registered", name)
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName("hora.onnx.AttributeProto")
+	require.NoError(t, err)
+	assert.Equal(t, (&onnxpb.AttributeProto{}).ProtoReflect().Type(), mt)
+
+	_, err = protoregistry.GlobalTypes.FindMessageByName("onnx.AttributeProto")
+	assert.ErrorIs(t, err, protoregistry.NotFound)
+	protoregistry.GlobalTypes.RangeMessages(func(mt protoreflect.MessageType) bool {
+		assert.False(t, strings.HasPrefix(string(mt.Descriptor().FullName()), "onnx."), "message %s is registered under onnx", mt.Descriptor().FullName())
+		return true
+	})
+	protoregistry.GlobalTypes.RangeEnums(func(et protoreflect.EnumType) bool {
+		assert.False(t, strings.HasPrefix(string(et.Descriptor().FullName()), "onnx."), "enum %s is registered under onnx", et.Descriptor().FullName())
+		return true
+	})
+}
+
+// TestBesideAnotherONNXSchema registers, next to onnxpb's, a schema of
+// package onnx with ONNX's message names, as another Go ONNX library does:
+// the registry must accept it. It works on a copy of the global registry.
+func TestBesideAnotherONNXSchema(t *testing.T) {
+	files := new(protoregistry.Files)
+	protoregistry.GlobalFiles.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		require.NoError(t, files.RegisterFile(fd))
+		return true
+	})
+	other := &descriptorpb.FileDescriptorProto{
+		Name:    proto.String("github.com/owulveryck/onnx-go/internal/onnx/ir/onnx.proto3"),
+		Package: proto.String("onnx"),
+		Syntax:  proto.String("proto3"),
+		MessageType: []*descriptorpb.DescriptorProto{
+			{Name: proto.String("AttributeProto")},
+			{Name: proto.String("ModelProto")},
+			{Name: proto.String("TensorProto")},
+		},
+		EnumType: []*descriptorpb.EnumDescriptorProto{{
+			Name:  proto.String("Version"),
+			Value: []*descriptorpb.EnumValueDescriptorProto{{Name: proto.String("_START_VERSION"), Number: proto.Int32(0)}},
+		}},
+	}
+	fd, err := protodesc.NewFile(other, files)
+	require.NoError(t, err)
+	assert.NoError(t, files.RegisterFile(fd), "a schema of package onnx registers beside onnxpb")
 }
