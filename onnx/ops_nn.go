@@ -321,22 +321,44 @@ func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
 	if err != nil {
 		return nil, err
 	}
+	full, begin, size, err := convTransposeWindow(c, xs, kernel, stride, dil)
+	if err != nil {
+		return nil, err
+	}
+	if n == 1 {
+		x, w = autograd.Unsqueeze(x, 2), autograd.Unsqueeze(w, 2)
+		full, begin, size = to2D(full, 1), to2D(begin, 0), to2D(size, 1)
+		stride, dil = to2D(stride, 1), to2D(dil, 1)
+	}
+	o := tensor.ConvOptions{StrideH: stride[0], StrideW: stride[1], DilH: dil[0], DilW: dil[1], Groups: group}
+	y := convTranspose2D(c, x, w, b, o, full, begin, size)
+	if n == 1 {
+		y = autograd.Squeeze(y, 2)
+	}
+	return []*autograd.Var{y}, nil
+}
+
+// convTransposeWindow returns, per spatial axis of a ConvTranspose of
+// input shape xs, the extent of the unpadded result (full) and the window
+// [begin, begin+size) of it that is the output (extended with zeros past
+// its end), from the attributes output_padding and output_shape, auto_pad
+// or pads.
+func convTransposeWindow(c *nodeCtx, xs, kernel, stride, dil []int) (full, begin, size []int, err error) {
+	n := len(kernel)
 	outPad := make([]int, n)
 	if c.HasAttr("output_padding") {
 		op := c.AttrInts("output_padding", nil)
 		if len(op) != n {
-			return nil, c.Errorf("attribute output_padding has %d values, expected %d", len(op), n)
+			return nil, nil, nil, c.Errorf("attribute output_padding has %d values, expected %d", len(op), n)
 		}
 		for i, v := range op {
 			if v < 0 {
-				return nil, c.Errorf("attribute output_padding = %v: values must not be negative", op)
+				return nil, nil, nil, c.Errorf("attribute output_padding = %v: values must not be negative", op)
 			}
 			outPad[i] = int(v)
 		}
 	}
-	// full[i] is the extent of the unpadded result; the output is the
-	// window [begin, begin+size) of it, extended with zeros past its end.
-	full, begin, size := make([]int, n), make([]int, n), make([]int, n)
+	full, begin, size = make([]int, n), make([]int, n), make([]int, n)
 	for i := range n {
 		full[i] = stride[i]*(xs[2+i]-1) + (kernel[i]-1)*dil[i] + 1
 	}
@@ -348,7 +370,7 @@ func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
 			os = os[2:]
 		}
 		if len(os) != n {
-			return nil, c.Errorf("attribute output_shape has %d values, expected %d", len(os), n)
+			return nil, nil, nil, c.Errorf("attribute output_shape has %d values, expected %d", len(os), n)
 		}
 		for i := range n {
 			size[i] = int(os[i])
@@ -374,11 +396,11 @@ func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
 		if autoPad != "VALID" && c.HasAttr("pads") {
 			p := c.AttrInts("pads", nil)
 			if len(p) != 2*n {
-				return nil, c.Errorf("attribute pads has %d values, expected %d (begin and end per spatial axis)", len(p), 2*n)
+				return nil, nil, nil, c.Errorf("attribute pads has %d values, expected %d (begin and end per spatial axis)", len(p), 2*n)
 			}
 			for i, v := range p {
 				if v < 0 {
-					return nil, c.Errorf("attribute pads = %v: values must not be negative", p)
+					return nil, nil, nil, c.Errorf("attribute pads = %v: values must not be negative", p)
 				}
 				pads[i] = int(v)
 			}
@@ -388,19 +410,22 @@ func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
 			size[i] = full[i] + outPad[i] - pads[i] - pads[n+i]
 		}
 	default:
-		return nil, c.Errorf("attribute auto_pad = %q, expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", autoPad)
+		return nil, nil, nil, c.Errorf("attribute auto_pad = %q, expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", autoPad)
 	}
 	for i := range n {
 		if size[i] < 1 {
-			return nil, c.Errorf("output size %v is empty for input X %v, kernel %v, strides %v", size, xs, kernel, stride)
+			return nil, nil, nil, c.Errorf("output size %v is empty for input X %v, kernel %v, strides %v", size, xs, kernel, stride)
 		}
 	}
-	if n == 1 {
-		x, w = autograd.Unsqueeze(x, 2), autograd.Unsqueeze(w, 2)
-		full, begin, size = to2D(full, 1), to2D(begin, 0), to2D(size, 1)
-		stride, dil = to2D(stride, 1), to2D(dil, 1)
-	}
-	o := tensor.ConvOptions{StrideH: stride[0], StrideW: stride[1], DilH: dil[0], DilW: dil[1], Groups: group}
+	return full, begin, size, nil
+}
+
+// convTranspose2D computes the window [begin, begin+size) of the 2-D
+// transposed convolution of x and w (of extent full) plus the bias b:
+// directly when the window is symmetric padding the convolution
+// supports, else by cropping or extending the full result.
+func convTranspose2D(c *nodeCtx, x, w, b *autograd.Var, o tensor.ConvOptions, full, begin, size []int) *autograd.Var {
+	stride := []int{o.StrideH, o.StrideW}
 	// Direct: symmetric padding p = begin and a size the convolution over
 	// it maps back to the input's (the excess below the stride is output
 	// padding).
@@ -409,23 +434,18 @@ func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
 		excess := size[i] - (full[i] - 2*begin[i])
 		direct = direct && begin[i] <= full[i]/2 && excess >= 0 && excess < stride[i]
 	}
-	var y *autograd.Var
 	if direct {
 		o.PadH, o.PadW = begin[0], begin[1]
-		y = autograd.ConvTranspose2D(x, w, b, o, size[0], size[1])
-	} else {
-		y = autograd.ConvTranspose2D(x, w, nil, o, full[0], full[1])
-		for i := range 2 {
-			y = padAxis(c, y, 2+i, -begin[i], begin[i]+size[i]-full[i], 0)
-		}
-		if b != nil {
-			y = autograd.Add(y, autograd.Reshape(b, outC, 1, 1))
-		}
+		return autograd.ConvTranspose2D(x, w, b, o, size[0], size[1])
 	}
-	if n == 1 {
-		y = autograd.Squeeze(y, 2)
+	y := autograd.ConvTranspose2D(x, w, nil, o, full[0], full[1])
+	for i := range 2 {
+		y = padAxis(c, y, 2+i, -begin[i], begin[i]+size[i]-full[i], 0)
 	}
-	return []*autograd.Var{y}, nil
+	if b != nil {
+		y = autograd.Add(y, autograd.Reshape(b, b.Value.Len(), 1, 1))
+	}
+	return y
 }
 
 // opGemm is Gemm: alpha·A'·B' + beta·C with A' and B' optionally
