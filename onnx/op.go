@@ -106,10 +106,12 @@ type NodeError struct {
 	Err error
 }
 
+// Error formats the error as "onnx: node NAME (OP, opset N): ERR".
 func (e *NodeError) Error() string {
 	return fmt.Sprintf("onnx: node %s (%s, opset %d): %v", e.Node, e.Op, e.Opset, e.Err)
 }
 
+// Unwrap returns Err, so that errors.Is finds ErrUnsupported through it.
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // ErrUnsupported is wrapped by every error about an operator, attribute

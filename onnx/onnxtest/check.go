@@ -33,7 +33,9 @@ func (s Status) String() string {
 type Result struct {
 	// Case is the case folder's name, with "/test_data_set_N" when the
 	// result is about one data set.
-	Case   string
+	Case string
+	// Status tells whether the data set passed, failed or needs what
+	// Hora does not implement.
 	Status Status
 	// Ops are the operators the model uses (the failing or unsupported
 	// one first, when known).
