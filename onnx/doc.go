@@ -26,7 +26,7 @@
 // initializers are named as in the model's state dict and whose batch
 // dimension is dynamic.
 //
-// CheckBackendTest runs an ONNX backend-test folder (model.onnx and
+// Package onnxtest runs ONNX backend-test folders (model.onnx and
 // test_data_set_N) and compares the outputs; cmd/onnxcheck is its command
 // line.
 //

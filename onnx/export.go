@@ -49,16 +49,11 @@ type ExportOptions struct {
 // translate (as opposed to errors writing the file).
 var ErrExport = errors.New("onnx: export")
 
-// ExportFile exports model to the ONNX file path (see Export) with the
-// default options, atomically: the model is written to a temporary file
-// in the same folder, which then replaces path, so a reader never sees
-// a half-written file.
-func ExportFile(path string, model layers.Layer, example []*tensor.Tensor) error {
-	return ExportFileWith(path, model, example, ExportOptions{})
-}
-
-// ExportFileWith is ExportFile with options.
-func ExportFileWith(path string, model layers.Layer, example []*tensor.Tensor, opts ExportOptions) (err error) {
+// ExportFile writes model to the ONNX file path as Export does (the zero
+// ExportOptions are the defaults), atomically: the model is written to a
+// temporary file in the same folder, which then replaces path, so a
+// reader never sees a half-written file.
+func ExportFile(path string, model layers.Layer, example []*tensor.Tensor, opts ExportOptions) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("onnx: export %s: %w", path, err)
@@ -137,7 +132,35 @@ type tracedRun struct {
 	index map[*autograd.Var]int // position in order
 }
 
+// exportProto builds the ModelProto of Export in four steps: check the
+// example and the names, trace the model (twice for a dynamic batch),
+// translate the traced operations into nodes, and wrap the graph into a
+// model.
 func exportProto(model layers.Layer, example []*tensor.Tensor, opts ExportOptions) (*onnxpb.ModelProto, error) {
+	x, err := exportExample(model, example, opts)
+	if err != nil {
+		return nil, err
+	}
+	inName, outName, err := exportNames(opts)
+	if err != nil {
+		return nil, err
+	}
+	restore := exportEvalMode(model)
+	defer restore()
+	t1, t2, err := exportTraces(model, x, opts.StaticBatch)
+	if err != nil {
+		return nil, err
+	}
+	e := newExporter(model, t1, t2, inName, outName)
+	if err := e.export(outName); err != nil {
+		return nil, err
+	}
+	return e.model(inName, outName, opts.DocString)
+}
+
+// exportExample checks the model and its example inputs and returns the
+// one input a layers.Layer takes.
+func exportExample(model layers.Layer, example []*tensor.Tensor, opts ExportOptions) (*tensor.Tensor, error) {
 	if model == nil {
 		return nil, exportErrorf("nil model")
 	}
@@ -151,10 +174,15 @@ func exportProto(model layers.Layer, example []*tensor.Tensor, opts ExportOption
 	if x.Rank() == 0 && !opts.StaticBatch {
 		return nil, exportErrorf("example input has shape [] (no batch axis); set ExportOptions.StaticBatch to export it")
 	}
-	inName, outName := "input", "output"
+	return x, nil
+}
+
+// exportNames returns the names of the graph's input and output.
+func exportNames(opts ExportOptions) (inName, outName string, err error) {
+	inName, outName = "input", "output"
 	if len(opts.InputNames) > 0 {
 		if len(opts.InputNames) != 1 || opts.InputNames[0] == "" {
-			return nil, exportErrorf("ExportOptions.InputNames: expected 1 non-empty name, found %q", opts.InputNames)
+			return "", "", exportErrorf("ExportOptions.InputNames: expected 1 non-empty name, found %q", opts.InputNames)
 		}
 		inName = opts.InputNames[0]
 	}
@@ -162,28 +190,35 @@ func exportProto(model layers.Layer, example []*tensor.Tensor, opts ExportOption
 		outName = opts.OutputName
 	}
 	if inName == outName {
-		return nil, exportErrorf("the input and the output are both named %q", inName)
+		return "", "", exportErrorf("the input and the output are both named %q", inName)
 	}
+	return inName, outName, nil
+}
 
-	restore := exportEvalMode(model)
-	defer restore()
-	t1, err := exportTrace(model, x)
-	if err != nil {
-		return nil, err
+// exportTraces traces the model on x and, unless static, on x repeated
+// twice along the batch axis, checking that both traces recorded the
+// same operations. With static, t2 is t1.
+func exportTraces(model layers.Layer, x *tensor.Tensor, static bool) (t1, t2 *tracedRun, err error) {
+	if t1, err = exportTrace(model, x); err != nil {
+		return nil, nil, err
 	}
-	t2 := t1
-	if !opts.StaticBatch {
-		x2 := tensor.Concat(0, x, x)
-		if t2, err = exportTrace(model, x2); err != nil {
-			return nil, err
-		}
-		if err := exportSameStructure(t1, t2); err != nil {
-			return nil, err
-		}
+	if static {
+		return t1, t1, nil
 	}
+	if t2, err = exportTrace(model, tensor.Concat(0, x, x)); err != nil {
+		return nil, nil, err
+	}
+	if err := exportSameStructure(t1, t2); err != nil {
+		return nil, nil, err
+	}
+	return t1, t2, nil
+}
 
+// newExporter returns the exporter of the traces t1 and t2 of model,
+// whose input and output the graph names inName and outName.
+func newExporter(model layers.Layer, t1, t2 *tracedRun, inName, outName string) *exporter {
 	e := &exporter{
-		t1: t1, t2: t2, dynamic: !opts.StaticBatch,
+		t1: t1, t2: t2, dynamic: t1 != t2, // one trace for a static batch
 		graph:  &onnxpb.GraphProto{Name: ptr("hora")},
 		names:  map[*autograd.Var]string{},
 		used:   map[string]bool{inName: true, outName: true},
@@ -191,7 +226,7 @@ func exportProto(model layers.Layer, example []*tensor.Tensor, opts ExportOption
 		bufs:   map[*tensor.Tensor]string{},
 		consts: map[*tensor.Tensor]string{},
 		uses:   map[*autograd.Var]int{},
-		batch:  x.Dim(0),
+		batch:  t1.input.Value.Dim(0),
 	}
 	for _, p := range model.Parameters() {
 		if p != nil && p.Var != nil {
@@ -202,14 +237,17 @@ func exportProto(model layers.Layer, example []*tensor.Tensor, opts ExportOption
 		e.bufs[b.Value] = b.Name
 	}
 	e.names[t1.input] = inName
-	if err := e.export(outName); err != nil {
-		return nil, err
-	}
-	in, err := e.valueInfo(inName, t1.input.Value, t2.input.Value)
+	return e
+}
+
+// model wraps the exported graph into a model: it declares the graph's
+// input and output (with the dynamic batch dimension) and the versions.
+func (e *exporter) model(inName, outName, doc string) (*onnxpb.ModelProto, error) {
+	in, err := e.valueInfo(inName, e.t1.input.Value, e.t2.input.Value)
 	if err != nil {
 		return nil, err
 	}
-	out, err := e.valueInfo(outName, t1.out.Value, t2.out.Value)
+	out, err := e.valueInfo(outName, e.t1.out.Value, e.t2.out.Value)
 	if err != nil {
 		return nil, err
 	}
@@ -221,8 +259,8 @@ func exportProto(model layers.Layer, example []*tensor.Tensor, opts ExportOption
 		Graph:        e.graph,
 		OpsetImport:  []*onnxpb.OperatorSetIdProto{{Domain: ptr(""), Version: ptr(int64(ExportOpset))}},
 	}
-	if opts.DocString != "" {
-		mp.DocString = ptr(opts.DocString)
+	if doc != "" {
+		mp.DocString = ptr(doc)
 	}
 	return mp, nil
 }
@@ -646,29 +684,49 @@ func (e *exporter) attrsAgree() error {
 		a1, e.batch, a2, 2*e.batch)
 }
 
-// op emits the nodes of operation i.
+// op emits the nodes of operation i. A SumAxes and MulScalar pair that
+// planMeans found is one ReduceMean; any other operation has its
+// attributes checked against the second trace, its inputs named, and is
+// translated.
 func (e *exporter) op(i int) error {
-	t1 := e.t1
-	info := t1.ops[i]
-	v1 := t1.order[i]
-	out := e.names[v1]
-	dt := v1.Value.DType()
+	out := e.names[e.t1.order[i]]
 	if k, ok := e.mean[i]; ok {
 		return e.reduceMean(k, out)
 	}
-	if info.Name != "Reshape" && info.Name != "Expand" && info.Name != "Slice" {
+	info := e.t1.ops[i]
+	switch info.Name {
+	case "Reshape", "Expand", "Slice":
+		// Their attributes may change with the batch; they check them.
+	default:
 		if err := e.attrsAgree(); err != nil {
 			return err
 		}
 	}
-	ins := make([]string, len(info.Inputs))
+	ins, err := e.inputNames()
+	if err != nil {
+		return err
+	}
+	return e.translate(info, ins, out)
+}
+
+// inputNames returns the ONNX names of the current operation's inputs,
+// writing the leaves among them as initializers (see val).
+func (e *exporter) inputNames() ([]string, error) {
+	ins := make([]string, len(e.t1.ops[e.cur].Inputs))
 	for j := range ins {
 		name, err := e.val(j)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ins[j] = name
 	}
+	return ins, nil
+}
+
+// translate emits the ONNX nodes of the current operation, info, whose
+// inputs are named ins, the last node writing out. Operations with one
+// ONNX counterpart are emitted here; the others have a method each.
+func (e *exporter) translate(info *autograd.OpInfo, ins []string, out string) error {
 	switch info.Name {
 	case "Add", "Sub", "Mul", "Div", "Pow", "Neg", "Exp", "Log", "Sqrt", "Abs", "Tanh", "Sigmoid", "Relu", "MatMul":
 		e.chain(info.Name, out, ins)
@@ -677,52 +735,22 @@ func (e *exporter) op(i int) error {
 	case "Minimum":
 		e.chain("Min", out, ins)
 	case "AddScalar", "MulScalar", "PowScalar":
-		s, err := e.scalar("scalar", info.Attrs.(autograd.ScalarAttrs).Value, dt)
-		if err != nil {
-			return err
-		}
-		e.chain(map[string]string{"AddScalar": "Add", "MulScalar": "Mul", "PowScalar": "Pow"}[info.Name], out, []string{ins[0], s})
+		return e.scalarOp(info, ins, out)
 	case "LeakyRelu":
 		e.chain("LeakyRelu", out, ins, exportAttrFloat("alpha", info.Attrs.(autograd.ScalarAttrs).Value))
 	case "GELU":
-		// x · (erf(x·(1/√2)) + 1) · 0.5, in the order Hora computes it.
-		c, err := e.scalar("inv_sqrt2", 1/math.Sqrt2, dt)
-		if err != nil {
-			return err
-		}
-		one, err := e.scalar("one", 1, dt)
-		if err != nil {
-			return err
-		}
-		half, err := e.scalar("half", 0.5, dt)
-		if err != nil {
-			return err
-		}
-		h := e.chain("Mul", "", []string{ins[0], c})
-		h = e.chain("Erf", "", []string{h})
-		h = e.chain("Add", "", []string{h, one})
-		h = e.chain("Mul", "", []string{h, half})
-		e.chain("Mul", out, []string{ins[0], h})
+		return e.gelu(ins, out)
 	case "SiLU":
 		s := e.chain("Sigmoid", "", ins)
 		e.chain("Mul", out, []string{ins[0], s})
 	case "Where":
-		c := info.Attrs.(autograd.WhereAttrs).Cond
-		cond, err := e.tensorRef(c, e.t2.ops[i].Attrs.(autograd.WhereAttrs).Cond, "cond", onnxpb.TensorProto_BOOL)
-		if err != nil {
-			return err
-		}
-		if c == t1.input.Value {
-			cond = e.chain("Cast", "", []string{cond}, exportAttrInt("to", int(onnxpb.TensorProto_BOOL)))
-		}
-		e.chain("Where", out, []string{cond, ins[0], ins[1]})
+		return e.where(info, ins, out)
 	case "Linear":
 		return e.linear(info, ins, out)
 	case "Conv2D", "Conv2DMaxPool":
 		return e.conv(info, ins, out)
 	case "MaxPool2D":
-		o := info.Attrs.(tensor.PoolOptions)
-		e.chain("MaxPool", out, ins, exportPoolAttrs(o)...)
+		e.chain("MaxPool", out, ins, exportPoolAttrs(info.Attrs.(tensor.PoolOptions))...)
 	case "AvgPool2D":
 		o := info.Attrs.(tensor.PoolOptions)
 		e.chain("AveragePool", out, ins, append(exportPoolAttrs(o), exportAttrInt("count_include_pad", exportB2I(o.CountPad)))...)
@@ -733,18 +761,7 @@ func (e *exporter) op(i int) error {
 	case "Reshape":
 		return e.reshape(ins[0], out)
 	case "Flatten":
-		ax := info.Attrs.(autograd.AxisAttrs).Axis
-		if ax == 1 && info.Inputs[0].Value.Rank() >= 2 {
-			e.chain("Flatten", out, ins, exportAttrInt("axis", 1))
-			return nil
-		}
-		shape := make([]int, ax+1)
-		shape[ax] = -1
-		s, err := e.ints("shape", shape)
-		if err != nil {
-			return err
-		}
-		e.chain("Reshape", out, []string{ins[0], s})
+		return e.flatten(info, ins, out)
 	case "Permute", "Transpose":
 		e.chain("Transpose", out, ins, exportAttrInts("perm", info.Attrs.(autograd.PermuteAttrs).Perm...))
 	case "Slice":
@@ -752,45 +769,133 @@ func (e *exporter) op(i int) error {
 	case "Expand":
 		return e.expand(ins[0], out)
 	case "Squeeze", "Unsqueeze":
-		ax, err := e.ints("axes", []int{info.Attrs.(autograd.AxisAttrs).Axis})
-		if err != nil {
-			return err
-		}
-		e.chain(info.Name, out, []string{ins[0], ax})
-	case "Concat":
-		e.chain("Concat", out, ins, exportAttrInt("axis", info.Attrs.(autograd.AxisAttrs).Axis))
-	case "Softmax", "LogSoftmax":
+		return e.squeeze(info, ins, out)
+	case "Concat", "Softmax", "LogSoftmax":
 		e.chain(info.Name, out, ins, exportAttrInt("axis", info.Attrs.(autograd.AxisAttrs).Axis))
 	case "SumAxes":
-		a := info.Attrs.(autograd.AxesAttrs)
-		inputs := ins
-		if a.Axes != nil {
-			ax, err := e.ints("axes", a.Axes)
-			if err != nil {
-				return err
-			}
-			inputs = []string{ins[0], ax}
-		}
-		e.chain("ReduceSum", out, inputs, exportAttrInt("keepdims", exportB2I(a.Keep)))
+		return e.reduceSum(info, ins, out)
 	case "Max", "Min":
 		a := info.Attrs.(autograd.AxesAttrs)
 		e.chain("Reduce"+info.Name, out, ins, exportAttrInts("axes", a.Axes...), exportAttrInt("keepdims", exportB2I(a.Keep)))
 	case "Gather", "IndexSelect", "Embedding":
-		a1, a2 := info.Attrs.(autograd.IndexAttrs), e.t2.ops[i].Attrs.(autograd.IndexAttrs)
-		idx, err := e.tensorRef(a1.Index, a2.Index, "indices", onnxpb.TensorProto_INT64)
-		if err != nil {
-			return err
-		}
-		op := "Gather"
-		if info.Name == "Gather" {
-			op = "GatherElements"
-		}
-		e.chain(op, out, []string{ins[0], idx}, exportAttrInt("axis", a1.Axis))
+		return e.gather(info, ins, out)
 	case "SoftmaxCrossEntropy":
 		return exportErrorf("%w: SoftmaxCrossEntropy is a loss; export the model without it", ErrUnsupported)
 	default:
 		return exportErrorf("%w: no ONNX translation for %s", ErrUnsupported, exportOpLabel(info))
 	}
+	return nil
+}
+
+// scalarOp emits AddScalar, MulScalar or PowScalar as Add, Mul or Pow
+// with a scalar initializer of the output's type.
+func (e *exporter) scalarOp(info *autograd.OpInfo, ins []string, out string) error {
+	dt := e.t1.order[e.cur].Value.DType()
+	s, err := e.scalar("scalar", info.Attrs.(autograd.ScalarAttrs).Value, dt)
+	if err != nil {
+		return err
+	}
+	op := map[string]string{"AddScalar": "Add", "MulScalar": "Mul", "PowScalar": "Pow"}[info.Name]
+	e.chain(op, out, []string{ins[0], s})
+	return nil
+}
+
+// gelu emits GELU as x · (erf(x·(1/√2)) + 1) · 0.5, in the order Hora
+// computes it.
+func (e *exporter) gelu(ins []string, out string) error {
+	dt := e.t1.order[e.cur].Value.DType()
+	c, err := e.scalar("inv_sqrt2", 1/math.Sqrt2, dt)
+	if err != nil {
+		return err
+	}
+	one, err := e.scalar("one", 1, dt)
+	if err != nil {
+		return err
+	}
+	half, err := e.scalar("half", 0.5, dt)
+	if err != nil {
+		return err
+	}
+	h := e.chain("Mul", "", []string{ins[0], c})
+	h = e.chain("Erf", "", []string{h})
+	h = e.chain("Add", "", []string{h, one})
+	h = e.chain("Mul", "", []string{h, half})
+	e.chain("Mul", out, []string{ins[0], h})
+	return nil
+}
+
+// where emits Where, its condition a bool tensor: a constant, or the
+// model's input cast to bool.
+func (e *exporter) where(info *autograd.OpInfo, ins []string, out string) error {
+	c := info.Attrs.(autograd.WhereAttrs).Cond
+	cond, err := e.tensorRef(c, e.t2.ops[e.cur].Attrs.(autograd.WhereAttrs).Cond, "cond", onnxpb.TensorProto_BOOL)
+	if err != nil {
+		return err
+	}
+	if c == e.t1.input.Value {
+		cond = e.chain("Cast", "", []string{cond}, exportAttrInt("to", int(onnxpb.TensorProto_BOOL)))
+	}
+	e.chain("Where", out, []string{cond, ins[0], ins[1]})
+	return nil
+}
+
+// flatten emits Flatten from axis 1 of an input of rank 2 or more, and a
+// Reshape to [d0, …, d(axis-1), -1] otherwise.
+func (e *exporter) flatten(info *autograd.OpInfo, ins []string, out string) error {
+	ax := info.Attrs.(autograd.AxisAttrs).Axis
+	if ax == 1 && info.Inputs[0].Value.Rank() >= 2 {
+		e.chain("Flatten", out, ins, exportAttrInt("axis", 1))
+		return nil
+	}
+	shape := make([]int, ax+1)
+	shape[ax] = -1
+	s, err := e.ints("shape", shape)
+	if err != nil {
+		return err
+	}
+	e.chain("Reshape", out, []string{ins[0], s})
+	return nil
+}
+
+// squeeze emits Squeeze or Unsqueeze with its axes as an input.
+func (e *exporter) squeeze(info *autograd.OpInfo, ins []string, out string) error {
+	ax, err := e.ints("axes", []int{info.Attrs.(autograd.AxisAttrs).Axis})
+	if err != nil {
+		return err
+	}
+	e.chain(info.Name, out, []string{ins[0], ax})
+	return nil
+}
+
+// reduceSum emits SumAxes as ReduceSum, its axes (when not all) as an
+// input.
+func (e *exporter) reduceSum(info *autograd.OpInfo, ins []string, out string) error {
+	a := info.Attrs.(autograd.AxesAttrs)
+	inputs := ins
+	if a.Axes != nil {
+		ax, err := e.ints("axes", a.Axes)
+		if err != nil {
+			return err
+		}
+		inputs = []string{ins[0], ax}
+	}
+	e.chain("ReduceSum", out, inputs, exportAttrInt("keepdims", exportB2I(a.Keep)))
+	return nil
+}
+
+// gather emits Gather (IndexSelect, Embedding) or GatherElements
+// (autograd's Gather), the indices a constant or the model's input.
+func (e *exporter) gather(info *autograd.OpInfo, ins []string, out string) error {
+	a1, a2 := info.Attrs.(autograd.IndexAttrs), e.t2.ops[e.cur].Attrs.(autograd.IndexAttrs)
+	idx, err := e.tensorRef(a1.Index, a2.Index, "indices", onnxpb.TensorProto_INT64)
+	if err != nil {
+		return err
+	}
+	op := "Gather"
+	if info.Name == "Gather" {
+		op = "GatherElements"
+	}
+	e.chain(op, out, []string{ins[0], idx}, exportAttrInt("axis", a1.Axis))
 	return nil
 }
 

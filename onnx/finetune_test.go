@@ -11,6 +11,7 @@ import (
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/onnx"
+	"github.com/hora-dl/hora/onnx/onnxtest"
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -86,7 +87,7 @@ func TestFineTuneMatchesPyTorch(t *testing.T) {
 			require.NoError(t, err)
 			evalWant := read("eval_output.pb")
 			assertCloseToPyTorch(t, outs[0].Value, evalWant, "eval-mode logits after training")
-			d2 := onnx.Compare(outs[0].Value, read("eval_output_torch.pb"), onnx.Tolerance{})
+			d2 := onnxtest.Compare(outs[0].Value, read("eval_output_torch.pb"), onnxtest.Tolerance{})
 			t.Logf("eval-mode logits: max abs diff %.3g from PyTorch's own running statistics (unbiased variance)", d2.MaxAbs)
 		})
 	}

@@ -207,7 +207,10 @@ func decode(data []byte, dir string, opts []Option) (*Model, error) {
 	return build(mp, dir, o)
 }
 
-// build prepares a parsed model: opset, inputs, initializers, nodes.
+// build prepares a parsed model in steps: the opset, the initializers
+// and graph inputs, the nodes (operators checked, in order), the graph
+// outputs, the initializers' roles (parameter, buffer or constant), and
+// then the constant folding and fusions that make running it cheaper.
 func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	m := &Model{
 		consts:    map[string]*tensor.Tensor{},
@@ -219,6 +222,45 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 		rng:       rand.New(rand.NewPCG(0, 0)),
 		Producer:  strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()),
 	}
+	opset, err := modelOpset(mp)
+	if err != nil {
+		return nil, err
+	}
+	m.Opset = opset
+	g := mp.GetGraph()
+	m.allNodes = g.GetNode()
+	m.declared = declaredTypes(g)
+	inits, initOrder, err := graphInitializers(g)
+	if err != nil {
+		return nil, err
+	}
+	defined, err := m.readInputs(g, inits)
+	if err != nil {
+		return nil, err
+	}
+	if m.nodes, _, err = prepareNodes(g.GetNode(), opset, dir, defined, nil); err != nil {
+		return nil, err
+	}
+	if err := m.readOutputs(g, defined); err != nil {
+		return nil, err
+	}
+	if err := m.loadInitializers(inits, initOrder, dir, o); err != nil {
+		return nil, err
+	}
+	if err := m.fold(); err != nil {
+		return nil, err
+	}
+	m.fuseActivations()
+	m.markShapeOnly()
+	m.planRelease()
+	return m, nil
+}
+
+// modelOpset returns the model's ai.onnx opset, checking that Hora
+// supports it. A model whose nodes are all of other domains may import
+// no ai.onnx opset (-1): prepareNodes then reports the first node's
+// domain.
+func modelOpset(mp *onnxpb.ModelProto) (int, error) {
 	opset := -1
 	for _, os := range mp.GetOpsetImport() {
 		if d := os.GetDomain(); d == "" || d == "ai.onnx" {
@@ -233,32 +275,39 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	}
 	switch {
 	case opset < 0 && onlyOtherDomains:
-		// The node loop below reports the first node's domain.
 	case opset < 0:
-		return nil, fmt.Errorf("onnx: the model imports no ai.onnx opset")
+		return 0, fmt.Errorf("onnx: the model imports no ai.onnx opset")
 	case opset < MinOpset || opset > MaxOpset:
-		return nil, fmt.Errorf("onnx: %w: opset %d (Hora supports ai.onnx opsets %d to %d)", ErrUnsupported, opset, MinOpset, MaxOpset)
+		return 0, fmt.Errorf("onnx: %w: opset %d (Hora supports ai.onnx opsets %d to %d)", ErrUnsupported, opset, MinOpset, MaxOpset)
 	}
-	m.Opset = opset
-	g := mp.GetGraph()
-	m.allNodes = g.GetNode()
+	return opset, nil
+}
 
-	m.declared = declaredTypes(g)
+// graphInitializers indexes the initializers of g by name and returns
+// their names in file order, rejecting unnamed, repeated and sparse ones.
+func graphInitializers(g *onnxpb.GraphProto) (map[string]*onnxpb.TensorProto, []string, error) {
 	inits := map[string]*onnxpb.TensorProto{}
-	var initOrder []string
+	var order []string
 	for i, tp := range g.GetInitializer() {
 		if tp.GetName() == "" {
-			return nil, fmt.Errorf("onnx: initializer #%d has no name", i)
+			return nil, nil, fmt.Errorf("onnx: initializer #%d has no name", i)
 		}
 		if _, dup := inits[tp.GetName()]; dup {
-			return nil, fmt.Errorf("onnx: initializer %q is defined twice", tp.GetName())
+			return nil, nil, fmt.Errorf("onnx: initializer %q is defined twice", tp.GetName())
 		}
 		inits[tp.GetName()] = tp
-		initOrder = append(initOrder, tp.GetName())
+		order = append(order, tp.GetName())
 	}
 	if len(g.GetSparseInitializer()) > 0 {
-		return nil, fmt.Errorf("onnx: %w: sparse initializers", ErrUnsupported)
+		return nil, nil, fmt.Errorf("onnx: %w: sparse initializers", ErrUnsupported)
 	}
+	return inits, order, nil
+}
+
+// readInputs sets m.Inputs from the graph inputs of g that are not
+// initializers and returns the names defined before the first node: the
+// inputs and the initializers.
+func (m *Model) readInputs(g *onnxpb.GraphProto, inits map[string]*onnxpb.TensorProto) (map[string]bool, error) {
 	defined := map[string]bool{}
 	for _, vi := range g.GetInput() {
 		if _, isInit := inits[vi.GetName()]; isInit {
@@ -274,33 +323,37 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	for name := range inits {
 		defined[name] = true
 	}
+	return defined, nil
+}
 
-	// Nodes: check the operators and the order.
-	nodes, _, err := prepareNodes(g.GetNode(), opset, dir, defined, nil)
-	if err != nil {
-		return nil, err
-	}
-	m.nodes = nodes
+// readOutputs sets m.Outputs from the graph outputs of g, each of which
+// must be among the defined names.
+func (m *Model) readOutputs(g *onnxpb.GraphProto, defined map[string]bool) error {
 	for _, vi := range g.GetOutput() {
 		if !defined[vi.GetName()] {
-			return nil, fmt.Errorf("onnx: graph output %q is not computed by any node", vi.GetName())
+			return fmt.Errorf("onnx: graph output %q is not computed by any node", vi.GetName())
 		}
 		info, err := valueInfo(vi)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: graph output %q: %w", vi.GetName(), err)
+			return fmt.Errorf("onnx: graph output %q: %w", vi.GetName(), err)
 		}
 		m.Outputs = append(m.Outputs, info)
 	}
 	if len(m.Outputs) == 0 {
-		return nil, fmt.Errorf("onnx: the graph has no outputs")
+		return fmt.Errorf("onnx: the graph has no outputs")
 	}
+	return nil
+}
 
-	// Initializers: parameters, buffers or constants.
+// loadInitializers converts the initializers, in file order, into the
+// model's buffers (the running statistics nodes update), parameters
+// (float data the options leave trainable) and constants.
+func (m *Model) loadInitializers(inits map[string]*onnxpb.TensorProto, order []string, dir string, o importOptions) error {
 	role := initializerRoles(m.nodes)
-	for _, name := range initOrder {
+	for _, name := range order {
 		t, err := tensorFromProto(inits[name], dir)
 		if err != nil {
-			return nil, fmt.Errorf("onnx: initializer: %w", err)
+			return fmt.Errorf("onnx: initializer: %w", err)
 		}
 		isFloat := t.DType().IsFloat()
 		switch {
@@ -316,13 +369,7 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 			m.consts[name] = t
 		}
 	}
-	if err := m.fold(); err != nil {
-		return nil, err
-	}
-	m.fuseActivations()
-	m.markShapeOnly()
-	m.planRelease()
-	return m, nil
+	return nil
 }
 
 // declaredTypes collects the element types the file states: those of
@@ -811,6 +858,21 @@ func (m *Model) Forward(x *autograd.Var) *autograd.Var {
 		panic(fmt.Sprintf("onnx: Forward needs a model with one output; this one has %d (use Run)", len(outs)))
 	}
 	return outs[0]
+}
+
+// OpTypes returns the distinct operators of the model's graph (after
+// constant folding), in order of first use.
+func (m *Model) OpTypes() []string {
+	var ops []string
+	seen := map[string]bool{}
+	for _, n := range m.allNodes {
+		op := n.GetOpType()
+		if !seen[op] {
+			seen[op] = true
+			ops = append(ops, op)
+		}
+	}
+	return ops
 }
 
 // Summary describes the model in a few lines: opset, producer, inputs,

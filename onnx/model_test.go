@@ -262,7 +262,11 @@ func TestBadInputs(t *testing.T) {
 }
 
 func TestPanickingOperatorIsAnError(t *testing.T) {
-	register("HoraTestPanic", 1, false, func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+	register("HoraTestPanic", 1, false, func(c *nodeCtx) ([]*autograd.Var, error) {
+		in, err := c.inputs("x")
+		if err != nil {
+			return nil, err
+		}
 		_ = in[0].Value.Add(tensor.Zeros(7, 7)) // shapes that do not broadcast
 		return in, nil
 	})

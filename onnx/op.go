@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/device"
@@ -19,11 +20,11 @@ import (
 // integer type and BOOL is device.Int64 (bools as 0 and 1). FLOAT16,
 // BFLOAT16, STRING and the complex types are not supported.
 
-// opFunc computes one node: in holds one Var per declared input (nil for
-// an omitted optional input); it returns one Var per output the node
-// declares (c.NumOutputs()), or fewer when the trailing ones are optional
-// and unused.
-type opFunc func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error)
+// opFunc computes one node: it reads the node's inputs with c.inputs,
+// which checks them against the operator's declaration, and returns one
+// Var per output the node declares (c.NumOutputs()), or fewer when the
+// trailing ones are optional and unused.
+type opFunc func(c *nodeCtx) ([]*autograd.Var, error)
 
 // opVersion is one implementation of an operator, valid from opset Since
 // until the next registered version.
@@ -64,6 +65,34 @@ func lookup(op string, opset int) (opVersion, bool) {
 	return opVersion{}, false
 }
 
+// SupportedOps lists the operators Import accepts, each with the opsets
+// where its implementation changes and whether gradients flow through it.
+func SupportedOps() []OpSupport {
+	var out []OpSupport
+	for op, vs := range registry {
+		s := OpSupport{Op: op, Differentiable: true}
+		for _, v := range vs {
+			s.Versions = append(s.Versions, v.since)
+			s.Differentiable = s.Differentiable && v.grad
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Op) < strings.ToLower(out[j].Op) })
+	return out
+}
+
+// OpSupport describes one supported operator.
+type OpSupport struct {
+	// Op is the operator type.
+	Op string
+	// Versions are the opsets from which an implementation applies, in
+	// increasing order (the first is the oldest opset supported).
+	Versions []int
+	// Differentiable tells whether gradients flow to its float inputs,
+	// so that it can be part of a model being trained.
+	Differentiable bool
+}
+
 // NodeError is the error of one node of a graph: it names the node, its
 // operator and the model's opset.
 type NodeError struct {
@@ -77,10 +106,12 @@ type NodeError struct {
 	Err error
 }
 
+// Error formats the error as "onnx: node NAME (OP, opset N): ERR".
 func (e *NodeError) Error() string {
 	return fmt.Sprintf("onnx: node %s (%s, opset %d): %v", e.Node, e.Op, e.Opset, e.Err)
 }
 
+// Unwrap returns Err, so that errors.Is finds ErrUnsupported through it.
 func (e *NodeError) Unwrap() error { return e.Err }
 
 // ErrUnsupported is wrapped by every error about an operator, attribute
@@ -92,7 +123,8 @@ var ErrUnsupported = errors.New("not supported")
 // attributes, the model's opset, the device and the mode.
 type nodeCtx struct {
 	node     *onnxpb.NodeProto
-	name     string // node name or "#index"
+	in       []*autograd.Var // one per node input, nil where it is empty
+	name     string          // node name or "#index"
 	opset    int
 	dev      device.Device
 	training bool
@@ -219,19 +251,142 @@ func (c *nodeCtx) Unsupported(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
 }
 
-// need returns input i of in, or an error naming it (as name) when the
-// model omits it.
-func (c *nodeCtx) need(in []*autograd.Var, i int, name string) (*autograd.Var, error) {
-	if i >= len(in) || in[i] == nil {
-		return nil, c.Errorf("input %d (%s) is missing", i, name)
+// inputs returns the node's inputs after checking them against decl, the
+// operator's inputs as its specification names them, in order. A name's
+// suffix says what kind of input it is:
+//
+//	"X"              required
+//	"B?"             optional: nil when the node leaves it out or empty
+//	"inputs..."      variadic (last only): the remaining inputs, named
+//	                 inputs_0, inputs_1, …; at least one, each required
+//	"v_initial?..."  variadic and possibly empty: zero or more
+//
+// It returns a new slice: one Var per fixed name, then the variadic ones.
+// When a required input is missing, or the node has more inputs than decl
+// allows, the error names the input and says what the operator takes and
+// what the node gives. Empty inputs at the end of the node's list count
+// as left out.
+func (c *nodeCtx) inputs(decl ...string) ([]*autograd.Var, error) {
+	fixed := decl
+	var rest inputDecl
+	if len(decl) > 0 {
+		if last := parseInputDecl(decl[len(decl)-1]); last.variadic {
+			fixed, rest = decl[:len(decl)-1], last
+		}
 	}
-	return in[i], nil
+	given := len(c.in)
+	for given > 0 && c.in[given-1] == nil {
+		given--
+	}
+	if !rest.variadic && given > len(fixed) {
+		return nil, c.Errorf("the node has %s; %s", plural(given, "input"), c.describeInputs(decl))
+	}
+	out := make([]*autograd.Var, len(fixed), max(len(fixed), given))
+	for i, name := range fixed {
+		d := parseInputDecl(name)
+		if i < len(c.in) {
+			out[i] = c.in[i]
+		}
+		if out[i] == nil && !d.optional {
+			return nil, c.missingInput(i, d.name, decl)
+		}
+	}
+	if !rest.variadic {
+		return out, nil
+	}
+	if given <= len(fixed) && !rest.optional {
+		return nil, c.missingInput(len(fixed), rest.name+"_0", decl)
+	}
+	for i := len(fixed); i < len(c.in); i++ {
+		if c.in[i] == nil {
+			return nil, c.missingInput(i, fmt.Sprintf("%s_%d", rest.name, i-len(fixed)), decl)
+		}
+		out = append(out, c.in[i])
+	}
+	return out, nil
 }
 
-// require is need for callers that only check that the input is there.
-func (c *nodeCtx) require(in []*autograd.Var, i int, name string) error {
-	_, err := c.need(in, i, name)
-	return err
+// input is inputs for an operator of one input: it returns that input.
+func (c *nodeCtx) input(name string) (*autograd.Var, error) {
+	in, err := c.inputs(name)
+	if err != nil {
+		return nil, err
+	}
+	return in[0], nil
+}
+
+// inputDecl is one name of an operator's input declaration (see
+// nodeCtx.inputs).
+type inputDecl struct {
+	name               string
+	optional, variadic bool
+}
+
+// parseInputDecl splits the suffixes "?" and "..." off a declared name.
+func parseInputDecl(s string) inputDecl {
+	var d inputDecl
+	s, d.variadic = strings.CutSuffix(s, "...")
+	d.name, d.optional = strings.CutSuffix(s, "?")
+	return d
+}
+
+// missingInput is the error about required input i, named name, that the
+// node leaves out or empty.
+func (c *nodeCtx) missingInput(i int, name string, decl []string) error {
+	if i < len(c.in) {
+		return c.Errorf("input %d (%s) is missing: the node leaves it empty; %s", i, name, c.describeInputs(decl))
+	}
+	return c.Errorf("input %d (%s) is missing: the node has %s; %s", i, name, plural(len(c.in), "input"), c.describeInputs(decl))
+}
+
+// describeInputs says how many inputs the operator takes and lists decl:
+// "Conv takes 2 to 3 inputs (X, W, B?)".
+func (c *nodeCtx) describeInputs(decl []string) string {
+	if len(decl) == 0 {
+		return c.Op() + " takes no inputs"
+	}
+	least, most := 0, len(decl)
+	for i, name := range decl {
+		d := parseInputDecl(name)
+		if !d.optional {
+			least = i + 1
+		}
+		if d.variadic {
+			most = -1
+		}
+	}
+	var count string
+	switch {
+	case most < 0 && least == 0:
+		count = "any number of inputs"
+	case most < 0:
+		count = "at least " + plural(least, "input")
+	case least == most:
+		count = plural(least, "input")
+	default:
+		count = fmt.Sprintf("%d to %d inputs", least, most)
+	}
+	return fmt.Sprintf("%s takes %s (%s)", c.Op(), count, strings.Join(decl, ", "))
+}
+
+// plural returns "no inputs", "one input", "2 inputs" and so on.
+func plural(n int, noun string) string {
+	switch n {
+	case 0:
+		return "no " + noun + "s"
+	case 1:
+		return "one " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// withInputs returns a copy of c whose node inputs are in: how an
+// operator runs another one on values of its own (a QLinearConv's
+// dequantized operands through Conv, say).
+func (c *nodeCtx) withInputs(in ...*autograd.Var) *nodeCtx {
+	d := *c
+	d.in = in
+	return &d
 }
 
 // HasAttr reports whether the node sets the attribute.

@@ -26,22 +26,12 @@ const (
 	avgPool3D
 )
 
-// is3D reports whether the node's input X is 5-D (N×C×D×H×W).
-func is3D(in []*autograd.Var) bool {
-	return len(in) > 0 && in[0] != nil && in[0].Value.Rank() == 5
-}
-
-// run3D evaluates a 3-D Conv, MaxPool or AveragePool node.
-func run3D(c *nodeCtx, in []*autograd.Var, kind kind3D) ([]*autograd.Var, error) {
-	x := in[0]
+// run3D evaluates a 3-D Conv, MaxPool or AveragePool node of the 5-D
+// (N×C×D×H×W) input x; a Conv's weight is w and its optional bias b.
+func run3D(c *nodeCtx, kind kind3D, x, w, b *autograd.Var) ([]*autograd.Var, error) {
 	xs := x.Shape()
-	var w *autograd.Var
 	var wantKernel []int
 	if kind == conv3D {
-		var err error
-		if w, err = c.need(in, 1, "W"); err != nil {
-			return nil, err
-		}
 		if ws := w.Shape(); len(ws) != 5 {
 			return nil, c.Errorf("input W has shape %v, expected rank 5 like X %v", ws, xs)
 		}
@@ -87,14 +77,14 @@ func run3D(c *nodeCtx, in []*autograd.Var, kind kind3D) ([]*autograd.Var, error)
 		switch kind {
 		case conv3D:
 			args := []*autograd.Var{xk, autograd.Squeeze(autograd.Slice(w, 2, k, k+1), 2)}
-			if k == 0 && len(in) > 2 && in[2] != nil {
-				args = append(args, in[2]) // the bias, once
+			if k == 0 && b != nil {
+				args = append(args, b) // the bias, once
 			}
-			outs, err = opConv(sub, args)
+			outs, err = opConv(sub.withInputs(args...))
 		case maxPool3D:
-			outs, err = opMaxPool(sub, []*autograd.Var{xk})
+			outs, err = opMaxPool(sub.withInputs(xk))
 		default:
-			outs, err = opAvgPool(sub, []*autograd.Var{xk})
+			outs, err = opAvgPool(sub.withInputs(xk))
 		}
 		if err != nil {
 			return nil, err

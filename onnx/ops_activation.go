@@ -40,9 +40,10 @@ func init() {
 	register("Shrink", 9, true, opShrink)
 }
 
-// actFloatInput returns input X, checking that it is floating point.
-func actFloatInput(c *nodeCtx, in []*autograd.Var) (*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+// actFloatInput returns the operator's one input, X, checking that it is
+// floating point.
+func actFloatInput(c *nodeCtx) (*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +56,8 @@ func actFloatInput(c *nodeCtx, in []*autograd.Var) (*autograd.Var, error) {
 // actAlpha implements an activation of a float input with one attribute,
 // alpha (default def).
 func actAlpha(def float64, f func(x *autograd.Var, alpha float64) *autograd.Var) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		x, err := actFloatInput(c, in)
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
+		x, err := actFloatInput(c)
 		if err != nil {
 			return nil, err
 		}
@@ -69,8 +70,8 @@ func actAlpha(def float64, f func(x *autograd.Var, alpha float64) *autograd.Var)
 }
 
 // opSelu implements Selu: gamma·(x for x > 0, alpha·(eˣ-1) otherwise).
-func opSelu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := actFloatInput(c, in)
+func opSelu(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := actFloatInput(c)
 	if err != nil {
 		return nil, err
 	}
@@ -80,8 +81,8 @@ func opSelu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 }
 
 // opHardSigmoid implements HardSigmoid: max(0, min(1, alpha·x + beta)).
-func opHardSigmoid(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := actFloatInput(c, in)
+func opHardSigmoid(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := actFloatInput(c)
 	if err != nil {
 		return nil, err
 	}
@@ -91,15 +92,12 @@ func opHardSigmoid(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opPRelu implements PRelu: x where x > 0 and slope·x elsewhere; slope
 // broadcasts to X's shape (unidirectional broadcasting).
-func opPRelu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+func opPRelu(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "slope")
 	if err != nil {
 		return nil, err
 	}
-	slope, err := c.need(in, 1, "slope")
-	if err != nil {
-		return nil, err
-	}
+	x, slope := in[0], in[1]
 	if err := ewSameType(c, []string{"X", "slope"}, x, slope); err != nil {
 		return nil, err
 	}
@@ -113,11 +111,16 @@ func opPRelu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opClip implements Clip: the bounds are the min and max attributes
 // before opset 11 and the optional scalar inputs min and max from opset 11
 // (absent means unbounded). With min > max every element becomes max.
-func opClip(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "input")
+func opClip(c *nodeCtx) ([]*autograd.Var, error) {
+	decl := []string{"input", "min?", "max?"}
+	if c.Opset() < 11 {
+		decl = decl[:1] // min and max are attributes
+	}
+	in, err := c.inputs(decl...)
 	if err != nil {
 		return nil, err
 	}
+	x := in[0]
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if c.Opset() < 11 {
 		lo, hi = c.AttrFloat("min", lo), c.AttrFloat("max", hi)
@@ -129,10 +132,10 @@ func opClip(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		}
 	} else {
 		for i, name := range []string{"min", "max"} {
-			if i+1 >= len(in) || in[i+1] == nil {
+			b := in[1+i]
+			if b == nil {
 				continue
 			}
-			b := in[i+1]
 			if b.Value.Len() != 1 {
 				return nil, c.Errorf("input %s has shape %v, want a scalar", name, b.Value.Shape())
 			}
@@ -156,8 +159,8 @@ func opClip(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opShrink implements Shrink: x + bias for x < -lambd, x - bias for
 // x > lambd and 0 in between; the gradient is 1 outside [-lambd, lambd].
-func opShrink(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "input")
+func opShrink(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("input")
 	if err != nil {
 		return nil, err
 	}

@@ -35,11 +35,12 @@ func scalarTrue(c *nodeCtx, v *autograd.Var, what string) (bool, error) {
 }
 
 // opIf runs then_branch or else_branch, as cond says.
-func opIf(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "cond"); err != nil {
+func opIf(c *nodeCtx) ([]*autograd.Var, error) {
+	condIn, err := c.input("cond")
+	if err != nil {
 		return nil, err
 	}
-	cond, err := scalarTrue(c, in[0], "cond")
+	cond, err := scalarTrue(c, condIn, "cond")
 	if err != nil {
 		return nil, err
 	}
@@ -61,28 +62,23 @@ func opIf(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // body takes (iteration, condition, carried values...) and returns
 // (condition, carried values..., scan values...); the node returns the
 // final carried values, then each scan value stacked over the iterations.
-func opLoop(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if len(in) < 2 {
-		return nil, c.Errorf("Loop needs the inputs M and cond (either may be empty), found %d inputs", len(in))
+func opLoop(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("M?", "cond?", "v_initial?...")
+	if err != nil {
+		return nil, err
 	}
+	m, condIn, carried := in[0], in[1], in[2:]
 	trips := int64(-1) // no limit but maxSubgraphRuns
-	if in[0] != nil {
-		if in[0].Value.Len() != 1 {
-			return nil, c.Errorf("input M must hold one value, found shape %v", in[0].Shape())
+	if m != nil {
+		if m.Value.Len() != 1 {
+			return nil, c.Errorf("input M must hold one value, found shape %v", m.Shape())
 		}
-		trips = c.Ints(in[0])[0]
+		trips = c.Ints(m)[0]
 	}
 	cond := true
-	if in[1] != nil {
-		var err error
-		if cond, err = scalarTrue(c, in[1], "cond"); err != nil {
+	if condIn != nil {
+		if cond, err = scalarTrue(c, condIn, "cond"); err != nil {
 			return nil, err
-		}
-	}
-	carried := slices.Clone(in[2:])
-	for k, v := range carried {
-		if v == nil {
-			return nil, c.Errorf("loop-carried input %d is missing", k)
 		}
 	}
 	nScan := c.NumOutputs() - len(carried)
@@ -139,7 +135,7 @@ func sameShapes(c *nodeCtx, parts []*autograd.Var, what string) error {
 }
 
 // opScan8 is Scan of opset 8, with its batch axis and sequence_lens.
-func opScan8(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+func opScan8(c *nodeCtx) ([]*autograd.Var, error) {
 	return nil, c.Unsupported("Scan before opset 9 (batched, with sequence_lens)")
 }
 
@@ -147,17 +143,16 @@ func opScan8(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // axes. The body takes (states..., slices...) and returns (states...,
 // scan values...); the node returns the final states and the scan values
 // stacked along their output axes, in the directions the attributes give.
-func opScan(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+func opScan(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("initial_state_and_scan_inputs...")
+	if err != nil {
+		return nil, err
+	}
 	m := int(c.AttrInt("num_scan_inputs", -1))
 	if m < 1 || m > len(in) {
 		return nil, c.Errorf("attribute num_scan_inputs %d is not in [1, %d] (the number of inputs)", m, len(in))
 	}
 	n := len(in) - m
-	for k, v := range in {
-		if v == nil {
-			return nil, c.Errorf("input %d is missing", k)
-		}
-	}
 	inAxes := c.AttrInts("scan_input_axes", make([]int64, m))
 	inDirs := c.AttrInts("scan_input_directions", make([]int64, m))
 	if len(inAxes) != m || len(inDirs) != m {

@@ -167,15 +167,14 @@ func ewNames(n int) []string {
 	return names
 }
 
-// ewBinaryInputs returns inputs A and B after checking that they are
-// present, have one element type and broadcast.
-func ewBinaryInputs(c *nodeCtx, in []*autograd.Var) (a, b *autograd.Var, err error) {
-	if a, err = c.need(in, 0, "A"); err != nil {
+// ewBinaryInputs returns the inputs A and B of a binary operator after
+// checking that they have one element type and broadcast.
+func ewBinaryInputs(c *nodeCtx) (a, b *autograd.Var, err error) {
+	in, err := c.inputs("A", "B")
+	if err != nil {
 		return nil, nil, err
 	}
-	if b, err = c.need(in, 1, "B"); err != nil {
-		return nil, nil, err
-	}
+	a, b = in[0], in[1]
 	names := []string{"A", "B"}
 	if err := ewSameType(c, names, a, b); err != nil {
 		return nil, nil, err
@@ -198,11 +197,11 @@ func ewLegacyBroadcast(c *nodeCtx) error {
 
 // ewArith implements Add, Sub, Mul and Div with NumPy broadcasting.
 func ewArith(f func(a, b *autograd.Var) *autograd.Var) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
 		if err := ewLegacyBroadcast(c); err != nil {
 			return nil, err
 		}
-		a, b, err := ewBinaryInputs(c, in)
+		a, b, err := ewBinaryInputs(c)
 		if err != nil {
 			return nil, err
 		}
@@ -222,18 +221,15 @@ func ewScalarConst(v *autograd.Var) (float64, bool) {
 // opPow implements Pow: the base X and exponent Y broadcast; from opset 12
 // they may have different types and the result has X's type. A constant
 // scalar exponent uses x·x, x, √x or a scalar power.
-func opPow(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+func opPow(c *nodeCtx) ([]*autograd.Var, error) {
 	if err := ewLegacyBroadcast(c); err != nil {
 		return nil, err
 	}
-	x, err := c.need(in, 0, "X")
+	in, err := c.inputs("X", "Y")
 	if err != nil {
 		return nil, err
 	}
-	y, err := c.need(in, 1, "Y")
-	if err != nil {
-		return nil, err
-	}
+	x, y := in[0], in[1]
 	if c.Opset() < 12 {
 		if err := ewSameType(c, []string{"X", "Y"}, x, y); err != nil {
 			return nil, err
@@ -277,8 +273,8 @@ func opPow(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opMod implements Mod: with fmod = 0 (integers only) the remainder has
 // the divisor's sign, as Python's %; with fmod = 1 it has the dividend's,
 // as C's fmod. The result carries no gradient.
-func opMod(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	a, b, err := ewBinaryInputs(c, in)
+func opMod(c *nodeCtx) ([]*autograd.Var, error) {
+	a, b, err := ewBinaryInputs(c)
 	if err != nil {
 		return nil, err
 	}
@@ -304,8 +300,8 @@ func opMod(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // ewFloatUnary implements a function of floating-point inputs only.
 func ewFloatUnary(f func(*autograd.Var) *autograd.Var) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		x, err := c.need(in, 0, "X")
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
+		x, err := c.input("X")
 		if err != nil {
 			return nil, err
 		}
@@ -319,8 +315,8 @@ func ewFloatUnary(f func(*autograd.Var) *autograd.Var) opFunc {
 // ewAnyUnary implements a function of numeric inputs (integers computed
 // in float64).
 func ewAnyUnary(f func(*autograd.Var) *autograd.Var) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		x, err := c.need(in, 0, "X")
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
+		x, err := c.input("X")
 		if err != nil {
 			return nil, err
 		}
@@ -331,8 +327,8 @@ func ewAnyUnary(f func(*autograd.Var) *autograd.Var) opFunc {
 // ewRounding implements Floor, Ceil and Round (float inputs; the result
 // is piecewise constant and carries no gradient).
 func ewRounding(f func(*tensor.Tensor) *tensor.Tensor) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		x, err := c.need(in, 0, "X")
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
+		x, err := c.input("X")
 		if err != nil {
 			return nil, err
 		}
@@ -344,8 +340,8 @@ func ewRounding(f func(*tensor.Tensor) *tensor.Tensor) opFunc {
 }
 
 // opSign implements Sign: -1, 0 or 1 in the input's type (no gradient).
-func opSign(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "input")
+func opSign(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("input")
 	if err != nil {
 		return nil, err
 	}
@@ -357,8 +353,8 @@ func opSign(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 }
 
 // opIsNaN implements IsNaN: a bool tensor.
-func opIsNaN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+func opIsNaN(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, err
 	}
@@ -370,8 +366,8 @@ func opIsNaN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opIsInf implements IsInf with its detect_positive and detect_negative
 // attributes: a bool tensor.
-func opIsInf(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+func opIsInf(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, err
 	}
@@ -393,11 +389,11 @@ func opIsInf(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // ewCompare implements a comparison: a bool (0/1 Int64) tensor.
 func ewCompare(cmp func(a, b *tensor.Tensor) *tensor.Tensor) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
 		if err := ewLegacyBroadcast(c); err != nil {
 			return nil, err
 		}
-		a, b, err := ewBinaryInputs(c, in)
+		a, b, err := ewBinaryInputs(c)
 		if err != nil {
 			return nil, err
 		}
@@ -406,23 +402,21 @@ func ewCompare(cmp func(a, b *tensor.Tensor) *tensor.Tensor) opFunc {
 	}
 }
 
-// ewBoolInput returns input i as a Float64 tensor of 0/1, checking that
-// it is a bool (Int64) tensor.
-func ewBoolInput(c *nodeCtx, in []*autograd.Var, i int, name string) (*autograd.Var, error) {
-	v, err := c.need(in, i, name)
-	if err != nil {
-		return nil, err
-	}
+// ewBool checks that input v, named name, is a bool (Int64) tensor.
+func ewBool(c *nodeCtx, v *autograd.Var, name string) error {
 	if v.Value.DType() != device.Int64 {
-		return nil, c.Errorf("input %s is %v, want a bool tensor", name, v.Value.DType())
+		return c.Errorf("input %s is %v, want a bool tensor", name, v.Value.DType())
 	}
-	return v, nil
+	return nil
 }
 
 // opNot implements Not.
-func opNot(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := ewBoolInput(c, in, 0, "X")
+func opNot(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
+		return nil, err
+	}
+	if err := ewBool(c, x, "X"); err != nil {
 		return nil, err
 	}
 	xf := x.Value.Cast(device.Float64)
@@ -433,16 +427,19 @@ func opNot(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // ewLogic implements And, Or and Xor on bool tensors (0/1), given f on
 // their float64 values.
 func ewLogic(f func(a, b *tensor.Tensor) *tensor.Tensor) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
 		if err := ewLegacyBroadcast(c); err != nil {
 			return nil, err
 		}
-		a, err := ewBoolInput(c, in, 0, "A")
+		in, err := c.inputs("A", "B")
 		if err != nil {
 			return nil, err
 		}
-		b, err := ewBoolInput(c, in, 1, "B")
-		if err != nil {
+		a, b := in[0], in[1]
+		if err := ewBool(c, a, "A"); err != nil {
+			return nil, err
+		}
+		if err := ewBool(c, b, "B"); err != nil {
 			return nil, err
 		}
 		if _, err := ewBroadcast(c, []string{"A", "B"}, a, b); err != nil {
@@ -455,19 +452,12 @@ func ewLogic(f func(a, b *tensor.Tensor) *tensor.Tensor) opFunc {
 
 // opWhere implements Where: X where condition is true, Y elsewhere, the
 // three broadcast together; gradients flow to X and Y.
-func opWhere(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	cond, err := c.need(in, 0, "condition")
+func opWhere(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("condition", "X", "Y")
 	if err != nil {
 		return nil, err
 	}
-	x, err := c.need(in, 1, "X")
-	if err != nil {
-		return nil, err
-	}
-	y, err := c.need(in, 2, "Y")
-	if err != nil {
-		return nil, err
-	}
+	cond, x, y := in[0], in[1], in[2]
 	if err := ewSameType(c, []string{"X", "Y"}, x, y); err != nil {
 		return nil, err
 	}
@@ -528,8 +518,8 @@ func ewCastTo(c *nodeCtx, x *autograd.Var, to onnxpb.TensorProto_DataType) (*aut
 }
 
 // opCast implements Cast (attribute to).
-func opCast(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "input")
+func opCast(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("input")
 	if err != nil {
 		return nil, err
 	}
@@ -546,15 +536,12 @@ func opCast(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opCastLike implements CastLike: input is converted to the element type
 // of target_type. Hora keeps every integer and bool type as Int64, so an
 // integer target converts as INT64 does (truncation, no wrap-around).
-func opCastLike(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "input")
+func opCastLike(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("input", "target_type")
 	if err != nil {
 		return nil, err
 	}
-	like, err := c.need(in, 1, "target_type")
-	if err != nil {
-		return nil, err
-	}
+	x, like := in[0], in[1]
 	to := protoTypeOf(like.Value.DType())
 	out, err := ewCastTo(c, x, to)
 	if err != nil {
@@ -564,8 +551,8 @@ func opCastLike(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 }
 
 // opIdentity implements Identity (tensors only).
-func opIdentity(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "input")
+func opIdentity(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("input")
 	if err != nil {
 		return nil, err
 	}
@@ -575,16 +562,12 @@ func opIdentity(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // ewVariadic implements Max, Min, Sum and Mean: f folds the inputs, which
 // broadcast together; mean divides the sum by their number.
 func ewVariadic(f func(a, b *autograd.Var) *autograd.Var, mean bool) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		if len(in) == 0 {
-			return nil, c.Errorf("%s needs at least one input, the node has none", c.Op())
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
+		in, err := c.inputs("data...")
+		if err != nil {
+			return nil, err
 		}
 		names := ewNames(len(in))
-		for i := range in {
-			if _, err := c.need(in, i, names[i]); err != nil {
-				return nil, err
-			}
-		}
 		if err := ewSameType(c, names, in...); err != nil {
 			return nil, err
 		}

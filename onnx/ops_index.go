@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -37,11 +38,12 @@ func rdReverseIndex(dev device.Device, n int) *tensor.Tensor {
 // argOp returns ArgMax (or ArgMin with min): the int64 position of the
 // first (or, with select_last_index, the last) extremum along axis.
 func argOp(min bool) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		if err := c.require(in, 0, "data"); err != nil {
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
+		data, err := c.input("data")
+		if err != nil {
 			return nil, err
 		}
-		x := in[0].Value
+		x := data.Value
 		rank := x.Rank()
 		if rank == 0 {
 			return nil, c.Errorf("input data must have rank at least 1, found a scalar")
@@ -78,8 +80,13 @@ func argOp(min bool) opFunc {
 // attribute k before opset 10 and the second input from then on. The
 // positions are found on the host (on the device for k = 1); the values
 // are gathered from the input, so gradients flow to it.
-func topKOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "X"); err != nil {
+func topKOp(c *nodeCtx) ([]*autograd.Var, error) {
+	decl := []string{"X", "K"}
+	if c.Opset() < 10 {
+		decl = decl[:1] // k is an attribute
+	}
+	in, err := c.inputs(decl...)
+	if err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -90,16 +97,14 @@ func topKOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		}
 		k = c.AttrInt("k", 0)
 	} else {
-		if err := c.require(in, 1, "K"); err != nil {
-			return nil, err
+		kIn := in[1]
+		if kIn.Value.Len() != 1 || kIn.Value.Rank() > 1 {
+			return nil, c.Errorf("input K must hold one value, found shape %v", kIn.Shape())
 		}
-		if in[1].Value.Len() != 1 || in[1].Value.Rank() > 1 {
-			return nil, c.Errorf("input K must hold one value, found shape %v", in[1].Shape())
+		if kIn.Value.DType() != device.Int64 {
+			return nil, c.Errorf("input K must be int64, found %v", kIn.Value.DType())
 		}
-		if in[1].Value.DType() != device.Int64 {
-			return nil, c.Errorf("input K must be int64, found %v", in[1].Value.DType())
-		}
-		k = c.Ints(in[1])[0]
+		k = c.Ints(kIn)[0]
 	}
 	shape := x.Shape()
 	rank := len(shape)
@@ -195,17 +200,16 @@ func rdTopKHost(x *tensor.Tensor, axis, k int, largest bool) []int64 {
 // oneHotOp is OneHot: values[1] where the index (made non-negative by
 // adding depth) equals the position along the new axis, values[0]
 // elsewhere. Gradients flow to values.
-func oneHotOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"indices", "depth", "values"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func oneHotOp(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("indices", "depth", "values")
+	if err != nil {
+		return nil, err
 	}
-	indices, values := in[0].Value, in[2]
-	if in[1].Value.Len() != 1 || in[1].Value.Rank() > 1 {
-		return nil, c.Errorf("input depth must hold one value, found shape %v", in[1].Shape())
+	indices, depthIn, values := in[0].Value, in[1], in[2]
+	if depthIn.Value.Len() != 1 || depthIn.Value.Rank() > 1 {
+		return nil, c.Errorf("input depth must hold one value, found shape %v", depthIn.Shape())
 	}
-	depthF := c.Floats(in[1])[0]
+	depthF := c.Floats(depthIn)[0]
 	if math.IsNaN(depthF) || depthF < 1 || depthF > maxElements {
 		return nil, c.Errorf("input depth must be a positive integer, found %v", depthF)
 	}
@@ -245,12 +249,13 @@ func oneHotOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // rangeOp is Range: start, start+delta, ... up to (excluding) limit, of
 // the inputs' type. The three inputs are scalars, read on the host.
-func rangeOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+func rangeOp(c *nodeCtx) ([]*autograd.Var, error) {
 	names := []string{"start", "limit", "delta"}
+	in, err := c.inputs(names...)
+	if err != nil {
+		return nil, err
+	}
 	for i, name := range names {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
 		if in[i].Value.Len() != 1 || in[i].Value.Rank() > 1 {
 			return nil, c.Errorf("input %s must be a scalar, found shape %v", name, in[i].Shape())
 		}
@@ -325,20 +330,18 @@ type esOperand struct {
 // the implicit output form) are evaluated as diagonals (repeated labels in
 // one term), sums over labels used once, and pairwise contractions made
 // of permutations, reshapes and batched matrix products, left to right.
-func einsumOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+func einsumOp(c *nodeCtx) ([]*autograd.Var, error) {
 	if !c.HasAttr("equation") {
 		return nil, c.Errorf("missing required attribute equation")
 	}
 	eq := c.AttrString("equation", "")
-	if len(in) == 0 {
-		return nil, c.Errorf("equation %q: no inputs", eq)
+	in, err := c.inputs("Inputs...")
+	if err != nil {
+		return nil, fmt.Errorf("equation %q: %w", eq, err)
 	}
 	isInt := false
 	ops := make([]*esOperand, len(in))
 	for i, v := range in {
-		if v == nil {
-			return nil, c.Errorf("equation %q: input %d is missing", eq, i)
-		}
 		if i > 0 && v.Value.DType() != in[0].Value.DType() {
 			return nil, c.Errorf("equation %q: input %d is %v but input 0 is %v", eq, i, v.Value.DType(), in[0].Value.DType())
 		}

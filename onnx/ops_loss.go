@@ -38,16 +38,12 @@ func lossAttrs(c *nodeCtx) (reduction string, ii int64, hasII bool, err error) {
 
 // lossInputs checks the scores (N×C×d1×…), target (N×d1×…, integer) and
 // optional weight (C) inputs of a loss; names are their ONNX names.
-func lossInputs(c *nodeCtx, in []*autograd.Var, names [3]string) (x, target, weight *autograd.Var, err error) {
-	for i := 0; i < 2; i++ {
-		if err := c.require(in, i, names[i]); err != nil {
-			return nil, nil, nil, err
-		}
+func lossInputs(c *nodeCtx, names [3]string) (x, target, weight *autograd.Var, err error) {
+	in, err := c.inputs(names[0], names[1], names[2]+"?")
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	x, target = in[0], in[1]
-	if len(in) > 2 {
-		weight = in[2]
-	}
+	x, target, weight = in[0], in[1], in[2]
 	xs := x.Value.Shape()
 	if !x.Value.DType().IsFloat() {
 		return nil, nil, nil, c.Errorf("input %s must be float or double, found %v", names[0], x.Value.DType())
@@ -125,12 +121,12 @@ func nllLoss(c *nodeCtx, x *autograd.Var, target *tensor.Tensor, weight *autogra
 
 // opNLLLoss implements NegativeLogLikelihoodLoss (inputs input, target and
 // the optional weight; attributes reduction and ignore_index).
-func opNLLLoss(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+func opNLLLoss(c *nodeCtx) ([]*autograd.Var, error) {
 	reduction, ii, hasII, err := lossAttrs(c)
 	if err != nil {
 		return nil, err
 	}
-	x, target, weight, err := lossInputs(c, in, [3]string{"input", "target", "weight"})
+	x, target, weight, err := lossInputs(c, [3]string{"input", "target", "weight"})
 	if err != nil {
 		return nil, err
 	}
@@ -144,12 +140,12 @@ func opNLLLoss(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opSCELoss implements SoftmaxCrossEntropyLoss (inputs scores, labels and
 // the optional weights; outputs output and the optional log_prob, the
 // log-softmax of the scores over axis 1).
-func opSCELoss(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+func opSCELoss(c *nodeCtx) ([]*autograd.Var, error) {
 	reduction, ii, hasII, err := lossAttrs(c)
 	if err != nil {
 		return nil, err
 	}
-	x, labels, weight, err := lossInputs(c, in, [3]string{"scores", "labels", "weights"})
+	x, labels, weight, err := lossInputs(c, [3]string{"scores", "labels", "weights"})
 	if err != nil {
 		return nil, err
 	}
@@ -191,24 +187,25 @@ func checkLabels(c *nodeCtx, labels *tensor.Tensor, classes int) error {
 // default: column - row >= k) or lower (column - row <= k) triangle of
 // each matrix in the last two axes of input, with k the optional scalar
 // second input (default 0), and zeroes the rest.
-func opTrilu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "input"); err != nil {
+func opTrilu(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("input", "k?")
+	if err != nil {
 		return nil, err
 	}
-	x := in[0]
+	x, kIn := in[0], in[1]
 	shape := x.Value.Shape()
 	if len(shape) < 2 {
 		return nil, c.Errorf("input must have rank >= 2, found shape %v", shape)
 	}
 	var k int64
-	if len(in) > 1 && in[1] != nil {
-		if in[1].Value.Len() != 1 || in[1].Value.Rank() > 1 {
-			return nil, c.Errorf("input k must be a scalar, found shape %v", in[1].Shape())
+	if kIn != nil {
+		if kIn.Value.Len() != 1 || kIn.Value.Rank() > 1 {
+			return nil, c.Errorf("input k must be a scalar, found shape %v", kIn.Shape())
 		}
-		if in[1].Value.DType() != device.Int64 {
-			return nil, c.Errorf("input k must be an integer, found %v", in[1].Value.DType())
+		if kIn.Value.DType() != device.Int64 {
+			return nil, c.Errorf("input k must be an integer, found %v", kIn.Value.DType())
 		}
-		k = c.Ints(in[1])[0]
+		k = c.Ints(kIn)[0]
 	}
 	upper := c.AttrInt("upper", 1) != 0
 	rows, cols := shape[len(shape)-2], shape[len(shape)-1]
@@ -231,21 +228,21 @@ func opTrilu(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // opEyeLike implements EyeLike: a matrix of input's 2-D shape with ones on
 // the diagonal k (attribute, default 0: the main one) and zeros elsewhere,
 // of element type dtype (attribute, default input's type).
-func opEyeLike(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "input"); err != nil {
+func opEyeLike(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("input")
+	if err != nil {
 		return nil, err
 	}
-	shape := in[0].Value.Shape()
+	shape := x.Value.Shape()
 	if len(shape) != 2 {
 		return nil, c.Errorf("input must be 2-D, found shape %v", shape)
 	}
-	dt := in[0].Value.DType()
+	dt := x.Value.DType()
 	if c.HasAttr("dtype") {
 		to := onnxpb.TensorProto_DataType(c.AttrInt("dtype", 0))
 		if _, known := onnxpb.TensorProto_DataType_name[int32(to)]; !known || to == onnxpb.TensorProto_UNDEFINED {
 			return nil, c.Errorf("attribute dtype is %d, not an ONNX element type", int32(to))
 		}
-		var err error
 		if dt, err = hostType(to); err != nil {
 			return nil, c.Unsupported("EyeLike with dtype %s", typeName(to))
 		}
@@ -268,11 +265,11 @@ const mvnEpsilon = 1e-9
 // opMVN implements MeanVarianceNormalization: (X - mean) / (std + 1e-9)
 // with the mean and the (biased) standard deviation taken over axes
 // (attribute, default [0, 2, 3]).
-func opMVN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "X"); err != nil {
+func opMVN(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
+	if err != nil {
 		return nil, err
 	}
-	x := in[0]
 	if !x.Value.DType().IsFloat() {
 		return nil, c.Errorf("input X must be float or double, found %v", x.Value.DType())
 	}

@@ -25,15 +25,6 @@ func init() {
 	register("LRN", 1, true, opLRN)
 }
 
-// nnInput returns input i, or nil when the node does not declare it or
-// leaves it empty.
-func nnInput(in []*autograd.Var, i int) *autograd.Var {
-	if i < len(in) {
-		return in[i]
-	}
-	return nil
-}
-
 // nnFloat checks that v holds float32 or float64 data.
 func nnFloat(c *nodeCtx, v *autograd.Var, name string) error {
 	if dt := v.Value.DType(); !dt.IsFloat() {
@@ -205,41 +196,43 @@ func to2D(v []int, unit int) []int {
 	return []int{unit, v[0]}
 }
 
-// convInputs checks the inputs X, W and the optional B of Conv and
+// convInputs are the inputs of Conv and ConvTranspose.
+var convInputs = []string{"X", "W", "B?"}
+
+// convCheck checks the inputs X and W of a 1-D or 2-D Conv or
 // ConvTranspose: float X of a spatial rank the operators support, W of
-// X's type and rank. It returns them and the spatial rank.
-func convInputs(c *nodeCtx, in []*autograd.Var) (x, w, b *autograd.Var, n int, err error) {
-	if x, err = c.need(in, 0, "X"); err != nil {
-		return
+// X's type and rank. It returns the spatial rank.
+func convCheck(c *nodeCtx, x, w *autograd.Var) (int, error) {
+	n, err := spatialRank(c, x, "X")
+	if err != nil {
+		return 0, err
 	}
-	if w, err = c.need(in, 1, "W"); err != nil {
-		return
+	if err := nnFloat(c, x, "X"); err != nil {
+		return 0, err
 	}
-	b = nnInput(in, 2)
-	if n, err = spatialRank(c, x, "X"); err != nil {
-		return
-	}
-	if err = nnFloat(c, x, "X"); err != nil {
-		return
-	}
-	if err = nnSameType(c, x, w, "W"); err != nil {
-		return
+	if err := nnSameType(c, x, w, "W"); err != nil {
+		return 0, err
 	}
 	if xs, ws := x.Shape(), w.Shape(); len(ws) != len(xs) {
-		err = c.Errorf("input W has shape %v, expected rank %d like X %v", ws, len(xs), xs)
+		return 0, c.Errorf("input W has shape %v, expected rank %d like X %v", ws, len(xs), xs)
 	}
-	return
+	return n, nil
 }
 
 // opConv is Conv: a 1-D or 2-D convolution with optional bias, running as
 // autograd.Conv2D (the bias fused). Asymmetric padding pads the input
 // explicitly by the difference and leaves the symmetric part to the
 // convolution.
-func opConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if is3D(in) {
-		return run3D(c, in, conv3D)
+func opConv(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs(convInputs...)
+	if err != nil {
+		return nil, err
 	}
-	x, w, b, n, err := convInputs(c, in)
+	x, w, b := in[0], in[1], in[2]
+	if x.Value.Rank() == 5 {
+		return run3D(c, conv3D, x, w, b)
+	}
+	n, err := convCheck(c, x, w)
 	if err != nil {
 		return nil, err
 	}
@@ -292,8 +285,13 @@ func opConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // The output size comes from output_shape, auto_pad or pads (see the
 // operator's spec); where it is not one the transposed convolution yields
 // directly, the full result is cropped or extended with zeros.
-func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, w, b, n, err := convInputs(c, in)
+func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs(convInputs...)
+	if err != nil {
+		return nil, err
+	}
+	x, w, b := in[0], in[1], in[2]
+	n, err := convCheck(c, x, w)
 	if err != nil {
 		return nil, err
 	}
@@ -323,22 +321,44 @@ func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if err != nil {
 		return nil, err
 	}
+	full, begin, size, err := convTransposeWindow(c, xs, kernel, stride, dil)
+	if err != nil {
+		return nil, err
+	}
+	if n == 1 {
+		x, w = autograd.Unsqueeze(x, 2), autograd.Unsqueeze(w, 2)
+		full, begin, size = to2D(full, 1), to2D(begin, 0), to2D(size, 1)
+		stride, dil = to2D(stride, 1), to2D(dil, 1)
+	}
+	o := tensor.ConvOptions{StrideH: stride[0], StrideW: stride[1], DilH: dil[0], DilW: dil[1], Groups: group}
+	y := convTranspose2D(c, x, w, b, o, full, begin, size)
+	if n == 1 {
+		y = autograd.Squeeze(y, 2)
+	}
+	return []*autograd.Var{y}, nil
+}
+
+// convTransposeWindow returns, per spatial axis of a ConvTranspose of
+// input shape xs, the extent of the unpadded result (full) and the window
+// [begin, begin+size) of it that is the output (extended with zeros past
+// its end), from the attributes output_padding and output_shape, auto_pad
+// or pads.
+func convTransposeWindow(c *nodeCtx, xs, kernel, stride, dil []int) (full, begin, size []int, err error) {
+	n := len(kernel)
 	outPad := make([]int, n)
 	if c.HasAttr("output_padding") {
 		op := c.AttrInts("output_padding", nil)
 		if len(op) != n {
-			return nil, c.Errorf("attribute output_padding has %d values, expected %d", len(op), n)
+			return nil, nil, nil, c.Errorf("attribute output_padding has %d values, expected %d", len(op), n)
 		}
 		for i, v := range op {
 			if v < 0 {
-				return nil, c.Errorf("attribute output_padding = %v: values must not be negative", op)
+				return nil, nil, nil, c.Errorf("attribute output_padding = %v: values must not be negative", op)
 			}
 			outPad[i] = int(v)
 		}
 	}
-	// full[i] is the extent of the unpadded result; the output is the
-	// window [begin, begin+size) of it, extended with zeros past its end.
-	full, begin, size := make([]int, n), make([]int, n), make([]int, n)
+	full, begin, size = make([]int, n), make([]int, n), make([]int, n)
 	for i := range n {
 		full[i] = stride[i]*(xs[2+i]-1) + (kernel[i]-1)*dil[i] + 1
 	}
@@ -350,7 +370,7 @@ func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 			os = os[2:]
 		}
 		if len(os) != n {
-			return nil, c.Errorf("attribute output_shape has %d values, expected %d", len(os), n)
+			return nil, nil, nil, c.Errorf("attribute output_shape has %d values, expected %d", len(os), n)
 		}
 		for i := range n {
 			size[i] = int(os[i])
@@ -376,11 +396,11 @@ func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		if autoPad != "VALID" && c.HasAttr("pads") {
 			p := c.AttrInts("pads", nil)
 			if len(p) != 2*n {
-				return nil, c.Errorf("attribute pads has %d values, expected %d (begin and end per spatial axis)", len(p), 2*n)
+				return nil, nil, nil, c.Errorf("attribute pads has %d values, expected %d (begin and end per spatial axis)", len(p), 2*n)
 			}
 			for i, v := range p {
 				if v < 0 {
-					return nil, c.Errorf("attribute pads = %v: values must not be negative", p)
+					return nil, nil, nil, c.Errorf("attribute pads = %v: values must not be negative", p)
 				}
 				pads[i] = int(v)
 			}
@@ -390,19 +410,22 @@ func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 			size[i] = full[i] + outPad[i] - pads[i] - pads[n+i]
 		}
 	default:
-		return nil, c.Errorf("attribute auto_pad = %q, expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", autoPad)
+		return nil, nil, nil, c.Errorf("attribute auto_pad = %q, expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", autoPad)
 	}
 	for i := range n {
 		if size[i] < 1 {
-			return nil, c.Errorf("output size %v is empty for input X %v, kernel %v, strides %v", size, xs, kernel, stride)
+			return nil, nil, nil, c.Errorf("output size %v is empty for input X %v, kernel %v, strides %v", size, xs, kernel, stride)
 		}
 	}
-	if n == 1 {
-		x, w = autograd.Unsqueeze(x, 2), autograd.Unsqueeze(w, 2)
-		full, begin, size = to2D(full, 1), to2D(begin, 0), to2D(size, 1)
-		stride, dil = to2D(stride, 1), to2D(dil, 1)
-	}
-	o := tensor.ConvOptions{StrideH: stride[0], StrideW: stride[1], DilH: dil[0], DilW: dil[1], Groups: group}
+	return full, begin, size, nil
+}
+
+// convTranspose2D computes the window [begin, begin+size) of the 2-D
+// transposed convolution of x and w (of extent full) plus the bias b:
+// directly when the window is symmetric padding the convolution
+// supports, else by cropping or extending the full result.
+func convTranspose2D(c *nodeCtx, x, w, b *autograd.Var, o tensor.ConvOptions, full, begin, size []int) *autograd.Var {
+	stride := []int{o.StrideH, o.StrideW}
 	// Direct: symmetric padding p = begin and a size the convolution over
 	// it maps back to the input's (the excess below the stride is output
 	// padding).
@@ -411,38 +434,29 @@ func opConvTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		excess := size[i] - (full[i] - 2*begin[i])
 		direct = direct && begin[i] <= full[i]/2 && excess >= 0 && excess < stride[i]
 	}
-	var y *autograd.Var
 	if direct {
 		o.PadH, o.PadW = begin[0], begin[1]
-		y = autograd.ConvTranspose2D(x, w, b, o, size[0], size[1])
-	} else {
-		y = autograd.ConvTranspose2D(x, w, nil, o, full[0], full[1])
-		for i := range 2 {
-			y = padAxis(c, y, 2+i, -begin[i], begin[i]+size[i]-full[i], 0)
-		}
-		if b != nil {
-			y = autograd.Add(y, autograd.Reshape(b, outC, 1, 1))
-		}
+		return autograd.ConvTranspose2D(x, w, b, o, size[0], size[1])
 	}
-	if n == 1 {
-		y = autograd.Squeeze(y, 2)
+	y := autograd.ConvTranspose2D(x, w, nil, o, full[0], full[1])
+	for i := range 2 {
+		y = padAxis(c, y, 2+i, -begin[i], begin[i]+size[i]-full[i], 0)
 	}
-	return []*autograd.Var{y}, nil
+	if b != nil {
+		y = autograd.Add(y, autograd.Reshape(b, b.Value.Len(), 1, 1))
+	}
+	return y
 }
 
 // opGemm is Gemm: alpha·A'·B' + beta·C with A' and B' optionally
 // transposed and C broadcast to the result. The common fully connected
 // layer (transB = 1, a vector or absent C) runs as autograd.Linear.
-func opGemm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	a, err := c.need(in, 0, "A")
+func opGemm(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("A", "B", "C?")
 	if err != nil {
 		return nil, err
 	}
-	bm, err := c.need(in, 1, "B")
-	if err != nil {
-		return nil, err
-	}
-	cv := nnInput(in, 2)
+	a, bm, cv := in[0], in[1], in[2]
 	if a.Value.Rank() != 2 || bm.Value.Rank() != 2 {
 		return nil, c.Errorf("inputs A %v and B %v must be matrices", a.Shape(), bm.Shape())
 	}
@@ -536,15 +550,12 @@ func gemmInt(c *nodeCtx, a, b, cv *autograd.Var, alpha, beta float64, transA, tr
 // or column (second) vector whose axis is removed from the result, and
 // leading batch axes broadcast. Integer operands are multiplied in
 // float64, without gradient.
-func opMatMul(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	a, err := c.need(in, 0, "A")
+func opMatMul(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("A", "B")
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.need(in, 1, "B")
-	if err != nil {
-		return nil, err
-	}
+	a, b := in[0], in[1]
 	if err := nnSameType(c, a, b, "B"); err != nil {
 		return nil, err
 	}
@@ -611,15 +622,11 @@ func channelShape(ch, rank int) []int {
 // with the population (biased) batch variance, as the spec says; in
 // training the same values replace the model's running statistics
 // (SetState).
-func opBatchNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+func opBatchNorm(c *nodeCtx) ([]*autograd.Var, error) {
 	names := []string{"X", "scale", "B", "input_mean", "input_var"}
-	vs := make([]*autograd.Var, 5)
-	for i, name := range names {
-		v, err := c.need(in, i, name)
-		if err != nil {
-			return nil, err
-		}
-		vs[i] = v
+	vs, err := c.inputs(names...)
+	if err != nil {
+		return nil, err
 	}
 	x, scale, bias, mean, variance := vs[0], vs[1], vs[2], vs[3], vs[4]
 	if err := nnFloat(c, x, "X"); err != nil {
@@ -712,19 +719,12 @@ func isState(c *nodeCtx, i int, v *autograd.Var) bool {
 // normalised with its own mean and biased variance, then scaled and
 // shifted per channel. It runs as a batch normalisation of the 1×(N·C)×…
 // reshaped input where the device has the fused kernel.
-func opInstanceNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "input")
+func opInstanceNorm(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("input", "scale", "B")
 	if err != nil {
 		return nil, err
 	}
-	scale, err := c.need(in, 1, "scale")
-	if err != nil {
-		return nil, err
-	}
-	bias, err := c.need(in, 2, "B")
-	if err != nil {
-		return nil, err
-	}
+	x, scale, bias := in[0], in[1], in[2]
 	if err := nnFloat(c, x, "input"); err != nil {
 		return nil, err
 	}
@@ -770,16 +770,12 @@ func opInstanceNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // axes from axis on, then scale and the optional bias B (broadcast over
 // those axes). The optional Mean and InvStdDev outputs have the input's
 // shape with the normalised axes of length 1; they carry no gradient.
-func opLayerNorm(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+func opLayerNorm(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "Scale", "B?")
 	if err != nil {
 		return nil, err
 	}
-	scale, err := c.need(in, 1, "Scale")
-	if err != nil {
-		return nil, err
-	}
-	bias := nnInput(in, 2)
+	x, scale, bias := in[0], in[1], in[2]
 	if err := nnFloat(c, x, "X"); err != nil {
 		return nil, err
 	}
@@ -857,22 +853,27 @@ type randSource interface{ Rand() *rand.Rand }
 // training_mode input of opset 12+ when given) it zeroes each element with
 // probability ratio and scales the rest by 1/(1-ratio); the mask output
 // (bool, stored as Int64 0/1) tells which elements were kept.
-func opDropout(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "data")
+func opDropout(c *nodeCtx) ([]*autograd.Var, error) {
+	decl := []string{"data", "ratio?", "training_mode?"}
+	if c.Opset() < 12 {
+		decl = decl[:1] // ratio is an attribute
+	}
+	in, err := c.inputs(decl...)
 	if err != nil {
 		return nil, err
 	}
+	x := in[0]
 	ratio := c.AttrFloat("ratio", 0.5)
 	training := c.Training()
 	if c.Opset() >= 12 {
 		ratio = 0.5
-		if r := nnInput(in, 1); r != nil {
+		if r := in[1]; r != nil {
 			if r.Value.Len() != 1 {
 				return nil, c.Errorf("input ratio has shape %v, expected a scalar", r.Shape())
 			}
 			ratio = c.Floats(r)[0]
 		}
-		if t := nnInput(in, 2); t != nil {
+		if t := in[2]; t != nil {
 			if t.Value.Len() != 1 {
 				return nil, c.Errorf("input training_mode has shape %v, expected a scalar", t.Shape())
 			}
@@ -923,8 +924,8 @@ func dropout(x *autograd.Var, ratio float64, rng *rand.Rand) (*autograd.Var, *te
 // y = x / (bias + alpha/size · Σ x²)^beta, the sum over the size channels
 // around each one (floor((size-1)/2) before, the rest after). The sum is
 // an average pooling of x² over the channel axis.
-func opLRN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+func opLRN(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, err
 	}

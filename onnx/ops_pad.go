@@ -19,8 +19,18 @@ func init() {
 // the constant value are attributes before opset 11 ("paddings" in opset
 // 1) and inputs from 11; opset 18 adds the axes input that the pads refer
 // to. Gradients flow to the data input.
-func opPad(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "data"); err != nil {
+func opPad(c *nodeCtx) ([]*autograd.Var, error) {
+	var decl []string
+	switch {
+	case c.Opset() < 11:
+		decl = []string{"data"} // pads and value are attributes
+	case c.Opset() < 18:
+		decl = []string{"data", "pads", "constant_value?"}
+	default:
+		decl = []string{"data", "pads", "constant_value?", "axes?"}
+	}
+	in, err := c.inputs(decl...)
+	if err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -42,15 +52,10 @@ func opPad(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		pads = c.AttrInts(name, nil)
 		value = c.AttrFloat("value", 0)
 	} else {
-		if err := c.require(in, 1, "pads"); err != nil {
-			return nil, err
-		}
-		var err error
 		if pads, err = shInts(c, in[1], "pads"); err != nil {
 			return nil, err
 		}
-		if len(in) > 2 && in[2] != nil {
-			cv := in[2]
+		if cv := in[2]; cv != nil {
 			if cv.Value.Len() != 1 {
 				return nil, c.Errorf("input constant_value must hold one value, found shape %v", cv.Shape())
 			}
@@ -59,7 +64,7 @@ func opPad(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 			}
 			value = c.Floats(cv)[0]
 		}
-		if c.Opset() >= 18 && len(in) > 3 && in[3] != nil {
+		if c.Opset() >= 18 && in[3] != nil {
 			a, err := shInts(c, in[3], "axes")
 			if err != nil {
 				return nil, err

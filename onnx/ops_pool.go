@@ -161,13 +161,13 @@ func (p pool) from4D(y *autograd.Var) *autograd.Var {
 // the position of each maximum in the flattened input (row-major, or with
 // storage_order = 1 column-major within each plane), computed on the host.
 // Integer inputs (opset 12+) pool in float64, without gradient.
-func opMaxPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if is3D(in) {
-		return run3D(c, in, maxPool3D)
-	}
-	x, err := c.need(in, 0, "X")
+func opMaxPool(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, err
+	}
+	if x.Value.Rank() == 5 {
+		return run3D(c, maxPool3D, x, nil, nil)
 	}
 	p, err := poolSetup(c, x)
 	if err != nil {
@@ -254,13 +254,13 @@ func (p pool) indices(x *tensor.Tensor, colMajor bool) *tensor.Tensor {
 // opAvgPool is AveragePool, 1-D or 2-D. The divisor of each window counts
 // the input elements it covers, plus with count_include_pad the explicit
 // padding (never the extra positions ceil_mode adds past it).
-func opAvgPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if is3D(in) {
-		return run3D(c, in, avgPool3D)
-	}
-	x, err := c.need(in, 0, "X")
+func opAvgPool(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, err
+	}
+	if x.Value.Rank() == 5 {
+		return run3D(c, avgPool3D, x, nil, nil)
 	}
 	if err := nnFloat(c, x, "X"); err != nil {
 		return nil, err
@@ -304,11 +304,11 @@ func opAvgPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	return []*autograd.Var{p.from4D(autograd.Mul(sum, scale))}, nil
 }
 
-// globalInput checks a GlobalAveragePool/GlobalMaxPool input (N×C×…) and
-// returns it as N×C×(product of the rest), with the output shape
-// N×C×1×…×1.
-func globalInput(c *nodeCtx, in []*autograd.Var) (*autograd.Var, []int, error) {
-	x, err := c.need(in, 0, "X")
+// globalInput reads and checks the input X of GlobalAveragePool or
+// GlobalMaxPool (N×C×…) and returns it as N×C×(product of the rest), with
+// the output shape N×C×1×…×1.
+func globalInput(c *nodeCtx) (*autograd.Var, []int, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -335,8 +335,8 @@ func globalInput(c *nodeCtx, in []*autograd.Var) (*autograd.Var, []int, error) {
 }
 
 // opGlobalAvgPool is GlobalAveragePool: the mean over every spatial axis.
-func opGlobalAvgPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, out, err := globalInput(c, in)
+func opGlobalAvgPool(c *nodeCtx) ([]*autograd.Var, error) {
+	x, out, err := globalInput(c)
 	if err != nil {
 		return nil, err
 	}
@@ -344,8 +344,8 @@ func opGlobalAvgPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 }
 
 // opGlobalMaxPool is GlobalMaxPool: the maximum over every spatial axis.
-func opGlobalMaxPool(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, out, err := globalInput(c, in)
+func opGlobalMaxPool(c *nodeCtx) ([]*autograd.Var, error) {
+	x, out, err := globalInput(c)
 	if err != nil {
 		return nil, err
 	}

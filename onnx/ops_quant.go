@@ -99,16 +99,15 @@ func quantParam(c *nodeCtx, p *autograd.Var, x *autograd.Var, axis int64, perAxi
 	return autograd.Reshape(p, shape...), nil
 }
 
-// quantInputs checks the x and scale inputs of QuantizeLinear and
-// DequantizeLinear and returns the scale and the optional zero point
-// shaped to broadcast against x.
-func quantInputs(c *nodeCtx, in []*autograd.Var, xName, sName, zName string) (x, scale, zp *autograd.Var, err error) {
-	if x, err = c.need(in, 0, xName); err != nil {
+// quantInputs reads the inputs of QuantizeLinear and DequantizeLinear (x,
+// scale and the optional zero point, named xName, sName and zName) and
+// returns x, the scale and the zero point shaped to broadcast against x.
+func quantInputs(c *nodeCtx, xName, sName, zName string) (x, scale, zp *autograd.Var, err error) {
+	in, err := c.inputs(xName, sName, zName+"?")
+	if err != nil {
 		return
 	}
-	if scale, err = c.need(in, 1, sName); err != nil {
-		return
-	}
+	x, scale, zp = in[0], in[1], in[2]
 	if err = nnFloat(c, scale, sName); err != nil {
 		return
 	}
@@ -117,7 +116,7 @@ func quantInputs(c *nodeCtx, in []*autograd.Var, xName, sName, zName string) (x,
 	if scale, err = quantParam(c, scale, x, axis, perAxis, sName); err != nil {
 		return
 	}
-	if zp = nnInput(in, 2); zp != nil {
+	if zp != nil {
 		if zp.Value.DType() != device.Int64 {
 			err = c.Errorf("input %s must be an integer tensor, found %v", zName, zp.Value.DType())
 			return
@@ -131,8 +130,8 @@ func quantInputs(c *nodeCtx, in []*autograd.Var, xName, sName, zName string) (x,
 
 // opQuantizeLinear is QuantizeLinear: y = saturate(round(x / y_scale) +
 // y_zero_point), rounding halves to even, computed in x's float type.
-func opQuantizeLinear(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, scale, zp, err := quantInputs(c, in, "x", "y_scale", "y_zero_point")
+func opQuantizeLinear(c *nodeCtx) ([]*autograd.Var, error) {
+	x, scale, zp, err := quantInputs(c, "x", "y_scale", "y_zero_point")
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +161,8 @@ func quantize(x, scale *tensor.Tensor, zp *autograd.Var, lo, hi float64) *tensor
 
 // opDequantizeLinear is DequantizeLinear: y = (x - x_zero_point) *
 // x_scale in the scale's float type. The gradient flows to x_scale.
-func opDequantizeLinear(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, scale, zp, err := quantInputs(c, in, "x", "x_scale", "x_zero_point")
+func opDequantizeLinear(c *nodeCtx) ([]*autograd.Var, error) {
+	x, scale, zp, err := quantInputs(c, "x", "x_scale", "x_zero_point")
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +180,8 @@ func opDequantizeLinear(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error)
 // opDynamicQuantizeLinear is DynamicQuantizeLinear: uint8 quantization
 // of x with the scale and zero point that map [min(x, 0), max(x, 0)] onto
 // [0, 255], computed in float32 like the spec's reference.
-func opDynamicQuantizeLinear(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "x")
+func opDynamicQuantizeLinear(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("x")
 	if err != nil {
 		return nil, err
 	}
@@ -219,19 +218,15 @@ func opDynamicQuantizeLinear(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, e
 	}, nil
 }
 
-// intInput returns input i, checking that it is an integer tensor.
-func intInput(c *nodeCtx, in []*autograd.Var, i int, name string, required bool) (*autograd.Var, error) {
-	v := nnInput(in, i)
-	if v == nil {
-		if required {
-			return nil, c.require(in, i, name)
+// intInputs checks that the inputs vs, named names, are integer tensors
+// (or absent: nil).
+func intInputs(c *nodeCtx, names []string, vs ...*autograd.Var) error {
+	for i, v := range vs {
+		if v != nil && v.Value.DType() != device.Int64 {
+			return c.Errorf("input %s must be an integer tensor, found %v", names[i], v.Value.DType())
 		}
-		return nil, nil
 	}
-	if v.Value.DType() != device.Int64 {
-		return nil, c.Errorf("input %s must be an integer tensor, found %v", name, v.Value.DType())
-	}
-	return v, nil
+	return nil
 }
 
 // zeroShifted returns v - zp in float64 as a constant. zp is a scalar (one
@@ -275,32 +270,22 @@ func perIndex(c *nodeCtx, p *autograd.Var, shape []int, axis int, vName, pName s
 // (w - w_zero_point) with int32 accumulation, w_zero_point per output
 // channel or scalar. The padding holds zero after the shift (the zero
 // point before it).
-func opConvInteger(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	y, err := convShifted(c, in, 0, 1, 2, 3)
+func opConvInteger(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("x", "w", "x_zero_point?", "w_zero_point?")
+	if err != nil {
+		return nil, err
+	}
+	y, err := convShifted(c, in[0], in[1], in[2], in[3])
 	if err != nil {
 		return nil, err
 	}
 	return []*autograd.Var{autograd.Constant(y.Value.Cast(device.Int64))}, nil
 }
 
-// convShifted checks the x, w and zero point inputs at the given indices
-// (zi < 0: absent) and returns the float64 convolution of the shifted
-// values.
-func convShifted(c *nodeCtx, in []*autograd.Var, xi, wi, xzi, wzi int) (*autograd.Var, error) {
-	x, err := intInput(c, in, xi, "x", true)
-	if err != nil {
-		return nil, err
-	}
-	w, err := intInput(c, in, wi, "w", true)
-	if err != nil {
-		return nil, err
-	}
-	xz, err := intInput(c, in, xzi, "x_zero_point", false)
-	if err != nil {
-		return nil, err
-	}
-	wz, err := intInput(c, in, wzi, "w_zero_point", false)
-	if err != nil {
+// convShifted checks the inputs x, w and their zero points xz and wz (nil:
+// absent) and returns the float64 convolution of the shifted values.
+func convShifted(c *nodeCtx, x, w, xz, wz *autograd.Var) (*autograd.Var, error) {
+	if err := intInputs(c, []string{"x", "w", "x_zero_point", "w_zero_point"}, x, w, xz, wz); err != nil {
 		return nil, err
 	}
 	if len(w.Shape()) < 1 {
@@ -314,7 +299,7 @@ func convShifted(c *nodeCtx, in []*autograd.Var, xi, wi, xzi, wzi int) (*autogra
 	if err != nil {
 		return nil, err
 	}
-	out, err := opConv(c, []*autograd.Var{xf, wf})
+	out, err := opConv(c.withInputs(xf, wf))
 	if err != nil {
 		return nil, err
 	}
@@ -324,33 +309,27 @@ func convShifted(c *nodeCtx, in []*autograd.Var, xi, wi, xzi, wzi int) (*autogra
 // opMatMulInteger is MatMulInteger: (A - a_zero_point) × (B -
 // b_zero_point) with int32 accumulation; a_zero_point is a scalar or one
 // value per row of A, b_zero_point a scalar or one value per column of B.
-func opMatMulInteger(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	y, err := matMulShifted(c, in, 0, 1, 2, 3, "A", "B", "a_zero_point", "b_zero_point")
+func opMatMulInteger(c *nodeCtx) ([]*autograd.Var, error) {
+	names := []string{"A", "B", "a_zero_point", "b_zero_point"}
+	in, err := c.inputs(names[0], names[1], names[2]+"?", names[3]+"?")
+	if err != nil {
+		return nil, err
+	}
+	y, err := matMulShifted(c, names, in[0], in[1], in[2], in[3])
 	if err != nil {
 		return nil, err
 	}
 	return []*autograd.Var{autograd.Constant(y.Value.Cast(device.Int64))}, nil
 }
 
-// matMulShifted checks the A, B and zero point inputs at the given indices
-// and returns the float64 product of the shifted values.
-func matMulShifted(c *nodeCtx, in []*autograd.Var, ai, bi, azi, bzi int, an, bn, azn, bzn string) (*autograd.Var, error) {
-	a, err := intInput(c, in, ai, an, true)
-	if err != nil {
+// matMulShifted checks the inputs a, b and their zero points az and bz
+// (nil: absent), named by names in that order, and returns the float64
+// product of the shifted values.
+func matMulShifted(c *nodeCtx, names []string, a, b, az, bz *autograd.Var) (*autograd.Var, error) {
+	if err := intInputs(c, names, a, b, az, bz); err != nil {
 		return nil, err
 	}
-	b, err := intInput(c, in, bi, bn, true)
-	if err != nil {
-		return nil, err
-	}
-	az, err := intInput(c, in, azi, azn, false)
-	if err != nil {
-		return nil, err
-	}
-	bz, err := intInput(c, in, bzi, bzn, false)
-	if err != nil {
-		return nil, err
-	}
+	an, bn, azn, bzn := names[0], names[1], names[2], names[3]
 	if a.Value.Rank() == 0 || b.Value.Rank() == 0 {
 		return nil, c.Errorf("inputs %s %v and %s %v must have at least one axis", an, a.Shape(), bn, b.Shape())
 	}
@@ -372,7 +351,7 @@ func matMulShifted(c *nodeCtx, in []*autograd.Var, ai, bi, azi, bzi int, an, bn,
 	if err != nil {
 		return nil, err
 	}
-	out, err := opMatMul(c, []*autograd.Var{af, bf})
+	out, err := opMatMul(c.withInputs(af, bf))
 	if err != nil {
 		return nil, err
 	}
@@ -402,13 +381,10 @@ func requantize(c *nodeCtx, acc *autograd.Var, scale *tensor.Tensor, yScale, yZp
 	return autograd.Constant(y.MaxScalar(lo).MinScalar(hi).Cast(device.Int64)), nil
 }
 
-// qlScale returns the float scale input i: a scalar, or with axis >= 0 one
-// value per index of that axis of shape.
-func qlScale(c *nodeCtx, in []*autograd.Var, i int, name string, shape []int, axis int) (*tensor.Tensor, error) {
-	s, err := c.need(in, i, name)
-	if err != nil {
-		return nil, err
-	}
+// qlScale checks the float scale input s, named name: a scalar, or with
+// axis >= 0 one value per index of that axis of shape. It returns s
+// shaped to broadcast against shape.
+func qlScale(c *nodeCtx, s *autograd.Var, name string, shape []int, axis int) (*tensor.Tensor, error) {
 	if err := nnFloat(c, s, name); err != nil {
 		return nil, err
 	}
@@ -418,27 +394,26 @@ func qlScale(c *nodeCtx, in []*autograd.Var, i int, name string, shape []int, ax
 // opQLinearConv is QLinearConv: ConvInteger of the inputs, plus the int32
 // bias B, requantized with x_scale·w_scale/y_scale (w_scale and
 // w_zero_point per output channel or scalar).
-func opQLinearConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	names := []string{"x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point"}
-	for i, name := range names {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func opQLinearConv(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point", "B?")
+	if err != nil {
+		return nil, err
 	}
-	acc, err := convShifted(c, in, 0, 3, 2, 5)
+	x, xScale, xZp, w, wScale, wZp, yScale, yZp, b := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8]
+	acc, err := convShifted(c, x, w, xZp, wZp)
 	if err != nil {
 		return nil, err
 	}
 	ys := acc.Shape()
-	xs, err := qlScale(c, in, 1, "x_scale", ys, -1)
+	xs, err := qlScale(c, xScale, "x_scale", ys, -1)
 	if err != nil {
 		return nil, err
 	}
-	ws, err := qlScale(c, in, 4, "w_scale", ys, 1)
+	ws, err := qlScale(c, wScale, "w_scale", ys, 1)
 	if err != nil {
 		return nil, err
 	}
-	if b := nnInput(in, 8); b != nil {
+	if b != nil {
 		if b.Value.DType() != device.Int64 {
 			return nil, c.Errorf("input B must be an int32 tensor, found %v", b.Value.DType())
 		}
@@ -453,7 +428,7 @@ func opQLinearConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		acc = autograd.Constant(acc.Value.Add(b.Value.Cast(device.Float64).Reshape(shape...)))
 	}
 	scale := xs.Cast(device.Float64).Mul(ws.Cast(device.Float64))
-	y, err := requantize(c, acc, scale, in[6], in[7])
+	y, err := requantize(c, acc, scale, yScale, yZp)
 	if err != nil {
 		return nil, err
 	}
@@ -462,34 +437,33 @@ func opQLinearConv(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opQLinearMatMul is QLinearMatMul: MatMulInteger of the inputs
 // requantized with a_scale·b_scale/y_scale.
-func opQLinearMatMul(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	names := []string{"a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"}
-	for i, name := range names {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func opQLinearMatMul(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point")
+	if err != nil {
+		return nil, err
 	}
-	acc, err := matMulShifted(c, in, 0, 3, 2, 5, "a", "b", "a_zero_point", "b_zero_point")
+	a, aScale, aZp, b, bScale, bZp, yScale, yZp := in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7]
+	acc, err := matMulShifted(c, []string{"a", "b", "a_zero_point", "b_zero_point"}, a, b, aZp, bZp)
 	if err != nil {
 		return nil, err
 	}
 	ys := acc.Shape()
 	rowAxis, colAxis := len(ys)-2, len(ys)-1
-	if in[0].Value.Rank() < 2 {
+	if a.Value.Rank() < 2 {
 		rowAxis = -1
 	}
-	if in[3].Value.Rank() < 2 {
+	if b.Value.Rank() < 2 {
 		colAxis = -1
 	}
-	as, err := qlScale(c, in, 1, "a_scale", ys, rowAxis)
+	as, err := qlScale(c, aScale, "a_scale", ys, rowAxis)
 	if err != nil {
 		return nil, err
 	}
-	bs, err := qlScale(c, in, 4, "b_scale", ys, colAxis)
+	bs, err := qlScale(c, bScale, "b_scale", ys, colAxis)
 	if err != nil {
 		return nil, err
 	}
-	y, err := requantize(c, acc, as.Cast(device.Float64).Mul(bs.Cast(device.Float64)), in[6], in[7])
+	y, err := requantize(c, acc, as.Cast(device.Float64).Mul(bs.Cast(device.Float64)), yScale, yZp)
 	if err != nil {
 		return nil, err
 	}

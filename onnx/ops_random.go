@@ -61,16 +61,20 @@ func floatType(c *nodeCtx, name string, def DataType) (device.DType, error) {
 // shape attribute (or of the input's shape) of low..high uniform or
 // mean, scale normal values.
 func opRandom(normal, like bool) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
 		var shape []int
 		def := onnxpb.TensorProto_FLOAT
 		if like {
-			if err := c.require(in, 0, "input"); err != nil {
+			x, err := c.input("input")
+			if err != nil {
 				return nil, err
 			}
-			shape = in[0].Shape()
-			def = protoTypeOf(in[0].Value.DType())
+			shape = x.Shape()
+			def = protoTypeOf(x.Value.DType())
 		} else {
+			if _, err := c.inputs(); err != nil {
+				return nil, err
+			}
 			if !c.HasAttr("shape") {
 				return nil, c.Errorf("attribute shape is required")
 			}
@@ -100,11 +104,11 @@ func opRandom(normal, like bool) opFunc {
 }
 
 // opBernoulli draws 1 with the probability the input gives, else 0.
-func opBernoulli(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "input"); err != nil {
+func opBernoulli(c *nodeCtx) ([]*autograd.Var, error) {
+	p, err := c.input("input")
+	if err != nil {
 		return nil, err
 	}
-	p := in[0]
 	if !p.Value.DType().IsFloat() {
 		return nil, c.Errorf("input must be float or double, found %v", p.Value.DType())
 	}
@@ -130,11 +134,11 @@ func opBernoulli(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opMultinomial draws sample_size class indices per row of the input's
 // unnormalized log-probabilities [batch, classes].
-func opMultinomial(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "input"); err != nil {
+func opMultinomial(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("input")
+	if err != nil {
 		return nil, err
 	}
-	x := in[0]
 	if s := x.Shape(); len(s) != 2 || s[1] < 1 || !x.Value.DType().IsFloat() {
 		return nil, c.Errorf("input must be float [batch, classes], found %v %v", x.Value.DType(), s)
 	}
@@ -180,11 +184,15 @@ func opMultinomial(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // values Σ_k (-1)^k a[k]·cos(2πkn/N) for n < size, with N = size
 // (periodic, the default) or size-1 (symmetric).
 func opWindow(a []float64) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		if len(in) < 1 || in[0] == nil || in[0].Value.Len() != 1 {
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
+		sizeIn, err := c.input("size")
+		if err != nil {
+			return nil, err
+		}
+		if sizeIn.Value.Len() != 1 {
 			return nil, c.Errorf("input size must be a scalar")
 		}
-		size := c.Ints(in[0])[0]
+		size := c.Ints(sizeIn)[0]
 		if size < 0 || size > int64(maxOutputElements) {
 			return nil, c.Errorf("input size is %d", size)
 		}

@@ -115,8 +115,13 @@ func rdAxes(c *nodeCtx, what string, axes []int64, rank int) ([]int, error) {
 // tells that the axes come from the optional second input (with the
 // noop_with_empty_axes attribute) rather than from the axes attribute.
 func reduceOp(kind rdKind, axesInput bool) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		if err := c.require(in, 0, "data"); err != nil {
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
+		decl := []string{"data", "axes?"}
+		if !axesInput {
+			decl = decl[:1]
+		}
+		in, err := c.inputs(decl...)
+		if err != nil {
 			return nil, err
 		}
 		x := in[0]
@@ -126,11 +131,11 @@ func reduceOp(kind rdKind, axesInput bool) opFunc {
 			if c.HasAttr("axes") {
 				return nil, c.Errorf("attribute axes is not allowed from opset %d on: axes is the second input", c.Opset())
 			}
-			if len(in) > 1 && in[1] != nil {
-				if r := in[1].Value.Rank(); r > 1 {
-					return nil, c.Errorf("input axes must be 1-D, found shape %v", in[1].Shape())
+			if a := in[1]; a != nil {
+				if r := a.Value.Rank(); r > 1 {
+					return nil, c.Errorf("input axes must be 1-D, found shape %v", a.Shape())
 				}
-				axes = c.Ints(in[1])
+				axes = c.Ints(a)
 			}
 		} else {
 			axes = c.AttrInts("axes", nil)
@@ -330,11 +335,11 @@ func rdIsIdentity(perm []int) bool {
 // axis and whose columns are the axes from axis on, and the operator
 // works on the rows; from opset 13 it works along axis alone.
 func softmaxOp(kind rdKind, coerce bool) opFunc {
-	return func(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-		if err := c.require(in, 0, "input"); err != nil {
+	return func(c *nodeCtx) ([]*autograd.Var, error) {
+		x, err := c.input("input")
+		if err != nil {
 			return nil, err
 		}
-		x := in[0]
 		if !x.Value.DType().IsFloat() {
 			return nil, c.Errorf("input must be float or double, found %v", x.Value.DType())
 		}
@@ -404,25 +409,23 @@ const rdCumSumMatMul = 256
 
 // cumSumOp is CumSum: running sums along the axis given by the second
 // input, inclusive or exclusive, forward or in reverse.
-func cumSumOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "x"); err != nil {
+func cumSumOp(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("x", "axis")
+	if err != nil {
 		return nil, err
 	}
-	if err := c.require(in, 1, "axis"); err != nil {
-		return nil, err
+	x, axisIn := in[0], in[1]
+	if axisIn.Value.Len() != 1 || axisIn.Value.Rank() > 1 {
+		return nil, c.Errorf("input axis must be a scalar, found shape %v", axisIn.Shape())
 	}
-	x := in[0]
-	if in[1].Value.Len() != 1 || in[1].Value.Rank() > 1 {
-		return nil, c.Errorf("input axis must be a scalar, found shape %v", in[1].Shape())
-	}
-	if in[1].Value.DType() != device.Int64 {
-		return nil, c.Errorf("input axis must be int32 or int64, found %v", in[1].Value.DType())
+	if axisIn.Value.DType() != device.Int64 {
+		return nil, c.Errorf("input axis must be int32 or int64, found %v", axisIn.Value.DType())
 	}
 	rank := x.Value.Rank()
 	if rank == 0 {
 		return nil, c.Errorf("input x must have rank at least 1, found a scalar")
 	}
-	axis, err := c.normAxis("axis", c.Ints(in[1])[0], rank)
+	axis, err := c.normAxis("axis", c.Ints(axisIn)[0], rank)
 	if err != nil {
 		return nil, err
 	}

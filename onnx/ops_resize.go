@@ -58,20 +58,22 @@ type resizeTap struct {
 }
 
 // opUpsample7 is Upsample with the scales attribute.
-func opUpsample7(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "X"); err != nil {
+func opUpsample7(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
+	if err != nil {
 		return nil, err
 	}
 	if !c.HasAttr("scales") {
 		return nil, c.Errorf("attribute scales is required")
 	}
-	return upsample(c, in[0], c.AttrFloats("scales", nil))
+	return upsample(c, x, c.AttrFloats("scales", nil))
 }
 
 // opUpsample9 is Upsample with the scales input.
-func opUpsample9(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if len(in) < 2 || in[0] == nil || in[1] == nil {
-		return nil, c.Errorf("Upsample takes inputs X and scales, found %d", resizeCountPresent(in))
+func opUpsample9(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "scales")
+	if err != nil {
+		return nil, err
 	}
 	scales, err := resizeFloats(c, in[1], "scales")
 	if err != nil {
@@ -105,9 +107,10 @@ func upsample(c *nodeCtx, x *autograd.Var, scales []float64) ([]*autograd.Var, e
 }
 
 // opResize10 is Resize with inputs X and scales, asymmetric coordinates.
-func opResize10(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if len(in) < 2 || in[0] == nil || in[1] == nil {
-		return nil, c.Errorf("Resize-10 takes inputs X and scales, found %d", resizeCountPresent(in))
+func opResize10(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "scales")
+	if err != nil {
+		return nil, err
 	}
 	mode := c.AttrString("mode", "nearest")
 	if mode != "nearest" && mode != "linear" {
@@ -129,14 +132,16 @@ func opResize10(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 }
 
 // opResize11 is Resize from opset 11 on: inputs X, roi, scales, sizes
-// (roi and scales optional from opset 13).
-func opResize11(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "X"); err != nil {
+// (roi and scales optional from opset 13). An empty tensor counts as an
+// absent input.
+func opResize11(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "roi?", "scales?", "sizes?")
+	if err != nil {
 		return nil, err
 	}
 	x := in[0]
 	get := func(i int) *autograd.Var {
-		if i < len(in) && in[i] != nil && in[i].Value.Len() > 0 {
+		if in[i] != nil && in[i].Value.Len() > 0 {
 			return in[i]
 		}
 		return nil
@@ -209,17 +214,6 @@ func opResize11(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		return nil, err
 	}
 	return []*autograd.Var{y}, nil
-}
-
-// resizeCountPresent counts the inputs a node gives.
-func resizeCountPresent(in []*autograd.Var) int {
-	n := 0
-	for _, v := range in {
-		if v != nil {
-			n++
-		}
-	}
-	return n
 }
 
 // resizeFloats reads a small 1-D float input (scales, roi) to the host.

@@ -41,16 +41,16 @@ var (
 	rnnLSTM  = rnnKind{"LSTM", 4, []string{"sigmoid", "tanh", "tanh"}, 2}
 )
 
-func opRNN(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	return runRecurrent(c, in, rnnPlain)
+func opRNN(c *nodeCtx) ([]*autograd.Var, error) {
+	return runRecurrent(c, rnnPlain)
 }
 
-func opGRU(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	return runRecurrent(c, in, rnnGRU)
+func opGRU(c *nodeCtx) ([]*autograd.Var, error) {
+	return runRecurrent(c, rnnGRU)
 }
 
-func opLSTM(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	return runRecurrent(c, in, rnnLSTM)
+func opLSTM(c *nodeCtx) ([]*autograd.Var, error) {
+	return runRecurrent(c, rnnLSTM)
 }
 
 // rnnAct is an activation function of a recurrent cell.
@@ -78,8 +78,8 @@ type rnnSetup struct {
 	layout  int
 }
 
-func runRecurrent(c *nodeCtx, in []*autograd.Var, k rnnKind) ([]*autograd.Var, error) {
-	s, err := newRNNSetup(c, in, k)
+func runRecurrent(c *nodeCtx, k rnnKind) ([]*autograd.Var, error) {
+	s, err := newRNNSetup(c, k)
 	if err != nil {
 		return nil, err
 	}
@@ -126,29 +126,22 @@ func runRecurrent(c *nodeCtx, in []*autograd.Var, k rnnKind) ([]*autograd.Var, e
 	return outs, nil
 }
 
-func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
-	input := func(i int) *autograd.Var {
-		if i < len(in) {
-			return in[i]
-		}
-		return nil
-	}
+// newRNNSetup reads a recurrent node of kind k: its inputs and their
+// element types, then its attributes, the inputs' shapes, sequence_lens
+// and the activations.
+func newRNNSetup(c *nodeCtx, k rnnKind) (*rnnSetup, error) {
 	names := []string{"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"}
-	maxIn := 6
+	decl := []string{"X", "W", "R", "B?", "sequence_lens?", "initial_h?", "initial_c?", "P?"}
+	if k.states == 1 {
+		decl = decl[:6] // no cell state, no peepholes
+	}
+	in, err := c.inputs(decl...)
+	if err != nil {
+		return nil, err
+	}
+	s := &rnnSetup{kind: k, c: c, x: in[0], w: in[1], r: in[2], b: in[3], h0: in[5]}
 	if k.states == 2 {
-		maxIn = 8
-	}
-	if len(in) > maxIn {
-		return nil, c.Errorf("%s takes at most %d inputs, found %d", k.name, maxIn, len(in))
-	}
-	for i := range 3 {
-		if err := c.require(in, i, names[i]); err != nil {
-			return nil, err
-		}
-	}
-	s := &rnnSetup{kind: k, c: c, x: in[0], w: in[1], r: in[2], b: input(3), h0: input(5)}
-	if k.states == 2 {
-		s.c0, s.p = input(6), input(7)
+		s.c0, s.p = in[6], in[7]
 	}
 	s.dt = s.x.Value.DType()
 	if s.dt != device.Float32 && s.dt != device.Float64 {
@@ -159,13 +152,30 @@ func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
 			return nil, c.Errorf("input %s has type %v, X has %v", names[i], v.Value.DType(), s.dt)
 		}
 	}
+	if err := s.attributes(); err != nil {
+		return nil, err
+	}
+	if err := s.shapes(); err != nil {
+		return nil, err
+	}
+	if err := s.sequenceLens(in[4]); err != nil {
+		return nil, err
+	}
+	if err := s.activations(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
-	// Attributes.
+// attributes reads the attributes common to RNN, GRU and LSTM (layout,
+// direction, clip) and the cell's own (linear_before_reset, input_forget).
+func (s *rnnSetup) attributes() error {
+	c, k := s.c, s.kind
 	if c.Opset() >= 14 {
 		s.layout = int(c.AttrInt("layout", 0))
 	}
 	if s.layout != 0 && s.layout != 1 {
-		return nil, c.Errorf("attribute layout must be 0 or 1, found %d", s.layout)
+		return c.Errorf("attribute layout must be 0 or 1, found %d", s.layout)
 	}
 	dir := c.AttrString("direction", "forward")
 	switch dir {
@@ -176,13 +186,13 @@ func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
 	case "bidirectional":
 		s.reverse = []bool{false, true}
 	default:
-		return nil, c.Errorf("attribute direction must be forward, reverse or bidirectional, found %q", dir)
+		return c.Errorf("attribute direction must be forward, reverse or bidirectional, found %q", dir)
 	}
 	s.dirs = len(s.reverse)
 	if c.HasAttr("clip") {
 		s.clip = c.AttrFloat("clip", 0)
 		if !(s.clip > 0) {
-			return nil, c.Errorf("attribute clip must be positive, found %g", s.clip)
+			return c.Errorf("attribute clip must be positive, found %g", s.clip)
 		}
 	}
 	if k.name == "GRU" {
@@ -192,13 +202,18 @@ func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
 		s.coupled = c.AttrInt("input_forget", 0) != 0
 	}
 	if c.HasAttr("output_sequence") && c.AttrInt("output_sequence", 0) != 0 {
-		return nil, c.Unsupported("attribute output_sequence (opset 1)")
+		return c.Unsupported("attribute output_sequence (opset 1)")
 	}
+	return nil
+}
 
-	// Shapes.
+// shapes checks the shapes of the inputs against X's and R's and brings
+// the tensors of layout 1 ([batch, seq, …]) to layout 0 ([seq, batch, …]).
+func (s *rnnSetup) shapes() error {
+	c, k := s.c, s.kind
 	xs := s.x.Shape()
 	if len(xs) != 3 {
-		return nil, c.Errorf("input X must be 3-D, found shape %v", xs)
+		return c.Errorf("input X must be 3-D, found shape %v", xs)
 	}
 	s.T, s.B, s.I = xs[0], xs[1], xs[2]
 	if s.layout == 1 {
@@ -206,16 +221,16 @@ func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
 	}
 	rs := s.r.Shape()
 	if len(rs) != 3 {
-		return nil, c.Errorf("input R must be 3-D [num_directions, %d*hidden_size, hidden_size], found shape %v", k.gates, rs)
+		return c.Errorf("input R must be 3-D [num_directions, %d*hidden_size, hidden_size], found shape %v", k.gates, rs)
 	}
 	s.H = rs[2]
 	if c.HasAttr("hidden_size") {
 		if hs := c.AttrInt("hidden_size", 0); hs != int64(s.H) {
-			return nil, c.Errorf("attribute hidden_size is %d, input R has shape %v (hidden size %d)", hs, rs, s.H)
+			return c.Errorf("attribute hidden_size is %d, input R has shape %v (hidden size %d)", hs, rs, s.H)
 		}
 	}
 	if s.T == 0 || s.B == 0 || s.H == 0 {
-		return nil, c.Unsupported("empty sequence, batch or hidden size (X %v, R %v)", xs, rs)
+		return c.Unsupported("empty sequence, batch or hidden size (X %v, R %v)", xs, rs)
 	}
 	G := k.gates * s.H
 	check := func(v *autograd.Var, name string, want ...int) error {
@@ -237,7 +252,7 @@ func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
 		check(s.p, "P", s.dirs, 3*s.H),
 	} {
 		if e != nil {
-			return nil, e
+			return e
 		}
 	}
 	if s.layout == 1 {
@@ -249,45 +264,55 @@ func newRNNSetup(c *nodeCtx, in []*autograd.Var, k rnnKind) (*rnnSetup, error) {
 			s.c0 = autograd.Transpose(s.c0, 0, 1)
 		}
 	}
+	return nil
+}
 
-	if sl := input(4); sl != nil {
-		if sl.Value.DType() != device.Int64 || !sl.Value.HasShape([]int{s.B}) {
-			return nil, c.Errorf("input sequence_lens must be an integer tensor of shape [%d], found %v %v", s.B, sl.Value.DType(), sl.Shape())
+// sequenceLens reads the optional sequence_lens input sl: one length per
+// batch entry, at most the sequence length.
+func (s *rnnSetup) sequenceLens(sl *autograd.Var) error {
+	c := s.c
+	if sl == nil {
+		return nil
+	}
+	if sl.Value.DType() != device.Int64 || !sl.Value.HasShape([]int{s.B}) {
+		return c.Errorf("input sequence_lens must be an integer tensor of shape [%d], found %v %v", s.B, sl.Value.DType(), sl.Shape())
+	}
+	lens := c.Ints(sl)
+	for i, n := range lens {
+		if n < 0 || n > int64(s.T) {
+			return c.Errorf("sequence_lens[%d] = %d is outside [0, %d] (the sequence length)", i, n, s.T)
 		}
-		lens := c.Ints(sl)
-		for i, n := range lens {
-			if n < 0 || n > int64(s.T) {
-				return nil, c.Errorf("sequence_lens[%d] = %d is outside [0, %d] (the sequence length)", i, n, s.T)
-			}
-			if n != int64(s.T) {
-				s.lens = lens
-			}
+		if n != int64(s.T) {
+			s.lens = lens
 		}
 	}
+	return nil
+}
 
-	// Activations: one list for each direction, alpha and beta consumed
-	// in order by the functions that take them.
-	names2 := c.AttrStrings("activations")
-	if names2 == nil {
+// activations reads the activation functions: one list for each
+// direction, alpha and beta consumed in order by the functions that take
+// them.
+func (s *rnnSetup) activations() error {
+	c, k := s.c, s.kind
+	names := c.AttrStrings("activations")
+	if names == nil {
 		for range s.dirs {
-			names2 = append(names2, k.acts...)
+			names = append(names, k.acts...)
 		}
 	}
-	if len(names2) != len(k.acts)*s.dirs {
-		return nil, c.Errorf("attribute activations has %d entries, expected %d (%d per direction)", len(names2), len(k.acts)*s.dirs, len(k.acts))
+	if len(names) != len(k.acts)*s.dirs {
+		return c.Errorf("attribute activations has %d entries, expected %d (%d per direction)", len(names), len(k.acts)*s.dirs, len(k.acts))
 	}
 	alphas, betas := c.AttrFloats("activation_alpha", nil), c.AttrFloats("activation_beta", nil)
 	s.acts = make([][]rnnAct, s.dirs)
-	for i, name := range names2 {
+	for i, name := range names {
 		f, err := rnnActivation(c, name, &alphas, &betas)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.acts[i/len(k.acts)] = append(s.acts[i/len(k.acts)], f)
 	}
-
-	// Inference needs no gradient: project every step at once.
-	return s, nil
+	return nil
 }
 
 // rnnActivation returns the named activation, taking its alpha and beta

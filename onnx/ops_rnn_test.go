@@ -451,7 +451,7 @@ func TestRNNOptionalOutputs(t *testing.T) {
 	c := newNodeCtx(n, 0, 14, tensor.CPU(), false)
 	v, ok := lookup("LSTM", 14)
 	require.True(t, ok)
-	out, err := v.run(c, []*autograd.Var{autograd.Constant(in[0]), autograd.Constant(in[1]), autograd.Constant(in[2])})
+	out, err := v.run(c.withInputs(autograd.Constant(in[0]), autograd.Constant(in[1]), autograd.Constant(in[2])))
 	require.NoError(t, err)
 	require.Len(t, out, 2)
 	assert.Nil(t, out[0])

@@ -145,11 +145,10 @@ func scScatterRowsHost(c *nodeCtx, data, upd *tensor.Tensor, tgt []int64, red st
 // opset 11): a copy of data with updates[p] written at p with p[axis]
 // replaced by indices[p], or combined with it by the reduction
 // (opset 16). Gradients flow to data and updates.
-func scScatterElementsOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"data", "indices", "updates"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func scScatterElementsOp(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("data", "indices", "updates")
+	if err != nil {
+		return nil, err
 	}
 	data, updates := in[0], in[2]
 	red, err := scReduction(c)
@@ -222,11 +221,10 @@ func scScatterElementsOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error
 // data[indices[i]] replaced by (or, from opset 16, combined with)
 // updates[i]. indices has shape I×k; updates has shape I ++ data.shape[k:].
 // Gradients flow to data and updates.
-func scScatterNDOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"data", "indices", "updates"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func scScatterNDOp(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("data", "indices", "updates")
+	if err != nil {
+		return nil, err
 	}
 	data, updates := in[0], in[2]
 	red, err := scReduction(c)
@@ -289,11 +287,10 @@ func scRowsND(c *nodeCtx, name string, idx []int64, dims []int, base int64) ([]i
 // scGatherNDOp is GatherND: the slices of data named by the index tuples
 // in the last dimension of indices, the first batch_dims dimensions
 // (opset 12) being shared by both. Gradients flow to data.
-func scGatherNDOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"data", "indices"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func scGatherNDOp(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("data", "indices")
+	if err != nil {
+		return nil, err
 	}
 	data := in[0]
 	ds, is := data.Shape(), in[1].Shape()
@@ -339,11 +336,12 @@ func scGatherNDOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // scNonZeroOp is NonZero: the int64 coordinates (rank × count, row-major
 // order) of the nonzero elements of X. A scalar counts as one element of
 // a 1-D tensor.
-func scNonZeroOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "X"); err != nil {
+func scNonZeroOp(c *nodeCtx) ([]*autograd.Var, error) {
+	v, err := c.input("X")
+	if err != nil {
 		return nil, err
 	}
-	x := in[0].Value
+	x := v.Value
 	shape := x.Shape()
 	if len(shape) == 0 {
 		shape = []int{1}
@@ -384,11 +382,10 @@ func scNonZeroHost(x *tensor.Tensor) []int {
 // flattened input when axis is absent) where condition is nonzero; a
 // condition shorter than the axis drops the rest. Gradients flow to
 // input.
-func scCompressOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"input", "condition"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func scCompressOp(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("input", "condition")
+	if err != nil {
+		return nil, err
 	}
 	x, cond := in[0], in[1].Value
 	if cond.Rank() != 1 {
@@ -420,11 +417,11 @@ func scCompressOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // order of first occurrence with sorted = 0, with the position of each
 // one's first occurrence, the position in Y of each element of X and the
 // counts. Gradients flow from Y to X.
-func scUniqueOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "X"); err != nil {
+func scUniqueOp(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
+	if err != nil {
 		return nil, err
 	}
-	x := in[0]
 	axis := 0
 	if c.HasAttr("axis") {
 		if x.Value.Rank() == 0 {
@@ -515,11 +512,10 @@ func scUniqueOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // scReverseSequenceOp is ReverseSequence: for each batch entry b along
 // batch_axis, the first sequence_lens[b] elements along time_axis
 // reversed, the rest copied. Gradients flow to input.
-func scReverseSequenceOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"input", "sequence_lens"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func scReverseSequenceOp(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("input", "sequence_lens")
+	if err != nil {
+		return nil, err
 	}
 	x := in[0]
 	shape := x.Shape()
@@ -570,11 +566,10 @@ func scReverseSequenceOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error
 // the values of X written at the flat positions in I (as MaxPool's
 // Indices output numbers them, over the whole tensor). Gradients flow to
 // X.
-func scMaxUnpoolOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"X", "I"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func scMaxUnpoolOp(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "I", "output_shape?")
+	if err != nil {
+		return nil, err
 	}
 	x := in[0]
 	xs := x.Shape()
@@ -614,7 +609,7 @@ func scMaxUnpoolOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		}
 	}
 	outShape := slices.Clone(shape)
-	if len(in) > 2 && in[2] != nil {
+	if in[2] != nil {
 		os, err := c.intValues(in[2], "output_shape")
 		if err != nil {
 			return nil, err
@@ -669,11 +664,10 @@ func scMaxUnpoolOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // broadcasting. Unsigned values are stored as Int64, so the shifts act on
 // the 64-bit pattern (a right shift is logical); a left shift is not
 // truncated to the original width.
-func scBitShiftOp(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"X", "Y"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func scBitShiftOp(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "Y")
+	if err != nil {
+		return nil, err
 	}
 	dir := c.AttrString("direction", "")
 	if dir != "LEFT" && dir != "RIGHT" {

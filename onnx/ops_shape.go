@@ -67,14 +67,14 @@ func shInts(c *nodeCtx, v *autograd.Var, name string) ([]int64, error) {
 	return vals, nil
 }
 
-// shOptInts reads the optional integer input i; present tells whether the
-// node gives it.
-func shOptInts(c *nodeCtx, in []*autograd.Var, i int, name string) (vals []int64, present bool, err error) {
-	if i < len(in) && in[i] != nil {
-		vals, err = shInts(c, in[i], name)
-		return vals, true, err
+// shOptInts reads the optional integer input v (nil: absent) named name;
+// present tells whether the node gives it.
+func shOptInts(c *nodeCtx, v *autograd.Var, name string) (vals []int64, present bool, err error) {
+	if v == nil {
+		return nil, false, nil
 	}
-	return nil, false, nil
+	vals, err = shInts(c, v, name)
+	return vals, true, err
 }
 
 // shToInts converts checked int64 dimensions to ints.
@@ -120,8 +120,13 @@ func shNormAxes(c *nodeCtx, what string, axes []int64, rank int, allowNeg bool) 
 // opReshape implements Reshape: the target shape comes from the shape
 // attribute (opset 1) or input; 0 copies the input's dimension (or is a
 // real 0 with allowzero, opset 14), -1 is inferred.
-func opReshape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "data"); err != nil {
+func opReshape(c *nodeCtx) ([]*autograd.Var, error) {
+	decl := []string{"data", "shape"}
+	if c.Opset() < 5 {
+		decl = decl[:1] // shape is an attribute
+	}
+	in, err := c.inputs(decl...)
+	if err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -132,10 +137,6 @@ func opReshape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		}
 		spec = c.AttrInts("shape", nil)
 	} else {
-		if err := c.require(in, 1, "shape"); err != nil {
-			return nil, err
-		}
-		var err error
 		if spec, err = shInts(c, in[1], "shape"); err != nil {
 			return nil, err
 		}
@@ -195,11 +196,11 @@ func shReshapeTarget(c *nodeCtx, in []int, spec []int64, allowZero bool) ([]int,
 
 // opFlatten implements Flatten: the axes before axis become the first
 // output dimension and the rest the second. Negative axes need opset 11.
-func opFlatten(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "input"); err != nil {
+func opFlatten(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("input")
+	if err != nil {
 		return nil, err
 	}
-	x := in[0]
 	shape := x.Shape()
 	r := len(shape)
 	axis := c.AttrInt("axis", 1)
@@ -218,11 +219,11 @@ func opFlatten(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opTranspose implements Transpose: perm defaults to reversing the axes.
 // The result is a view.
-func opTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "data"); err != nil {
+func opTranspose(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("data")
+	if err != nil {
 		return nil, err
 	}
-	x := in[0]
 	r := x.Value.Rank()
 	perm := make([]int, r)
 	if c.HasAttr("perm") {
@@ -255,8 +256,13 @@ func opTranspose(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opSqueeze implements Squeeze: axes (attribute before opset 13, input
 // from 13) must have length 1; without axes every length-1 axis goes.
-func opSqueeze(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "data"); err != nil {
+func opSqueeze(c *nodeCtx) ([]*autograd.Var, error) {
+	decl := []string{"data", "axes?"}
+	if c.Opset() < 13 {
+		decl = decl[:1] // axes is an attribute
+	}
+	in, err := c.inputs(decl...)
+	if err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -264,8 +270,7 @@ func opSqueeze(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	var axes []int64
 	given := false
 	if c.Opset() >= 13 {
-		var err error
-		if axes, given, err = shOptInts(c, in, 1, "axes"); err != nil {
+		if axes, given, err = shOptInts(c, in[1], "axes"); err != nil {
 			return nil, err
 		}
 	} else if c.HasAttr("axes") {
@@ -299,17 +304,18 @@ func opSqueeze(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opUnsqueeze implements Unsqueeze: axes (attribute before opset 13, input
 // from 13) are positions in the output, where length-1 axes are inserted.
-func opUnsqueeze(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "data"); err != nil {
+func opUnsqueeze(c *nodeCtx) ([]*autograd.Var, error) {
+	decl := []string{"data", "axes"}
+	if c.Opset() < 13 {
+		decl = decl[:1] // axes is an attribute
+	}
+	in, err := c.inputs(decl...)
+	if err != nil {
 		return nil, err
 	}
 	x := in[0]
 	var axes []int64
 	if c.Opset() >= 13 {
-		if err := c.require(in, 1, "axes"); err != nil {
-			return nil, err
-		}
-		var err error
 		if axes, err = shInts(c, in[1], "axes"); err != nil {
 			return nil, err
 		}
@@ -334,14 +340,10 @@ func opUnsqueeze(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opConcat implements Concat (axis defaults to 1 in opset 1 and is
 // required from opset 4; negative from 11).
-func opConcat(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if len(in) == 0 {
-		return nil, c.Errorf("Concat needs at least one input")
-	}
-	for i, x := range in {
-		if x == nil {
-			return nil, c.Errorf("input %d is missing", i)
-		}
+func opConcat(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("inputs...")
+	if err != nil {
+		return nil, err
 	}
 	if c.Opset() >= 4 && !c.HasAttr("axis") {
 		return nil, c.Errorf("attribute axis is missing")
@@ -383,8 +385,14 @@ func opConcat(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 // (before opset 13; opset 1 also takes a second input) or input (from 13);
 // without them the axis is cut into equal parts, one per output (from
 // opset 18, num_outputs parts of ceil(n/num_outputs), the last smaller).
-func opSplit(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "input"); err != nil {
+func opSplit(c *nodeCtx) ([]*autograd.Var, error) {
+	splitInput := c.Opset() >= 13 || c.Opset() == 1
+	decl := []string{"input", "split?"}
+	if !splitInput {
+		decl = decl[:1] // split is an attribute
+	}
+	in, err := c.inputs(decl...)
+	if err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -401,8 +409,8 @@ func opSplit(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	var split []int64
 	given := false
 	switch {
-	case c.Opset() >= 13 || c.Opset() == 1:
-		if split, given, err = shOptInts(c, in, 1, "split"); err != nil {
+	case splitInput:
+		if split, given, err = shOptInts(c, in[1], "split"); err != nil {
 			return nil, err
 		}
 		if !given && c.Opset() == 1 && c.HasAttr("split") {
@@ -490,8 +498,13 @@ func shSliceRange(start, end, step int64, d int) (int64, int) {
 // opSlice implements Slice: starts, ends and axes are attributes before
 // opset 10, inputs (with steps) from 10. Step 1 is a view; other steps
 // select indices.
-func opSlice(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "data"); err != nil {
+func opSlice(c *nodeCtx) ([]*autograd.Var, error) {
+	decl := []string{"data", "starts", "ends", "axes?", "steps?"}
+	if c.Opset() < 10 {
+		decl = decl[:1] // starts, ends and axes are attributes
+	}
+	in, err := c.inputs(decl...)
+	if err != nil {
 		return nil, err
 	}
 	x := in[0]
@@ -505,22 +518,16 @@ func opSlice(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 		starts, ends = c.AttrInts("starts", nil), c.AttrInts("ends", nil)
 		axes, axesGiven = c.AttrInts("axes", nil), c.HasAttr("axes")
 	} else {
-		for i, name := range []string{"starts", "ends"} {
-			if err := c.require(in, i+1, name); err != nil {
-				return nil, err
-			}
-		}
-		var err error
 		if starts, err = shInts(c, in[1], "starts"); err != nil {
 			return nil, err
 		}
 		if ends, err = shInts(c, in[2], "ends"); err != nil {
 			return nil, err
 		}
-		if axes, axesGiven, err = shOptInts(c, in, 3, "axes"); err != nil {
+		if axes, axesGiven, err = shOptInts(c, in[3], "axes"); err != nil {
 			return nil, err
 		}
-		if steps, stepsGiven, err = shOptInts(c, in, 4, "steps"); err != nil {
+		if steps, stepsGiven, err = shOptInts(c, in[4], "steps"); err != nil {
 			return nil, err
 		}
 	}
@@ -598,11 +605,10 @@ func shIndices(c *nodeCtx, v *autograd.Var, n int, what string) (*tensor.Tensor,
 
 // opGather implements Gather: the output is data's shape with the axis
 // replaced by the indices' shape (a scalar index removes it).
-func opGather(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"data", "indices"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func opGather(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("data", "indices")
+	if err != nil {
+		return nil, err
 	}
 	x := in[0]
 	shape := x.Shape()
@@ -632,11 +638,10 @@ func opGather(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opGatherElements implements GatherElements (torch.gather): the output
 // has the indices' shape, which may be smaller than data's off the axis.
-func opGatherElements(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"data", "indices"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func opGatherElements(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("data", "indices")
+	if err != nil {
+		return nil, err
 	}
 	x := in[0]
 	shape := x.Shape()
@@ -670,11 +675,12 @@ func opGatherElements(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opShape implements Shape, with the start and end attributes of opset 15
 // (clamped into [0, rank]).
-func opShape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "data"); err != nil {
+func opShape(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("data")
+	if err != nil {
 		return nil, err
 	}
-	shape := in[0].Shape()
+	shape := x.Shape()
 	r := int64(len(shape))
 	start, end := int64(0), r
 	if c.Opset() >= 15 {
@@ -696,16 +702,20 @@ func opShape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 }
 
 // opSize implements Size: the number of elements as an int64 scalar.
-func opSize(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "data"); err != nil {
+func opSize(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("data")
+	if err != nil {
 		return nil, err
 	}
-	return []*autograd.Var{c.Const(tensor.FromInt64([]int64{int64(in[0].Value.Len())}))}, nil
+	return []*autograd.Var{c.Const(tensor.FromInt64([]int64{int64(x.Value.Len())}))}, nil
 }
 
 // opConstant implements Constant: exactly one of value, value_float,
 // value_floats, value_int and value_ints (the last four from opset 12).
-func opConstant(c *nodeCtx, _ []*autograd.Var) ([]*autograd.Var, error) {
+func opConstant(c *nodeCtx) ([]*autograd.Var, error) {
+	if _, err := c.inputs(); err != nil {
+		return nil, err
+	}
 	var set []string
 	for _, name := range []string{"value", "sparse_value", "value_float", "value_floats", "value_int", "value_ints", "value_string", "value_strings"} {
 		if c.HasAttr(name) {
@@ -746,11 +756,12 @@ func opConstant(c *nodeCtx, _ []*autograd.Var) ([]*autograd.Var, error) {
 
 // opConstantOfShape implements ConstantOfShape: a tensor of the input
 // shape filled with the one-element value attribute (float 0 by default).
-func opConstantOfShape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	if err := c.require(in, 0, "input"); err != nil {
+func opConstantOfShape(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("input")
+	if err != nil {
 		return nil, err
 	}
-	dims, err := shInts(c, in[0], "input (the shape)")
+	dims, err := shInts(c, x, "input (the shape)")
 	if err != nil {
 		return nil, err
 	}
@@ -794,11 +805,10 @@ func opConstantOfShape(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) 
 
 // opExpand implements Expand: x broadcasts with the shape input in both
 // directions (NumPy rules). The result is a view.
-func opExpand(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"input", "shape"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func opExpand(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("input", "shape")
+	if err != nil {
+		return nil, err
 	}
 	dims, err := shInts(c, in[1], "shape")
 	if err != nil {
@@ -842,11 +852,10 @@ func shTile(x *autograd.Var, reps []int) *autograd.Var {
 
 // opTile implements Tile (opset 6): the repeats input has one
 // non-negative entry per axis.
-func opTile(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"input", "repeats"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func opTile(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("input", "repeats")
+	if err != nil {
+		return nil, err
 	}
 	reps, err := shInts(c, in[1], "repeats")
 	if err != nil {
@@ -873,11 +882,10 @@ func opTile(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 
 // opTile1 implements Tile of opset 1: the scalar inputs tiles and axis
 // repeat the input along one axis.
-func opTile1(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	for i, name := range []string{"input", "tiles", "axis"} {
-		if err := c.require(in, i, name); err != nil {
-			return nil, err
-		}
+func opTile1(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("input", "tiles", "axis")
+	if err != nil {
+		return nil, err
 	}
 	x := in[0]
 	tiles, err := shInts(c, in[1], "tiles")
@@ -911,13 +919,13 @@ func opTile1(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	return []*autograd.Var{shTile(x, reps)}, nil
 }
 
-// shBlockInput checks the 4-D input and the blocksize attribute of
-// DepthToSpace and SpaceToDepth.
-func shBlockInput(c *nodeCtx, in []*autograd.Var) (*autograd.Var, []int, int, error) {
-	if err := c.require(in, 0, "input"); err != nil {
+// shBlockInput reads and checks the 4-D input and the blocksize
+// attribute of DepthToSpace and SpaceToDepth.
+func shBlockInput(c *nodeCtx) (*autograd.Var, []int, int, error) {
+	x, err := c.input("input")
+	if err != nil {
 		return nil, nil, 0, err
 	}
-	x := in[0]
 	s := x.Shape()
 	if len(s) != 4 {
 		return nil, nil, 0, c.Errorf("input has shape %v, expected 4-D N×C×H×W", s)
@@ -933,8 +941,8 @@ func shBlockInput(c *nodeCtx, in []*autograd.Var) (*autograd.Var, []int, int, er
 }
 
 // opDepthToSpace implements DepthToSpace in DCR (default) and CRD modes.
-func opDepthToSpace(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, s, b, err := shBlockInput(c, in)
+func opDepthToSpace(c *nodeCtx) ([]*autograd.Var, error) {
+	x, s, b, err := shBlockInput(c)
 	if err != nil {
 		return nil, err
 	}
@@ -959,8 +967,8 @@ func opDepthToSpace(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 }
 
 // opSpaceToDepth implements SpaceToDepth.
-func opSpaceToDepth(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, s, b, err := shBlockInput(c, in)
+func opSpaceToDepth(c *nodeCtx) ([]*autograd.Var, error) {
+	x, s, b, err := shBlockInput(c)
 	if err != nil {
 		return nil, err
 	}

@@ -33,8 +33,8 @@ func init() {
 // pivoting. When X requires a gradient, the result is det + Σ (X - X̄)·C
 // with X̄ X's value held constant and C the cofactor matrices, whose value
 // is det and whose gradient is the cofactor matrix (first order only).
-func opDet(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := c.need(in, 0, "X")
+func opDet(c *nodeCtx) ([]*autograd.Var, error) {
+	x, err := c.input("X")
 	if err != nil {
 		return nil, err
 	}
@@ -229,34 +229,30 @@ func visGather(x *autograd.Var, t *visTaps) *autograd.Var {
 	return autograd.Mul(g, autograd.Constant(visHostTensor(dev, x.Value.DType(), t.w, []int{len(t.w), 1})))
 }
 
-// visImage checks that input i is a float N×C×H×W image.
-func visImage(c *nodeCtx, in []*autograd.Var, i int, name string) (*autograd.Var, error) {
-	x, err := c.need(in, i, name)
-	if err != nil {
-		return nil, err
-	}
+// visImage checks that input x, named name, is a float N×C×H×W image.
+func visImage(c *nodeCtx, x *autograd.Var, name string) error {
 	if err := nnFloat(c, x, name); err != nil {
-		return nil, err
+		return err
 	}
 	if x.Value.Rank() != 4 {
 		if x.Value.Rank() == 5 && c.Op() == "GridSample" {
-			return nil, c.Unsupported("volumetric GridSample (input %s of shape %v): only 4-D inputs are implemented", name, x.Shape())
+			return c.Unsupported("volumetric GridSample (input %s of shape %v): only 4-D inputs are implemented", name, x.Shape())
 		}
-		return nil, c.Errorf("input %s has shape %v, expected N×C×H×W", name, x.Shape())
+		return c.Errorf("input %s has shape %v, expected N×C×H×W", name, x.Shape())
 	}
-	return x, nil
+	return nil
 }
 
 // opGridSample is GridSample (opset 16) on 4-D inputs, with the
 // bilinear, nearest and bicubic modes and the zeros, border and
 // reflection padding modes, following PyTorch's grid_sample.
-func opGridSample(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := visImage(c, in, 0, "X")
+func opGridSample(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "grid")
 	if err != nil {
 		return nil, err
 	}
-	grid, err := c.need(in, 1, "grid")
-	if err != nil {
+	x, grid := in[0], in[1]
+	if err := visImage(c, x, "X"); err != nil {
 		return nil, err
 	}
 	if err := nnSameType(c, x, grid, "grid"); err != nil {
@@ -411,20 +407,16 @@ func gsCubic(t float64) [4]float64 {
 // samples over the bins of each region of interest, following
 // onnxruntime. Opset 10 has no coordinate_transformation_mode (it
 // behaves as output_half_pixel); opset 16 defaults to half_pixel.
-func opRoiAlign(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	x, err := visImage(c, in, 0, "X")
+func opRoiAlign(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("X", "rois", "batch_indices")
 	if err != nil {
 		return nil, err
 	}
-	rois, err := c.need(in, 1, "rois")
-	if err != nil {
+	x, rois, bidx := in[0], in[1], in[2]
+	if err := visImage(c, x, "X"); err != nil {
 		return nil, err
 	}
 	if err := nnFloat(c, rois, "rois"); err != nil {
-		return nil, err
-	}
-	bidx, err := c.need(in, 2, "batch_indices")
-	if err != nil {
 		return nil, err
 	}
 	if bidx.Value.DType() != device.Int64 {
@@ -438,135 +430,179 @@ func opRoiAlign(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
 	if err := nnVector(c, bidx, "batch_indices", R); err != nil {
 		return nil, err
 	}
-	mode := c.AttrString("mode", "avg")
-	if mode != "avg" && mode != "max" {
-		return nil, c.Errorf("attribute mode = %q, expected avg or max", mode)
+	a, err := roiAlignAttrs(c)
+	if err != nil {
+		return nil, err
 	}
-	halfPixel := false
-	if c.Opset() >= 16 {
-		switch ct := c.AttrString("coordinate_transformation_mode", "half_pixel"); ct {
-		case "half_pixel":
-			halfPixel = true
-		case "output_half_pixel":
-		default:
-			return nil, c.Errorf("attribute coordinate_transformation_mode = %q, expected half_pixel or output_half_pixel", ct)
-		}
-	}
-	ph, pw := int(c.AttrInt("output_height", 1)), int(c.AttrInt("output_width", 1))
-	if ph < 1 || pw < 1 {
-		return nil, c.Errorf("attributes output_height = %d and output_width = %d must be positive", ph, pw)
-	}
-	ratio := int(c.AttrInt("sampling_ratio", 0))
-	if ratio < 0 {
-		return nil, c.Errorf("attribute sampling_ratio = %d must not be negative", ratio)
-	}
-	scale := c.AttrFloat("spatial_scale", 1)
 	xs := x.Shape()
-	N, C, H, W := xs[0], xs[1], xs[2], xs[3]
-	dev, dt := x.Value.Device(), x.Value.DType()
+	C, H, W := xs[1], xs[2], xs[3]
 	if R == 0 || C == 0 {
-		return []*autograd.Var{autograd.Constant(tensor.Full(dev, dt, 0, R, C, ph, pw))}, nil
+		return []*autograd.Var{autograd.Constant(tensor.Full(x.Value.Device(), x.Value.DType(), 0, R, C, a.ph, a.pw))}, nil
 	}
 	if H == 0 || W == 0 {
 		return nil, c.Errorf("input X has shape %v: the image is empty", xs)
 	}
-	box := c.Floats(rois)
-	batch := c.Ints(bidx)
+	b, err := a.bins(c, xs, c.Floats(rois), c.Ints(bidx))
+	if err != nil {
+		return nil, err
+	}
+	y, err := a.pool(c, x, b)
+	if err != nil {
+		return nil, err
+	}
+	y = autograd.Permute(autograd.Reshape(y, R, a.ph, a.pw, C), 0, 3, 1, 2)
+	return []*autograd.Var{y}, nil
+}
+
+// roiAlign is what the attributes of a RoiAlign node ask for.
+type roiAlign struct {
+	max       bool // mode max (else avg)
+	halfPixel bool // coordinate_transformation_mode half_pixel
+	ph, pw    int  // output_height, output_width: bins per region
+	ratio     int  // sampling_ratio (0: adaptive)
+	scale     float64
+}
+
+// roiAlignAttrs reads the attributes of a RoiAlign node.
+func roiAlignAttrs(c *nodeCtx) (roiAlign, error) {
+	var a roiAlign
+	mode := c.AttrString("mode", "avg")
+	if mode != "avg" && mode != "max" {
+		return a, c.Errorf("attribute mode = %q, expected avg or max", mode)
+	}
+	a.max = mode == "max"
+	if c.Opset() >= 16 {
+		switch ct := c.AttrString("coordinate_transformation_mode", "half_pixel"); ct {
+		case "half_pixel":
+			a.halfPixel = true
+		case "output_half_pixel":
+		default:
+			return a, c.Errorf("attribute coordinate_transformation_mode = %q, expected half_pixel or output_half_pixel", ct)
+		}
+	}
+	a.ph, a.pw = int(c.AttrInt("output_height", 1)), int(c.AttrInt("output_width", 1))
+	if a.ph < 1 || a.pw < 1 {
+		return a, c.Errorf("attributes output_height = %d and output_width = %d must be positive", a.ph, a.pw)
+	}
+	a.ratio = int(c.AttrInt("sampling_ratio", 0))
+	if a.ratio < 0 {
+		return a, c.Errorf("attribute sampling_ratio = %d must not be negative", a.ratio)
+	}
+	a.scale = c.AttrFloat("spatial_scale", 1)
+	return a, nil
+}
+
+// roiBins are the bilinear taps of the samples of every bin of every
+// region, in bin order, with what pooling them needs.
+type roiBins struct {
+	n      int     // number of bins: regions × ph × pw
+	t      visTaps // the taps, weighted by 1/samples for avg
+	dst    []int64 // avg: the bin of each tap
+	start  []int   // max: the first tap of each bin
+	counts []int   // max: the number of taps of each bin
+}
+
+// bins computes the taps of the samples of each bin of the regions box
+// (x0, y0, x1, y1 per region) in the images batch of an X of shape xs.
+func (a roiAlign) bins(c *nodeCtx, xs []int, box []float64, batch []int64) (roiBins, error) {
+	N, C, H, W := xs[0], xs[1], xs[2], xs[3]
+	R := len(batch)
 	offset := 0.0
-	if halfPixel {
+	if a.halfPixel {
 		offset = 0.5
 	}
-	bins := R * ph * pw
-	var t visTaps
-	var dst []int64  // avg: the bin of each tap
-	var start []int  // max: the first tap of each bin
-	var counts []int // max: the visTaps of each bin
+	b := roiBins{n: R * a.ph * a.pw}
+	t := &b.t
 	for r := range R {
 		if batch[r] < 0 || batch[r] >= int64(N) {
-			return nil, c.Errorf("input batch_indices[%d] = %d is out of range for %d images", r, batch[r], N)
+			return b, c.Errorf("input batch_indices[%d] = %d is out of range for %d images", r, batch[r], N)
 		}
 		base := int(batch[r]) * H * W
-		x0, y0 := box[4*r]*scale-offset, box[4*r+1]*scale-offset
-		x1, y1 := box[4*r+2]*scale-offset, box[4*r+3]*scale-offset
+		x0, y0 := box[4*r]*a.scale-offset, box[4*r+1]*a.scale-offset
+		x1, y1 := box[4*r+2]*a.scale-offset, box[4*r+3]*a.scale-offset
 		rw, rh := x1-x0, y1-y0
-		if !halfPixel {
+		if !a.halfPixel {
 			rw, rh = math.Max(rw, 1), math.Max(rh, 1)
 		}
-		bh, bw := rh/float64(ph), rw/float64(pw)
-		gh, gw := ratio, ratio
-		if ratio == 0 {
-			gh, gw = int(math.Ceil(rh/float64(ph))), int(math.Ceil(rw/float64(pw)))
+		bh, bw := rh/float64(a.ph), rw/float64(a.pw)
+		gh, gw := a.ratio, a.ratio
+		if a.ratio == 0 {
+			gh, gw = int(math.Ceil(rh/float64(a.ph))), int(math.Ceil(rw/float64(a.pw)))
 		}
 		if math.IsNaN(rh) || math.IsNaN(rw) || gh < 0 || gw < 0 {
-			return nil, c.Errorf("input rois[%d] = %v does not make a valid box", r, box[4*r:4*r+4])
+			return b, c.Errorf("input rois[%d] = %v does not make a valid box", r, box[4*r:4*r+4])
 		}
 		if gh*gw > 1<<16 {
-			return nil, c.Errorf("input rois[%d] = %v needs %d×%d samples per bin (at most 65536)", r, box[4*r:4*r+4], gh, gw)
+			return b, c.Errorf("input rois[%d] = %v needs %d×%d samples per bin (at most 65536)", r, box[4*r:4*r+4], gh, gw)
 		}
 		count := max(gh*gw, 1)
-		for p := range ph * pw {
-			bin := r*ph*pw + p
-			py, px := p/pw, p%pw
-			if mode == "max" {
-				start = append(start, len(t.src))
+		for p := range a.ph * a.pw {
+			bin := r*a.ph*a.pw + p
+			py, px := p/a.pw, p%a.pw
+			if a.max {
+				b.start = append(b.start, len(t.src))
 			}
 			before := len(t.src)
 			for iy := range gh {
 				yy := y0 + float64(py)*bh + (float64(iy)+0.5)*bh/float64(gh)
 				for ix := range gw {
 					xx := x0 + float64(px)*bw + (float64(ix)+0.5)*bw/float64(gw)
-					roiTaps(&t, base, H, W, yy, xx)
+					roiTaps(t, base, H, W, yy, xx)
 				}
 			}
-			if mode == "avg" {
+			if !a.max {
 				for i := before; i < len(t.src); i++ {
 					t.w[i] /= float64(count)
-					dst = append(dst, int64(bin))
+					b.dst = append(b.dst, int64(bin))
 				}
 			} else {
 				if len(t.src) == before {
 					t.add(0, 0)
 				}
-				counts = append(counts, len(t.src)-before)
+				b.counts = append(b.counts, len(t.src)-before)
 			}
 			if err := c.checkElements([]int{len(t.src), C}); err != nil {
-				return nil, err
+				return b, err
 			}
 		}
 	}
-	g := visGather(x, &t) // [T, C]
-	var y *autograd.Var
-	if mode == "avg" {
-		idx := tensor.FromInt64(dst, len(dst))
+	return b, nil
+}
+
+// pool gathers the taps b of x and pools them per bin, the sum of the
+// weighted taps for avg and their maximum for max: [bins, C].
+func (a roiAlign) pool(c *nodeCtx, x *autograd.Var, b roiBins) (*autograd.Var, error) {
+	dev, dt := x.Value.Device(), x.Value.DType()
+	C := x.Value.Dim(1)
+	g := visGather(x, &b.t) // [T, C]
+	if !a.max {
+		idx := tensor.FromInt64(b.dst, len(b.dst))
 		if dev != idx.Device() {
 			idx = idx.To(dev)
 		}
-		y = autograd.IndexAdd(autograd.Constant(tensor.Full(dev, dt, 0, bins, C)), 0, idx, g)
-	} else {
-		// Pad every bin to the same number of visTaps by repeating its first
-		// one (which leaves the maximum unchanged), then take the max.
-		k := slices.Max(counts)
-		if err := c.checkElements([]int{bins * k, C}); err != nil {
-			return nil, err
-		}
-		order := make([]int64, 0, bins*k)
-		for b := range bins {
-			for i := range k {
-				j := start[b]
-				if i < counts[b] {
-					j += i
-				}
-				order = append(order, int64(j))
-			}
-		}
-		idx := tensor.FromInt64(order, len(order))
-		if dev != idx.Device() {
-			idx = idx.To(dev)
-		}
-		y = autograd.Max(autograd.Reshape(autograd.IndexSelect(g, 0, idx), bins, k, C), 1, false)
+		return autograd.IndexAdd(autograd.Constant(tensor.Full(dev, dt, 0, b.n, C)), 0, idx, g), nil
 	}
-	y = autograd.Permute(autograd.Reshape(y, R, ph, pw, C), 0, 3, 1, 2)
-	return []*autograd.Var{y}, nil
+	// Pad every bin to the same number of taps by repeating its first one
+	// (which leaves the maximum unchanged), then take the max.
+	k := slices.Max(b.counts)
+	if err := c.checkElements([]int{b.n * k, C}); err != nil {
+		return nil, err
+	}
+	order := make([]int64, 0, b.n*k)
+	for bin := range b.n {
+		for i := range k {
+			j := b.start[bin]
+			if i < b.counts[bin] {
+				j += i
+			}
+			order = append(order, int64(j))
+		}
+	}
+	idx := tensor.FromInt64(order, len(order))
+	if dev != idx.Device() {
+		idx = idx.To(dev)
+	}
+	return autograd.Max(autograd.Reshape(autograd.IndexSelect(g, 0, idx), b.n, k, C), 1, false), nil
 }
 
 // roiTaps adds the four visTaps of the bilinear interpolation at (y, x)
@@ -607,15 +643,12 @@ func roiTaps(t *visTaps, base, H, W int, y, x float64) {
 // dropping those whose IoU with a selected box exceeds iou_threshold and
 // those whose score is not above score_threshold. The output is an Int64
 // [num_selected, 3] tensor of (batch, class, box) triples.
-func opNonMaxSuppression(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error) {
-	boxes, err := c.need(in, 0, "boxes")
+func opNonMaxSuppression(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("boxes", "scores", "max_output_boxes_per_class?", "iou_threshold?", "score_threshold?")
 	if err != nil {
 		return nil, err
 	}
-	scores, err := c.need(in, 1, "scores")
-	if err != nil {
-		return nil, err
-	}
+	boxes, scores := in[0], in[1]
 	if err := nnFloat(c, boxes, "boxes"); err != nil {
 		return nil, err
 	}
@@ -630,7 +663,7 @@ func opNonMaxSuppression(c *nodeCtx, in []*autograd.Var) ([]*autograd.Var, error
 		return nil, c.Errorf("input scores has shape %v, expected [%d, classes, %d] for boxes %v", ss, bs[0], bs[1], bs)
 	}
 	scalar := func(i int, name string) (float64, bool, error) {
-		v := nnInput(in, i)
+		v := in[i]
 		if v == nil {
 			return 0, false, nil
 		}

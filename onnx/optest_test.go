@@ -105,12 +105,13 @@ func runTestOp(op string, opset, nOut int, attrs []*onnxpb.AttributeProto, train
 	n := &onnxpb.NodeProto{OpType: &op, Attribute: attrs, Input: ins, Output: outs}
 	c := newNodeCtx(n, 0, opset, tensor.CPU(), training)
 	c.setState = setState
+	c.in = in
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
-	return v.run(c, in)
+	return v.run(c)
 }
 
 // callOp runs op in inference mode (see runTestOp).

@@ -16,6 +16,7 @@ import (
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/onnx/onnxpb"
+	"github.com/hora-dl/hora/onnx/onnxtest"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -113,8 +114,8 @@ func assertCloseToPyTorch(t *testing.T, got, want *tensor.Tensor, what string) {
 	for _, v := range want.Values() {
 		scale = math.Max(scale, math.Abs(v))
 	}
-	tol := onnx.Tolerance{RTol: pytorchRTol, ATol: pytorchRTol / 10 * scale}
-	d := onnx.Compare(got, want, tol)
+	tol := onnxtest.Tolerance{RTol: pytorchRTol, ATol: pytorchRTol / 10 * scale}
+	d := onnxtest.Compare(got, want, tol)
 	assert.True(t, d.OK, "%s: %s; max abs diff %.3g, max rel %.3g; worst at %d: got %v, want %v (tolerance %+v)",
 		what, d.Problem, d.MaxAbs, d.MaxRel, d.Index, d.Got, d.Want, tol)
 	if d.OK {

@@ -280,7 +280,7 @@ func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(strin
 // error naming the node. lookup reads the values of the node's scope, for
 // the subgraphs of If, Loop and Scan (nil while folding constants).
 func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool, lookup func(string) *autograd.Var) (outs []*autograd.Var, err error) {
-	c := &nodeCtx{node: n.proto, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs}
+	c := &nodeCtx{node: n.proto, in: in, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs}
 	if n.subgraphs != nil && lookup != nil {
 		c.runGraph = func(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
 			sg := n.subgraphs[attr]
@@ -321,7 +321,7 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 			err = m.nodeError(n, fmt.Errorf("%v%s", r, panicSite()))
 		}
 	}()
-	outs, err = n.impl.run(c, in)
+	outs, err = n.impl.run(c)
 	if err != nil {
 		return nil, m.nodeError(n, err)
 	}

@@ -71,7 +71,7 @@ func TestTrainONNXBadInput(t *testing.T) {
 	wrongHead := filepath.Join(t.TempDir(), "wide.onnx")
 	net, err := models.NewMLP(models.MLPConfig{In: 784, Hidden: []int{8}, Classes: 1000, Activation: "relu"}, rand.New(rand.NewPCG(1, 1)))
 	require.NoError(t, err)
-	require.NoError(t, onnx.ExportFile(wrongHead, net, []*tensor.Tensor{tensor.Zeros(1, 1, 28, 28)}))
+	require.NoError(t, onnx.ExportFile(wrongHead, net, []*tensor.Tensor{tensor.Zeros(1, 1, 28, 28)}, onnx.ExportOptions{}))
 	cases := []struct {
 		name string
 		args []string

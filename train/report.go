@@ -116,7 +116,7 @@ func exportONNX(path string, model layers.Layer, lm *languageModel, dev device.D
 	} else {
 		example = tensor.New(dev, device.Float32, append([]int{1}, sample...)...)
 	}
-	return onnx.ExportFile(path, model, []*tensor.Tensor{example})
+	return onnx.ExportFile(path, model, []*tensor.Tensor{example}, onnx.ExportOptions{})
 }
 
 // exportShape describes the exported model's input for a message.

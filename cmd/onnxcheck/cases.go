@@ -4,40 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/hora-dl/hora/onnx"
+	"github.com/hora-dl/hora/onnx/onnxtest"
 )
-
-// findCases returns dir when it is a test case (it holds model.onnx), or
-// the test cases directly inside it.
-func findCases(dir string) ([]string, error) {
-	if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err == nil {
-		return []string{dir}, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var cases []string
-	for _, e := range entries {
-		sub := filepath.Join(dir, e.Name())
-		if _, err := os.Stat(filepath.Join(sub, "model.onnx")); e.IsDir() && err == nil {
-			cases = append(cases, sub)
-		}
-	}
-	if len(cases) == 0 {
-		return nil, fmt.Errorf("%s: no model.onnx, and no folders with one", dir)
-	}
-	return cases, nil
-}
-
-// checkCase runs one test case.
-func checkCase(dir string, tol onnx.Tolerance) []onnx.CaseResult {
-	return onnx.CheckBackendTest(dir, tol)
-}
 
 // tally counts results overall and per operator.
 type tally struct {
@@ -53,7 +24,7 @@ func newTally() *tally { return &tally{perOp: map[string]*opCount{}} }
 // caseOp names the operator a test case is about: the one its name
 // starts with (test_averagepool_2d → AveragePool), else its first
 // operator.
-func caseOp(r onnx.CaseResult) string {
+func caseOp(r onnxtest.Result) string {
 	name := strings.ToLower(strings.TrimPrefix(r.Case, "test_"))
 	name = strings.ReplaceAll(name, "_", "")
 	best := ""
@@ -71,7 +42,7 @@ func caseOp(r onnx.CaseResult) string {
 	return best
 }
 
-func (t *tally) add(r onnx.CaseResult) {
+func (t *tally) add(r onnxtest.Result) {
 	op := caseOp(r)
 	c := t.perOp[op]
 	if c == nil {
@@ -79,10 +50,10 @@ func (t *tally) add(r onnx.CaseResult) {
 		t.perOp[op] = c
 	}
 	switch r.Status {
-	case onnx.Pass:
+	case onnxtest.Pass:
 		t.passed++
 		c.passed++
-	case onnx.Fail:
+	case onnxtest.Fail:
 		t.failed++
 		c.failed++
 	default:

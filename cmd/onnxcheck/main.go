@@ -1,5 +1,6 @@
 // Command onnxcheck runs ONNX backend-test folders through Hora's importer
-// and compares the results with the expected outputs.
+// and compares the results with the expected outputs: the command line of
+// package onnx/onnxtest.
 //
 //	onnxcheck [-rtol 1e-4] [-atol 1e-5] [-by-op] [-q] [-known FILE] [-ops-markdown FILE] DIR...
 //
@@ -24,7 +25,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hora-dl/hora/onnx"
+	"github.com/hora-dl/hora/onnx/onnxtest"
 )
 
 func main() {
@@ -58,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var cases []string
 	for _, dir := range fs.Args() {
-		found, err := findCases(dir)
+		found, err := onnxtest.Cases(dir)
 		if err != nil {
 			fmt.Fprintln(stderr, "onnxcheck:", err)
 			return 2
@@ -67,14 +68,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	tally := newTally()
 	for _, dir := range cases {
-		for _, r := range checkCase(dir, onnx.Tolerance{RTol: *rtol, ATol: *atol}) {
-			if reason, ok := known[filepath.Base(dir)]; ok && r.Status == onnx.Fail {
+		for _, r := range onnxtest.Check(dir, onnxtest.Tolerance{RTol: *rtol, ATol: *atol}) {
+			if reason, ok := known[filepath.Base(dir)]; ok && r.Status == onnxtest.Fail {
 				tally.known++
 				fmt.Fprintf(stdout, "KNOWN %s %s (expected: %s)\n", r.Case, r.Detail, reason)
 				continue
 			}
 			tally.add(r)
-			if !*quiet || r.Status == onnx.Fail {
+			if !*quiet || r.Status == onnxtest.Fail {
 				fmt.Fprintln(stdout, r)
 			}
 		}
