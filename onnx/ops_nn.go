@@ -667,21 +667,6 @@ func opBatchNorm(c *nodeCtx) ([]*autograd.Var, error) {
 		return outs, nil
 	}
 	y, bm, bv := autograd.BatchNorm(x, scale, bias, eps)
-	if y == nil {
-		axes := make([]int, 0, len(xs)-1)
-		for i := range xs {
-			if i != 1 {
-				axes = append(axes, i)
-			}
-		}
-		mu := autograd.MeanAxes(x, axes, true)
-		d := autograd.Sub(x, mu)
-		v := autograd.MeanAxes(autograd.Mul(d, d), axes, true)
-		cs := channelShape(ch, len(xs))
-		norm := autograd.Mul(d, autograd.PowScalar(autograd.AddScalar(v, eps), -0.5))
-		y = autograd.Add(autograd.Mul(norm, autograd.Reshape(scale, cs...)), autograd.Reshape(bias, cs...))
-		bm, bv = mu.Value.Reshape(ch), v.Value.Reshape(ch)
-	}
 	runMean := mean.Value.MulScalar(momentum).Add(bm.MulScalar(1 - momentum))
 	runVar := variance.Value.MulScalar(momentum).Add(bv.MulScalar(1 - momentum))
 	if c.Training() && state {
@@ -748,22 +733,8 @@ func opInstanceNorm(c *nodeCtx) ([]*autograd.Var, error) {
 	per := func(v *autograd.Var) *autograd.Var {
 		return autograd.Reshape(autograd.Expand(autograd.Reshape(v, 1, ch), xs[0], ch), nc)
 	}
-	if nc > 0 && inner > 0 {
-		if y, _, _ := autograd.BatchNorm(autograd.Reshape(x, 1, nc, inner), per(scale), per(bias), eps); y != nil {
-			return []*autograd.Var{autograd.Reshape(y, xs...)}, nil
-		}
-	}
-	axes := make([]int, 0, len(xs)-2)
-	for i := 2; i < len(xs); i++ {
-		axes = append(axes, i)
-	}
-	mu := autograd.MeanAxes(x, axes, true)
-	d := autograd.Sub(x, mu)
-	v := autograd.MeanAxes(autograd.Mul(d, d), axes, true)
-	cs := channelShape(ch, len(xs))
-	norm := autograd.Mul(d, autograd.PowScalar(autograd.AddScalar(v, eps), -0.5))
-	y := autograd.Add(autograd.Mul(norm, autograd.Reshape(scale, cs...)), autograd.Reshape(bias, cs...))
-	return []*autograd.Var{y}, nil
+	y, _, _ := autograd.BatchNorm(autograd.Reshape(x, 1, nc, inner), per(scale), per(bias), eps)
+	return []*autograd.Var{autograd.Reshape(y, xs...)}, nil
 }
 
 // opLayerNorm is LayerNormalization (opset 17): normalisation over the
@@ -810,26 +781,9 @@ func opLayerNorm(c *nodeCtx) ([]*autograd.Var, error) {
 	for i := axis; i < len(xs); i++ {
 		statShape[i] = 1
 	}
-	var y *autograd.Var
-	var mean, invStd *tensor.Tensor
-	if outer > 0 && inner > 0 {
-		var bm, bv *tensor.Tensor
-		if y, bm, bv = autograd.BatchNorm(autograd.Reshape(x, 1, outer, inner), nil, nil, eps); y != nil {
-			y = autograd.Reshape(y, xs...)
-			mean, invStd = bm.Reshape(statShape...), bv.AddScalar(eps).Sqrt().Recip().Reshape(statShape...)
-		}
-	}
-	if y == nil {
-		axes := make([]int, 0, len(normShape))
-		for i := axis; i < len(xs); i++ {
-			axes = append(axes, i)
-		}
-		mu := autograd.MeanAxes(x, axes, true)
-		d := autograd.Sub(x, mu)
-		inv := autograd.PowScalar(autograd.AddScalar(autograd.MeanAxes(autograd.Mul(d, d), axes, true), eps), -0.5)
-		y = autograd.Mul(d, inv)
-		mean, invStd = mu.Value, inv.Value
-	}
+	y, bm, bv := autograd.BatchNorm(autograd.Reshape(x, 1, outer, inner), nil, nil, eps)
+	y = autograd.Reshape(y, xs...)
+	mean, invStd := bm.Reshape(statShape...), bv.AddScalar(eps).Sqrt().Recip().Reshape(statShape...)
 	y = autograd.Mul(y, scale)
 	if bias != nil {
 		y = autograd.Add(y, bias)
