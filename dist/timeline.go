@@ -15,7 +15,7 @@ import (
 // (negotiation), MEMCPY_IN_FUSION_BUFFER, ALLREDUCE or BROADCAST and
 // MEMCPY_OUT_FUSION_BUFFER spans, and rows for the training phases
 // (forward, backward, step). Horovod writes it on rank 0 only; so does
-// cmd/train.
+// the trainer (package train).
 //
 // All methods are safe for concurrent use, and do nothing on a nil
 // *Timeline, so code can record unconditionally and a disabled timeline

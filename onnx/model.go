@@ -846,7 +846,7 @@ func (m *Model) SetSeed(seed uint64) { m.rng = rand.New(rand.NewPCG(seed, 0)) }
 func (m *Model) SetTraining(training bool) { m.training = training }
 
 // Forward runs a model of one input and one output; it is the
-// layers.Layer method, for use where Hora expects a layer (cmd/train,
+// layers.Layer method, for use where Hora expects a layer (package train,
 // layers.Sequential). It panics with the error Run returns; call Run to
 // get the error instead.
 func (m *Model) Forward(x *autograd.Var) *autograd.Var {

@@ -306,7 +306,7 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 		switch {
 		case old == t:
 		case old != nil && old.Device() == t.Device() && old.DType() == t.DType() && slices.Equal(old.Shape(), t.Shape()):
-			// In place: t may live in a step's arena (cmd/train's), which
+			// In place: t may live in a step's arena (the trainer's), which
 			// is recycled after the step; the buffer must outlive it.
 			old.CopyFrom(t)
 		default:

@@ -64,7 +64,7 @@ func New(dev device.Device, dt device.DType, shape ...int) *Tensor {
 // DeviceError is the panic value of a tensor operation whose device
 // failed: an allocation (a GPU out of memory), a copy, or a read, which
 // also reports a kernel that failed on the device. A program that wants
-// such failures as errors recovers it (cmd/train does).
+// such failures as errors recovers it (package train does).
 type DeviceError struct {
 	Op  string // what the tensor package was doing: "read", "allocating float32[128 10] on cuda:0"
 	Err error  // the device's error

@@ -18,7 +18,7 @@
 //     torch.autocast) name this workload as their "hora_workload".
 //   - mlp, cnn: one training step of the MLP 784-512-256-10 (SGD, momentum
 //     0.9, lr 0.05) and of models.NewCNN (Adam, lr 1e-3) on a fixed random
-//     Fashion-MNIST-shaped batch of 128 and of 1024, taken as cmd/train
+//     Fashion-MNIST-shaped batch of 128 and of 1024, taken as the trainer
 //     takes it (see benchjob.Job.Step): the batch is uploaded from host memory
 //     every step ("host data"), and again with the batch already on the
 //     device ("data on GPU").

@@ -212,7 +212,7 @@ func (b *bench) epoch(model string) error {
 	return b.emit(model+" test accuracy (1 epoch)", "accuracy", m.TestAccuracy)
 }
 
-// epochMetrics holds the fields of cmd/train's metrics.jsonl that the
+// epochMetrics holds the fields of the trainer's metrics.jsonl that the
 // benchmark reports.
 type epochMetrics struct {
 	SamplesPerSec float64 `json:"samples_per_sec"`

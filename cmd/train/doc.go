@@ -23,6 +23,10 @@
 // file, line, key or sample), 3 the loss diverged (NaN or Inf), 130
 // interrupted (a checkpoint was written).
 //
-// The config keys are listed in docs/config.md (ConfigReference
-// generates it; "train help config" prints it).
+// The config keys are listed in docs/config.md (go generate ./train
+// writes it; "train help config" prints it).
+//
+// The command is package train's Main: a program that registers its own
+// models or data sets (train.RegisterModel, train.RegisterDataset) and
+// calls train.Main is this command with them.
 package main

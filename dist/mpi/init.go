@@ -20,7 +20,7 @@ const MaxPieceBytes = 16 << 20
 // RebuildHint is how to build a program with MPI support; it ends the
 // error that Init returns when the program was started by mpirun but built
 // without it.
-const RebuildHint = "rebuild with `go build -tags mpi ./cmd/train` (needs libopenmpi-dev; `make build` does it)"
+const RebuildHint = "rebuild the program with -tags mpi, e.g. `go build -tags mpi ./cmd/train` (needs libopenmpi-dev; `make build` does it)"
 
 // Init returns the communicator this process should use.
 //
