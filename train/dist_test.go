@@ -221,3 +221,18 @@ func TestDistResumeOnDifferentWorldSize(t *testing.T) {
 		})
 	}
 }
+
+// TestDistFitCallbackStopsEveryRank runs train.Fit on 2 ranks with a
+// callback that asks to stop on rank 1 only: both ranks must stop at the
+// same step and end successfully.
+func TestDistFitCallbackStopsEveryRank(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "fitmpi")
+	out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, "./testdata/fitmpi").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = mpirun(t, 2, bin, t.TempDir()).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	text := string(out)
+	assert.Contains(t, text, "rank 0: last step 3, 0 epochs")
+	assert.Contains(t, text, "rank 1: last step 3, 0 epochs")
+	assert.Contains(t, text, "a callback stopped the run at step 3")
+}
