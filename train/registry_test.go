@@ -74,9 +74,18 @@ func newTiny(a tinyArgs, in ModelInput) (layers.Layer, error) {
 	), nil
 }
 
-func init() {
+// registerTestEntries registers the data set "blobs" and the model
+// "tiny" for one test, and removes them after it, so that the other tests
+// see only the built-in names.
+func registerTestEntries(t *testing.T) {
 	RegisterDataset("blobs", loadBlobs)
 	RegisterModel("tiny", newTiny)
+	t.Cleanup(func() {
+		registryMu.Lock()
+		defer registryMu.Unlock()
+		delete(registeredDatasets, "blobs")
+		delete(registeredModels, "tiny")
+	})
 }
 
 func writeTestConfig(t *testing.T, text string) string {
@@ -100,6 +109,7 @@ output: {plot: false, progress: false}
 `
 
 func TestRegisteredModelAndDataset(t *testing.T) {
+	registerTestEntries(t)
 	path := writeTestConfig(t, registeredConfig)
 	out := t.TempDir()
 	code, stdout, stderr := runTrain(t, "-config", path, "-out", out, "-q", "-set", "model.args.hidden=32")
@@ -121,6 +131,7 @@ func TestRegisteredModelAndDataset(t *testing.T) {
 }
 
 func TestRegisteredArgsErrors(t *testing.T) {
+	registerTestEntries(t)
 	for _, c := range []struct{ name, config, set, want string }{
 		{"unknown key from -set", registeredConfig, "model.args.hiden=3", `-set model.args.hiden=3: unknown key "hiden" in model.args (known: hidden); did you mean "hidden"?`},
 		{"wrong type", "data: {name: blobs, args: {samples: many}}\nmodel: {name: mlp}\noptimizer: {name: sgd, lr: 0.1}\n", "",
@@ -147,6 +158,7 @@ func TestRegisteredArgsErrors(t *testing.T) {
 }
 
 func TestRegisterTwicePanics(t *testing.T) {
+	registerTestEntries(t)
 	assert.Panics(t, func() { RegisterModel("tiny", newTiny) }, "a registered name")
 	assert.Panics(t, func() { RegisterModel("mlp", newTiny) }, "a built-in name")
 	assert.Panics(t, func() { RegisterModel("", newTiny) }, "no name")

@@ -63,7 +63,7 @@ func configKeys(t reflect.Type, prefix string) (leaves, sections []string) {
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
-		if ft.Kind() != reflect.Struct {
+		if ft.Kind() != reflect.Struct || ft == rawType { // model.args is one key
 			leaves = append(leaves, key)
 			continue
 		}
