@@ -295,6 +295,9 @@ type DistConfig struct {
 	LRScaling string `yaml:"lr_scaling"`
 	// WarmupSteps ramps that multiplier from 1 to its full value over this
 	// many optimizer steps (gradual warm-up); 0 (the default) disables it.
+	// It composes with the schedule's own warm-up (schedule.warmup_*) by
+	// multiplication: the rate applied at a step is the schedule's rate
+	// times this multiplier, and that product is what metrics.jsonl logs.
 	WarmupSteps int `yaml:"warmup_steps"`
 	// FusionThreshold is the size in bytes of the buffer in which small
 	// gradients are fused into one allreduce; 0 turns fusion off.
