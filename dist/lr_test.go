@@ -54,6 +54,7 @@ func TestLearningRateComposition(t *testing.T) {
 				assert.InDelta(t, want, d.LR(), 1e-15, "rank %d step %d: LR reports the applied rate", r, step)
 				assert.InDelta(t, want, inner.LR(), 1e-15, "rank %d step %d: the inner optimizer applies it", r, step)
 				assert.Equal(t, 0.1, d.BaseLR())
+				assert.InDelta(t, 0.1*math.Pow(0.5, float64(step)), d.ScheduledLR(), 1e-15, "the schedule's rate, before the factor")
 				w.Grad = tensor.FromFloat32([]float32{1}, 1)
 				require.NoError(t, d.Step())
 				d.ZeroGrad()

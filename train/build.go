@@ -66,18 +66,18 @@ func loadDatasets(cfg *Config, vocab string) (*datasets, error) {
 	if cfg.Data.Name == "text" {
 		return loadText(cfg, vocab)
 	}
-	if reg, ok := lookupDataset(cfg.Data.Name); ok {
+	if reg, ok := datasetRegistry.lookup(cfg.Data.Name); ok {
 		d, err := loadRegistered(cfg, reg)
 		if err != nil {
 			return nil, err
 		}
-		return prepareImages(cfg, d, 0)
+		return prepareData(cfg, d, 0)
 	}
 	d, fill, err := loadImageFiles(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return prepareImages(cfg, d, fill)
+	return prepareData(cfg, d, fill)
 }
 
 // loadImageFiles reads the built-in image data sets (Fashion-MNIST, an
@@ -93,7 +93,7 @@ func loadImageFiles(cfg *Config) (d *Data, fill float32, err error) {
 		classes = cfg.Model.Classes
 		tr, te, err = data.LoadIDXDir(cfg.Data.Dir, classes)
 	default:
-		err = fmt.Errorf("%s: data.name: unknown data set %q (known: %v)", cfg.File(), cfg.Data.Name, knownNames(builtinDatasets, registeredDatasets))
+		err = fmt.Errorf("%s: data.name: unknown data set %q (known: %v)", cfg.File(), cfg.Data.Name, datasetRegistry.names())
 	}
 	if err != nil {
 		return nil, 0, err
@@ -138,10 +138,10 @@ func checkGivenData(d *Data) error {
 	return nil
 }
 
-// prepareImages makes the run's data sets from the data d: the first
-// train.limit training samples, augmented as data.augment_* says
-// (padding with fill).
-func prepareImages(cfg *Config, d *Data, fill float32) (*datasets, error) {
+// prepareData makes the run's data sets from the data d (any data set but
+// a language model's text): the first train.limit training samples,
+// augmented as data.augment_* says (padding with fill).
+func prepareData(cfg *Config, d *Data, fill float32) (*datasets, error) {
 	ds := &datasets{train: limit(d.Train, cfg.Train.Limit), test: d.Test, classes: d.Classes}
 	if a := cfg.Data; a.AugmentPad > 0 || a.AugmentFlip {
 		aug := data.Augment{Pad: a.AugmentPad, Fill: fill, FlipHorizontal: a.AugmentFlip}
@@ -203,7 +203,7 @@ func loadText(cfg *Config, vocab string) (*datasets, error) {
 // buildModel returns the model the config names, for the data sets ds,
 // initialised from rng.
 func buildModel(cfg *Config, in ModelInput, lm *languageModel) (layers.Layer, error) {
-	if reg, ok := lookupModel(cfg.Model.Name); ok {
+	if reg, ok := modelRegistry.lookup(cfg.Model.Name); ok {
 		return buildRegistered(cfg, reg, in)
 	}
 	m := cfg.Model
@@ -270,7 +270,7 @@ func buildModel(cfg *Config, in ModelInput, lm *languageModel) (layers.Layer, er
 	case "onnx":
 		return importModel(cfg, in)
 	}
-	return nil, fmt.Errorf("%s: model.name: unknown model %q (known: %v)", cfg.File(), m.Name, knownNames(builtinModels, registeredModels))
+	return nil, fmt.Errorf("%s: model.name: unknown model %q (known: %v)", cfg.File(), m.Name, modelRegistry.names())
 }
 
 // modelInput is what a model builder knows about the data sets ds.

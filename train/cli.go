@@ -240,8 +240,7 @@ func trainCommand(ctx context.Context, args []string, resume bool, stdout, stder
 // config gets the first free suffix "-2", "-3", … so that nothing is
 // lost.
 func freshRunDir(dir string, overwrite, explicit bool) (string, error) {
-	used := hasCheckpoints
-	if !used(dir) {
+	if !hasCheckpoints(dir) {
 		return dir, nil
 	}
 	if overwrite {
@@ -255,7 +254,7 @@ func freshRunDir(dir string, overwrite, explicit bool) (string, error) {
 	}
 	for i := 2; ; i++ {
 		d := fmt.Sprintf("%s-%d", dir, i)
-		if !used(d) {
+		if !hasCheckpoints(d) {
 			return d, nil
 		}
 	}

@@ -552,11 +552,11 @@ func (c *Config) Validate() error {
 		v.fail("precision", fmt.Sprintf(`"fp32" on device %q (bf16 and fp16 need a CUDA device)`, c.Device), strconv.Quote(c.Precision))
 	}
 	if !c.dataGiven {
-		v.oneOf("data.name", c.Data.Name, knownNames(builtinDatasets, registeredDatasets))
+		v.oneOf("data.name", c.Data.Name, datasetRegistry.names())
 	}
 
 	if !c.modelGiven {
-		v.oneOf("model.name", c.Model.Name, knownNames(builtinModels, registeredModels))
+		v.oneOf("model.name", c.Model.Name, modelRegistry.names())
 	}
 	v.validateArgs()
 	if c.Model.Name == "mlp" {

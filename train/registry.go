@@ -52,11 +52,59 @@ type registered[B any] struct {
 	build  B
 }
 
+// registry holds the models (or the data sets) programs registered, next
+// to the built-in names they must not take.
+type registry[B any] struct {
+	kind    string // "model" or "data set", for messages
+	builtin []string
+	mu      sync.RWMutex
+	entries map[string]registered[B]
+}
+
 var (
-	registryMu         sync.RWMutex
-	registeredModels   = map[string]registered[func(args any, in ModelInput) (layers.Layer, error)]{}
-	registeredDatasets = map[string]registered[func(args any, cfg *Config) (*Data, error)]{}
+	modelRegistry = &registry[func(args any, in ModelInput) (layers.Layer, error)]{
+		kind: "model", builtin: builtinModels, entries: map[string]registered[func(any, ModelInput) (layers.Layer, error)]{}}
+	datasetRegistry = &registry[func(args any, cfg *Config) (*Data, error)]{
+		kind: "data set", builtin: builtinDatasets, entries: map[string]registered[func(any, *Config) (*Data, error)]{}}
 )
+
+// add registers e under name; it panics when the name is empty or taken.
+func (r *registry[B]) add(name string, e registered[B]) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, taken := r.entries[name]; name == "" || taken || slices.Contains(r.builtin, name) {
+		panic(fmt.Sprintf("train: registering %s name %q: the name is empty or taken", r.kind, name))
+	}
+	r.entries[name] = e
+}
+
+// lookup returns the registered entry called name.
+func (r *registry[B]) lookup(name string) (registered[B], bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
+	return e, ok
+}
+
+// remove drops the entry called name (for tests).
+func (r *registry[B]) remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.entries, name)
+}
+
+// names returns the built-in names followed by the registered ones,
+// sorted, for messages.
+func (r *registry[B]) names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	extra := make([]string, 0, len(r.entries))
+	for name := range r.entries {
+		extra = append(extra, name)
+	}
+	sort.Strings(extra)
+	return append(slices.Clone(r.builtin), extra...)
+}
 
 // RegisterModel makes the model that build returns available to configs as
 // model.name: name — to the command of a program that calls Main, and to
@@ -72,18 +120,13 @@ var (
 // already a model's name (built-in or registered): call it from main or
 // init, before Main.
 func RegisterModel[A any](name string, build func(args A, in ModelInput) (layers.Layer, error)) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if name == "" || slices.Contains(builtinModels, name) || registeredModels[name].build != nil {
-		panic(fmt.Sprintf("train: RegisterModel: model name %q is empty or taken", name))
-	}
 	if build == nil {
 		panic("train: RegisterModel: nil builder for model " + name)
 	}
-	registeredModels[name] = registered[func(any, ModelInput) (layers.Layer, error)]{
+	modelRegistry.add(name, registered[func(any, ModelInput) (layers.Layer, error)]{
 		decode: func(cfg *Config) (any, error) { return decodeArgs[A](cfg, &cfg.Model.Args, "model.args") },
 		build:  func(args any, in ModelInput) (layers.Layer, error) { return build(args.(A), in) },
-	}
+	})
 }
 
 // RegisterDataset makes the data set that load returns available to
@@ -93,18 +136,13 @@ func RegisterModel[A any](name string, build func(args A, in ModelInput) (layers
 // whole data set; the trainer shards it). RegisterDataset panics if name
 // is empty or already a data set's name.
 func RegisterDataset[A any](name string, load func(args A, cfg *Config) (*Data, error)) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if name == "" || slices.Contains(builtinDatasets, name) || registeredDatasets[name].build != nil {
-		panic(fmt.Sprintf("train: RegisterDataset: data set name %q is empty or taken", name))
-	}
 	if load == nil {
 		panic("train: RegisterDataset: nil loader for data set " + name)
 	}
-	registeredDatasets[name] = registered[func(any, *Config) (*Data, error)]{
+	datasetRegistry.add(name, registered[func(any, *Config) (*Data, error)]{
 		decode: func(cfg *Config) (any, error) { return decodeArgs[A](cfg, &cfg.Data.Args, "data.args") },
 		build:  func(args any, cfg *Config) (*Data, error) { return load(args.(A), cfg) },
-	}
+	})
 }
 
 // decodeArgs decodes the config's raw args at path ("model.args") into a
@@ -131,48 +169,19 @@ func decodeArgs[A any](cfg *Config, raw *strictyaml.Raw, path string) (any, erro
 	return *args, nil
 }
 
-// knownNames returns the built-in names followed by the registered ones,
-// sorted, for messages.
-func knownNames[V any](builtin []string, reg map[string]V) []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	var extra []string
-	for name := range reg {
-		extra = append(extra, name)
-	}
-	sort.Strings(extra)
-	return append(slices.Clone(builtin), extra...)
-}
-
-// lookupModel returns the registered model called name.
-func lookupModel(name string) (registered[func(any, ModelInput) (layers.Layer, error)], bool) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	m, ok := registeredModels[name]
-	return m, ok
-}
-
-// lookupDataset returns the registered data set called name.
-func lookupDataset(name string) (registered[func(any, *Config) (*Data, error)], bool) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	d, ok := registeredDatasets[name]
-	return d, ok
-}
-
 // validateArgs decodes model.args and data.args for the registered model
 // and data set the config names (so that their errors come with the
 // config's, before anything runs), and rejects them for built-in ones.
 func (v *configValidator) validateArgs() {
 	c := v.c
-	if m, ok := lookupModel(c.Model.Name); ok && !c.modelGiven {
+	if m, ok := modelRegistry.lookup(c.Model.Name); ok && !c.modelGiven {
 		if _, err := m.decode(c); err != nil {
 			v.errs = append(v.errs, err)
 		}
 	} else if !c.Model.Args.IsZero() {
 		v.fail("model.args", fmt.Sprintf("no keys for model %q (only a model registered with train.RegisterModel takes model.args)", c.Model.Name), "a mapping")
 	}
-	if d, ok := lookupDataset(c.Data.Name); ok && !c.dataGiven {
+	if d, ok := datasetRegistry.lookup(c.Data.Name); ok && !c.dataGiven {
 		if _, err := d.decode(c); err != nil {
 			v.errs = append(v.errs, err)
 		}

@@ -81,10 +81,8 @@ func registerTestEntries(t *testing.T) {
 	RegisterDataset("blobs", loadBlobs)
 	RegisterModel("tiny", newTiny)
 	t.Cleanup(func() {
-		registryMu.Lock()
-		defer registryMu.Unlock()
-		delete(registeredDatasets, "blobs")
-		delete(registeredModels, "tiny")
+		datasetRegistry.remove("blobs")
+		modelRegistry.remove("tiny")
 	})
 }
 

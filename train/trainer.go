@@ -408,7 +408,7 @@ func jobData(j *job, vocab string) (*datasets, error) {
 	if err := checkGivenData(j.data); err != nil {
 		return nil, fmt.Errorf("train.Fit: data: %w", err)
 	}
-	return prepareImages(j.cfg, j.data, 0)
+	return prepareData(j.cfg, j.data, 0)
 }
 
 // startEngine starts the engine that averages gradients across ranks, and

@@ -74,15 +74,6 @@ func (r *Raw) DecodeInto(ptr any, path string, origins Origins) error {
 	return nil
 }
 
-// Position returns the file, line and column of the value ("" and 0 when
-// it came from -set or was not given), for messages.
-func (r *Raw) Position() (file string, line, column int) {
-	if r.at == nil || r.set != "" {
-		return r.file, 0, 0
-	}
-	return r.file, r.at.Line, r.at.Column
-}
-
 // MarshalYAML writes the value: the struct DecodeInto filled, or else the
 // value as written.
 func (r Raw) MarshalYAML() (any, error) {

@@ -183,7 +183,7 @@ func parseDocument(name string, data []byte, root reflect.Type) (ast.Node, error
 	switch {
 	case len(docs) == 0:
 		return nil, fmt.Errorf("%s: the file is empty (expected a mapping with keys %s)",
-			name, strings.Join(Keys(root), ", "))
+			name, strings.Join(structKeys(root), ", "))
 	case len(docs) > 1:
 		p := nodePos(docs[1].Body, nil)
 		if p == nil {
@@ -669,7 +669,7 @@ func expectedOf(t reflect.Type) string {
 	case reflect.Array:
 		return fmt.Sprintf("a list of %d %s", t.Len(), pluralOf(t.Elem()))
 	case reflect.Struct:
-		return "a mapping with keys " + strings.Join(Keys(t), ", ")
+		return "a mapping with keys " + strings.Join(structKeys(t), ", ")
 	}
 	return t.String()
 }
@@ -687,8 +687,8 @@ func pluralOf(t reflect.Type) string {
 	return "values"
 }
 
-// Keys lists the YAML keys of the fields of struct type t, in order.
-func Keys(t reflect.Type) []string {
+// structKeys lists the YAML keys of the fields of struct type t, in order.
+func structKeys(t reflect.Type) []string {
 	var keys []string
 	for i := range t.NumField() {
 		if name := FieldKey(t.Field(i)); name != "" {
@@ -724,7 +724,7 @@ func fieldIndex(t reflect.Type, name string) (int, bool) {
 // unknownKeyMessage reports key as unknown in the section at path of type t,
 // listing the known keys and the closest one.
 func unknownKeyMessage(t reflect.Type, key, path string) string {
-	keys := Keys(t)
+	keys := structKeys(t)
 	msg := fmt.Sprintf("unknown key %q %s (known: %s)", shorten(key), sectionName(path), strings.Join(keys, ", "))
 	best, bestDist := "", 3
 	for _, k := range keys {
