@@ -83,6 +83,15 @@ func (v *Var) Detach() *Var { return Constant(v.Value) }
 // RequiresGrad reports whether Backward computes a gradient for v.
 func (v *Var) RequiresGrad() bool { return v.requiresGrad }
 
+// Freeze stops Backward from computing p's gradient: operations on p are
+// no longer recorded for it, and its Grad stays nil. A frozen parameter is
+// still part of its model's state (checkpoints, export); optimizers must
+// be given only the parameters that are not frozen (see Frozen).
+func (p *Param) Freeze() { p.requiresGrad = false }
+
+// Frozen reports whether Freeze was called on p.
+func (p *Param) Frozen() bool { return !p.requiresGrad }
+
 // IsNoGrad reports whether v is in no-grad mode (see NoGrad).
 func (v *Var) IsNoGrad() bool { return v.noGrad }
 

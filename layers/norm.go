@@ -109,8 +109,12 @@ func (bn *BatchNorm) SetTraining(training bool) { bn.training = training }
 func (bn *BatchNorm) Training() bool { return bn.training }
 
 // Forward normalises x. In training mode with running statistics it also
-// updates them, even when x is in no-grad mode (as PyTorch does).
+// updates them, even when x is in no-grad mode (as PyTorch does). A layer
+// whose weight and bias are frozen (autograd.Param.Freeze, as fine-tuning
+// a pretrained backbone does) always runs as in evaluation: its running
+// statistics are kept.
 func (bn *BatchNorm) Forward(x *autograd.Var) *autograd.Var {
+	training := bn.training && !bn.frozen()
 	s := x.Shape()
 	if !slices.Contains(bn.ranks, len(s)) || s[1] != bn.c {
 		want := fmt.Sprintf("N×%d×H×W", bn.c)
@@ -123,20 +127,25 @@ func (bn *BatchNorm) Forward(x *autograd.Var) *autograd.Var {
 	if bn.weight != nil {
 		w, b = bn.weight.Var, bn.bias.Var
 	}
-	if !bn.training && bn.runningMean != nil {
+	if !training && bn.runningMean != nil {
 		// Evaluation with running statistics: one recorded operation, which
 		// the ONNX exporter writes as BatchNormalization.
 		return autograd.BatchNormInference(x, w, b, bn.runningMean.Value, bn.runningVar.Value, bn.eps)
 	}
 	n := x.Value.Len() / bn.c
-	if n <= 1 && bn.training {
+	if n <= 1 && training {
 		panic(fmt.Sprintf("layers: %s(%d): input shape %v has %d value per channel; training needs more than 1", bn.name, bn.c, s, n))
 	}
 	y, mean, variance := autograd.BatchNorm(x, w, b, bn.eps)
-	if bn.training && bn.runningMean != nil {
+	if training && bn.runningMean != nil {
 		bn.update(mean, variance.MulScalar(float64(n)/float64(n-1)))
 	}
 	return y
+}
+
+// frozen reports whether the layer's weight and bias are frozen.
+func (bn *BatchNorm) frozen() bool {
+	return bn.weight != nil && bn.weight.Frozen() && bn.bias.Frozen()
 }
 
 // update folds the batch statistics into the running ones, in place.
