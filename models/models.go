@@ -102,40 +102,98 @@ func (n *Net) Parameters() []*autograd.Param {
 // Children returns the two parts.
 func (n *Net) Children() []layers.Module { return []layers.Module{n.Features, n.Classifier} }
 
+// ImageShape is the shape of the images a model takes: channels, height
+// and width.
+type ImageShape struct {
+	Channels, Height, Width int
+}
+
+// String formats the shape as C×H×W.
+func (s ImageShape) String() string { return fmt.Sprintf("%d×%d×%d", s.Channels, s.Height, s.Width) }
+
+// FashionMNISTShape is the shape of Fashion-MNIST's images, 1×28×28.
+var FashionMNISTShape = ImageShape{Channels: 1, Height: 28, Width: 28}
+
 // NewCNN returns the small CNN for 1×28×28 images: conv 1→32 3×3 pad 1,
 // ReLU, max-pool 2, conv 32→64 3×3 pad 1, ReLU, max-pool 2, flatten,
-// linear 3136→128, ReLU, linear 128→classes.
+// linear 3136→128, ReLU, linear 128→classes. NewCNNFor builds it for
+// other image sizes.
 func NewCNN(classes int, rng *rand.Rand) *Net {
+	net, err := NewCNNFor(FashionMNISTShape, classes, rng)
+	if err != nil {
+		panic(err)
+	}
+	return net
+}
+
+// NewCNNFor returns the small CNN of NewCNN for images of shape in: the
+// first convolution takes in.Channels, and the first linear layer takes
+// 64 × ⌊H/4⌋ × ⌊W/4⌋ features. Images smaller than 4×4 are an error.
+func NewCNNFor(in ImageShape, classes int, rng *rand.Rand) (*Net, error) {
+	if err := checkImage("cnn", in, 4, classes); err != nil {
+		return nil, err
+	}
 	pad1 := layers.Conv2dConfig{PadH: 1, PadW: 1}
 	return NewNet(
 		layers.NewSequential(
-			layers.NewConv2d(1, 32, 3, 3, pad1, rng), layers.ReLU{}, layers.NewMaxPool2d(2, 2, layers.Pool2dConfig{}),
+			layers.NewConv2d(in.Channels, 32, 3, 3, pad1, rng), layers.ReLU{}, layers.NewMaxPool2d(2, 2, layers.Pool2dConfig{}),
 			layers.NewConv2d(32, 64, 3, 3, pad1, rng), layers.ReLU{}, layers.NewMaxPool2d(2, 2, layers.Pool2dConfig{}),
 		),
 		layers.NewSequential(
 			layers.NewFlatten(),
-			layers.NewLinear(64*7*7, 128, true, rng), layers.ReLU{},
+			layers.NewLinear(64*(in.Height/4)*(in.Width/4), 128, true, rng), layers.ReLU{},
 			layers.NewLinear(128, classes, true, rng),
 		),
-	)
+	), nil
+}
+
+// checkImage checks that model can take images of shape in (at least
+// minSide pixels a side) and classes classes.
+func checkImage(model string, in ImageShape, minSide, classes int) error {
+	switch {
+	case in.Channels < 1:
+		return fmt.Errorf("models: %s: expected images with at least 1 channel, found %s", model, in)
+	case in.Height < minSide || in.Width < minSide:
+		return fmt.Errorf("models: %s: expected images of at least %d×%d pixels, found %s", model, minSide, minSide, in)
+	case classes < 1:
+		return fmt.Errorf("models: %s: expected at least 1 class, found %d", model, classes)
+	}
+	return nil
 }
 
 // NewLeNet5 returns LeNet-5 for 1×28×28 images in its common modern form:
 // conv 1→6 5×5 pad 2, ReLU, max-pool 2, conv 6→16 5×5, ReLU, max-pool 2,
 // flatten, linear 400→120, ReLU, linear 120→84, ReLU, linear 84→classes.
+// NewLeNet5For builds it for other image sizes.
 func NewLeNet5(classes int, rng *rand.Rand) *Net {
+	net, err := NewLeNet5For(FashionMNISTShape, classes, rng)
+	if err != nil {
+		panic(err)
+	}
+	return net
+}
+
+// NewLeNet5For returns the LeNet-5 of NewLeNet5 for images of shape in:
+// the first convolution takes in.Channels, and the first linear layer
+// takes 16 × ⌊(⌊H/2⌋-4)/2⌋ × ⌊(⌊W/2⌋-4)/2⌋ features. Images smaller than
+// 12×12 are an error.
+func NewLeNet5For(in ImageShape, classes int, rng *rand.Rand) (*Net, error) {
+	if err := checkImage("lenet5", in, 12, classes); err != nil {
+		return nil, err
+	}
+	h, w := (in.Height/2-4)/2, (in.Width/2-4)/2
 	return NewNet(
 		layers.NewSequential(
-			layers.NewConv2d(1, 6, 5, 5, layers.Conv2dConfig{PadH: 2, PadW: 2}, rng), layers.ReLU{},
+			layers.NewConv2d(in.Channels, 6, 5, 5, layers.Conv2dConfig{PadH: 2, PadW: 2}, rng), layers.ReLU{},
 			layers.NewMaxPool2d(2, 2, layers.Pool2dConfig{}),
 			layers.NewConv2d(6, 16, 5, 5, layers.Conv2dConfig{}, rng), layers.ReLU{},
 			layers.NewMaxPool2d(2, 2, layers.Pool2dConfig{}),
 		),
 		layers.NewSequential(
 			layers.NewFlatten(),
-			layers.NewLinear(16*5*5, 120, true, rng), layers.ReLU{},
+			layers.NewLinear(16*h*w, 120, true, rng), layers.ReLU{},
 			layers.NewLinear(120, 84, true, rng), layers.ReLU{},
 			layers.NewLinear(84, classes, true, rng),
 		),
-	)
+	), nil
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/data"
@@ -15,18 +18,6 @@ import (
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
 )
-
-// datasets are the training and test sets of a run and what the model
-// needs to know about them.
-type datasets struct {
-	train, test data.Dataset
-	// classes is the number of classes of an image data set.
-	classes int
-	// lm describes the text of a language model (nil for images).
-	lm *languageModel
-	// augment wraps the training set when data.augment_* is on.
-	augment *data.Augmented
-}
 
 // languageModel is what a character-level language model's run knows
 // about its text.
@@ -59,53 +50,6 @@ func (l *languageModel) vocabJSON() []byte {
 	return append(js, '\n')
 }
 
-// loadDatasets reads the training and test sets named by the config. A
-// language model resuming from a checkpoint keeps the checkpoint's
-// vocabulary (vocab), so that its ids mean the same characters.
-func loadDatasets(cfg *Config, vocab string) (*datasets, error) {
-	if cfg.Data.Name == "text" {
-		return loadText(cfg, vocab)
-	}
-	if reg, ok := datasetRegistry.lookup(cfg.Data.Name); ok {
-		d, err := loadRegistered(cfg, reg)
-		if err != nil {
-			return nil, err
-		}
-		return prepareData(cfg, d, 0)
-	}
-	d, fill, err := loadImageFiles(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return prepareData(cfg, d, fill)
-}
-
-// loadImageFiles reads the built-in image data sets (Fashion-MNIST, an
-// IDX folder) and normalizes them; fill is the value of a black pixel
-// after normalization, for the padding of augmentation.
-func loadImageFiles(cfg *Config) (d *Data, fill float32, err error) {
-	var tr, te *data.InMemory
-	classes := 10
-	switch cfg.Data.Name {
-	case "fashion-mnist":
-		tr, te, err = data.LoadFashionMNIST(cfg.Data.Dir)
-	case "idx":
-		classes = cfg.Model.Classes
-		tr, te, err = data.LoadIDXDir(cfg.Data.Dir, classes)
-	default:
-		err = fmt.Errorf("%s: data.name: unknown data set %q (known: %v)", cfg.File(), cfg.Data.Name, datasetRegistry.names())
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	if cfg.Data.Normalize {
-		tr.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
-		te.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
-		fill = -data.FashionMNISTMean / data.FashionMNISTStd // black, normalized
-	}
-	return &Data{Train: tr, Test: te, Classes: classes}, fill, nil
-}
-
 // loadRegistered loads a data set registered with RegisterDataset.
 func loadRegistered(cfg *Config, reg registered[func(any, *Config) (*Data, error)]) (*Data, error) {
 	args, err := reg.decode(cfg)
@@ -136,22 +80,6 @@ func checkGivenData(d *Data) error {
 		return fmt.Errorf("the training samples are %v and the test samples %v: expected one shape", d.Train.SampleShape(), d.Test.SampleShape())
 	}
 	return nil
-}
-
-// prepareData makes the run's data sets from the data d (any data set but
-// a language model's text): the first train.limit training samples,
-// augmented as data.augment_* says (padding with fill).
-func prepareData(cfg *Config, d *Data, fill float32) (*datasets, error) {
-	ds := &datasets{train: limit(d.Train, cfg.Train.Limit), test: d.Test, classes: d.Classes}
-	if a := cfg.Data; a.AugmentPad > 0 || a.AugmentFlip {
-		aug := data.Augment{Pad: a.AugmentPad, Fill: fill, FlipHorizontal: a.AugmentFlip}
-		var err error
-		if ds.augment, err = data.NewAugmented(ds.train, aug, cfg.Seed); err != nil {
-			return nil, fmt.Errorf("%s: data: %w", cfg.File(), err)
-		}
-		ds.train = ds.augment
-	}
-	return ds, nil
 }
 
 // limit returns the first n samples of ds (all of them when n is 0).
@@ -232,10 +160,15 @@ func buildModel(cfg *Config, in ModelInput, lm *languageModel) (layers.Layer, er
 			In: features, Hidden: m.Hidden, Classes: classes,
 			Activation: m.Activation, Dropout: m.Dropout,
 		}, rng))
-	case "cnn":
-		return models.NewCNN(classes, rng), nil
-	case "lenet5":
-		return models.NewLeNet5(classes, rng), nil
+	case "cnn", "lenet5":
+		shape, err := imageShape(cfg, in.SampleShape)
+		if err != nil {
+			return nil, err
+		}
+		if m.Name == "cnn" {
+			return wrap(models.NewCNNFor(shape, classes, rng))
+		}
+		return wrap(models.NewLeNet5For(shape, classes, rng))
 	case "resnet18":
 		return resnet(models.ResNet18Config(inCh, classes))
 	case "resnet34":
@@ -255,12 +188,13 @@ func buildModel(cfg *Config, in ModelInput, lm *languageModel) (layers.Layer, er
 			return nil, fmt.Errorf("%s: model transformer: expected images [channels, height, width], found samples %v", cfg.File(), shape)
 		}
 		c, h, w := shape[0], shape[1], shape[2]
+		if p := m.PatchSize; p > 0 && (h%p != 0 || w%p != 0) {
+			where, _ := cfg.origins.Where(cfg.File(), "model.patch_size")
+			return nil, fmt.Errorf("%s: model.patch_size: expected a divisor of both sides of the %d×%d images, found %d", where, h, w, p)
+		}
 		tc := models.TransformerClassifierConfig{Dim: m.Dim, Heads: m.Heads, Layers: m.Layers, FF: m.FF,
 			Classes: classes, Dropout: m.Dropout, PatchSize: m.PatchSize, InFeatures: c * w, SeqLen: h}
 		if p := m.PatchSize; p > 0 {
-			if h%p != 0 || w%p != 0 {
-				return nil, fmt.Errorf("%s: model.patch_size: expected a divisor of the image size %d×%d, found %d", cfg.File(), h, w, p)
-			}
 			tc.InFeatures, tc.SeqLen = c*p*p, (h/p)*(w/p)
 		}
 		return wrap(models.NewTransformerClassifier(tc, rng))
@@ -307,9 +241,6 @@ func buildRegistered(cfg *Config, reg registered[func(any, ModelInput) (layers.L
 	return model, nil
 }
 
-// fixedInput lists the models built for 1×28×28 images only.
-var fixedInput = []string{"cnn", "lenet5"}
-
 // checkData checks, before training, that the data sets fit the model:
 // the images have the size the model takes, and (for an image
 // classifier) one sample through the model gives one logit per class.
@@ -317,16 +248,6 @@ var fixedInput = []string{"cnn", "lenet5"}
 func checkData(cfg *Config, ds *datasets, model layers.Layer) error {
 	if ds.lm != nil {
 		return nil
-	}
-	for _, part := range []struct {
-		name string
-		ds   data.Dataset
-	}{{"training", ds.train}, {"test", ds.test}} {
-		shape := part.ds.SampleShape()
-		if slices.Contains(fixedInput, cfg.Model.Name) && !slices.Equal(shape, []int{1, 28, 28}) {
-			return fmt.Errorf("%s: data: %s sample 0 is %v, but model %s takes 1×28×28 images (use model mlp, resnet, mobilenet or transformer for other sizes)",
-				cfg.File(), part.name, shape, cfg.Model.Name)
-		}
 	}
 	shape := append([]int{1}, ds.train.SampleShape()...)
 	n := 1
@@ -342,12 +263,25 @@ func checkData(cfg *Config, ds *datasets, model layers.Layer) error {
 		return fmt.Errorf("%s: data: training sample 0 (%v) does not fit model %s: %w", cfg.File(), ds.train.SampleShape(), cfg.Model.Name, err)
 	}
 	if s := out.Shape(); len(s) != 2 || s[1] != ds.classes {
-		return fmt.Errorf("%s: data: model %s gives %v for training sample 0, expected [1 %d] (one logit per class)", cfg.File(), cfg.Model.Name, s, ds.classes)
+		what := "one logit per class"
+		if ds.targets != nil {
+			what = "one number per sample for a regression"
+		}
+		return fmt.Errorf("%s: data: model %s gives %v for training sample 0, expected [1 %d] (%s)", cfg.File(), cfg.Model.Name, s, ds.classes, what)
 	}
 	if label < 0 || label >= int64(ds.classes) {
 		return fmt.Errorf("%s: data: training sample 0 has label %d, expected 0..%d", cfg.File(), label, ds.classes-1)
 	}
 	return nil
+}
+
+// imageShape returns the images of samples of shape sample, for a model
+// that takes images.
+func imageShape(cfg *Config, sample []int) (models.ImageShape, error) {
+	if len(sample) != 3 {
+		return models.ImageShape{}, fmt.Errorf("%s: model %s: expected images [channels, height, width], found samples %v (use model mlp for tables)", cfg.File(), cfg.Model.Name, sample)
+	}
+	return models.ImageShape{Channels: sample[0], Height: sample[1], Width: sample[2]}, nil
 }
 
 // forwardOnce runs the model (in the mode it is in) on x without
@@ -365,14 +299,38 @@ func forwardOnce(model layers.Layer, x *tensor.Tensor) (out *tensor.Tensor, err 
 }
 
 // importModel loads the ONNX model of model.file and checks that it maps
-// the data set's images to class logits.
+// the data's samples to class logits. With model.head it cuts the
+// model's own classifier and puts a new one, initialised from in.Rand, in
+// its place (transferNet).
 func importModel(cfg *Config, in ModelInput) (layers.Layer, error) {
-	m, err := onnx.Load(cfg.Model.File)
+	mc := cfg.Model
+	var opts []onnx.Option
+	if mc.Input != "" {
+		opts = append(opts, onnx.Input(mc.Input))
+	}
+	if mc.Head.Classes > 0 {
+		opts = append(opts, onnx.WithoutHead())
+	}
+	fail := func(key string, err error) (layers.Layer, error) {
+		where, _ := cfg.origins.Where(cfg.File(), key)
+		return nil, fmt.Errorf("%s: %s: %w", where, key, err)
+	}
+	m, err := onnx.Load(mc.File, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: model.file: %w", cfg.File(), err)
+		key := "model.file"
+		var he *onnx.HeadError
+		if errors.As(err, &he) {
+			key = "model.head"
+		}
+		return fail(key, err)
 	}
 	if len(m.Inputs) != 1 || len(m.Outputs) != 1 {
-		return nil, fmt.Errorf("%s: model.file %s: the model has %d inputs and %d outputs, want 1 and 1", cfg.File(), cfg.Model.File, len(m.Inputs), len(m.Outputs))
+		var names []string
+		for _, i := range m.Inputs {
+			names = append(names, strconv.Quote(i.Name))
+		}
+		return fail("model.file", fmt.Errorf("%s: the model has %d inputs (%s) and %d outputs, expected 1 and 1 (model.input picks one input)",
+			mc.File, len(m.Inputs), strings.Join(names, ", "), len(m.Outputs)))
 	}
 	input := m.Inputs[0]
 	want := append([]int{-1}, in.SampleShape...)
@@ -382,22 +340,96 @@ func importModel(cfg *Config, in ModelInput) (layers.Layer, error) {
 			ok = input.Shape[d] < 0 || input.Shape[d] == want[d]
 		}
 		if !ok {
-			return nil, fmt.Errorf("%s: model.file %s: input %v, want samples %v with a batch first", cfg.File(), cfg.Model.File, input, want)
+			return fail("model.file", fmt.Errorf("%s: input %v, expected samples %v with a batch axis first (the data's; set data.image_size and data.channels to match)", mc.File, input, in.SampleShape))
 		}
 	}
-	if len(m.Parameters()) == 0 {
-		return nil, fmt.Errorf("%s: model.file %s: the model has no float initializers to train", cfg.File(), cfg.Model.File)
+	var model layers.Layer = m
+	if mc.Head.Classes > 0 {
+		head, _ := m.Head()
+		model = newTransferNet(m, layers.NewLinear(head.InFeatures, mc.Head.Classes, true, in.Rand))
 	}
-	// One image through the model, so that a model that does not compute
+	if len(model.Parameters()) == 0 {
+		return fail("model.file", fmt.Errorf("%s: the model has no float initializers to train", mc.File))
+	}
+	// One sample through the model, so that a model that does not compute
 	// [batch, classes] logits fails here, with its own error, not mid-epoch.
-	outs, err := m.Run(autograd.NoGrad(autograd.Constant(tensor.Zeros(append([]int{1}, want[1:]...)...))))
+	out, err := forwardOnce(model, tensor.Zeros(append([]int{1}, want[1:]...)...))
 	if err != nil {
-		return nil, fmt.Errorf("%s: model.file %s: %w", cfg.File(), cfg.Model.File, err)
+		return fail("model.file", fmt.Errorf("%s: %w", mc.File, err))
 	}
-	if s := outs[0].Shape(); len(s) != 2 || s[0] != 1 || s[1] != in.Classes {
-		return nil, fmt.Errorf("%s: model.file %s: output %q is %v for one image, want [1 %d] (class logits)", cfg.File(), cfg.Model.File, m.Outputs[0].Name, s, in.Classes)
+	if s := out.Shape(); len(s) != 2 || s[0] != 1 || s[1] != in.Classes {
+		hint := "set model.head.classes to replace its classifier"
+		if mc.Head.Classes > 0 {
+			hint = "model.head.classes must equal the data's class count"
+		}
+		return fail("model.file", fmt.Errorf("%s: output %q is %v for one sample, expected [1 %d] (one logit per class of the data; %s)", mc.File, m.Outputs[0].Name, s, in.Classes, hint))
 	}
-	return m, nil
+	return model, nil
+}
+
+// transferNet is an imported ONNX model whose classifier was cut off
+// (model.head), followed by a new one: the network that transfer
+// learning fine-tunes. The backbone keeps its initializers' names; the
+// new classifier's parameters are "head.weight" and "head.bias".
+type transferNet struct {
+	backbone *onnx.Model
+	head     *layers.Linear
+}
+
+func newTransferNet(backbone *onnx.Model, head *layers.Linear) *transferNet {
+	return &transferNet{backbone: backbone, head: layers.Named("head", head)}
+}
+
+// Forward returns the new classifier's logits for the backbone's features.
+func (n *transferNet) Forward(x *autograd.Var) *autograd.Var {
+	return n.head.Forward(n.backbone.Forward(x))
+}
+
+// Parameters returns the backbone's parameters, then the head's.
+func (n *transferNet) Parameters() []*autograd.Param {
+	return append(n.backbone.Parameters(), n.head.Parameters()...)
+}
+
+// Children returns the backbone and the head.
+func (n *transferNet) Children() []layers.Module { return []layers.Module{n.backbone, n.head} }
+
+// freeze freezes the parameters whose names match a model.freeze glob; a
+// glob that matches none is an error listing the names.
+func freeze(cfg *Config, model layers.Layer) error {
+	params := model.Parameters()
+	for i, g := range cfg.Model.Freeze {
+		n := 0
+		for _, p := range params {
+			if ok, _ := path.Match(g, p.Name); ok {
+				p.Freeze()
+				n++
+			}
+		}
+		if n == 0 {
+			key := fmt.Sprintf("model.freeze[%d]", i)
+			where, _ := cfg.origins.Where(cfg.File(), key)
+			var names []string
+			for _, p := range params {
+				names = append(names, p.Name)
+			}
+			if len(names) > 12 {
+				names = append(names[:12], fmt.Sprintf("... (%d in all)", len(params)))
+			}
+			return fmt.Errorf("%s: %s: %q matches no parameter of model %s; the parameters are: %s", where, key, g, cfg.Model.Name, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// trainable returns the parameters of model that are not frozen.
+func trainable(model layers.Layer) []*autograd.Param {
+	var ps []*autograd.Param
+	for _, p := range model.Parameters() {
+		if !p.Frozen() {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 // optimizerConfig returns the optim package's config of the optimizer the

@@ -9,6 +9,7 @@ import (
 	"github.com/hora-dl/hora/internal/strictyaml"
 	"github.com/hora-dl/hora/optim"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ const DefaultDataDir = "/usr/share/datasets/fashion-mnist"
 
 // Names accepted by Validate. They are read only.
 var (
-	builtinDatasets  = []string{"fashion-mnist", "idx", "text"}
+	builtinDatasets  = []string{"fashion-mnist", "idx", "text", "images", "csv"}
 	builtinModels    = []string{"mlp", "lenet5", "cnn", "resnet18", "resnet34", "resnet20", "resnet56", "resnet", "mobilenet", "transformer", "charlm", "onnx"}
 	knownStems       = []string{"cifar", "imagenet"}
 	knownFormats     = []string{"text", "json"}
@@ -40,6 +41,10 @@ var (
 	knownScalings    = []string{"linear", "sqrt", "none"}
 	knownCompression = []string{"none", "fp16"}
 	knownPrecisions  = []string{"fp32", "bf16", "fp16"}
+	knownTasks       = []string{"classification", "regression"}
+	knownCaches      = []string{"auto", "memory", "none"}
+	knownBadImage    = []string{"fail", "skip"}
+	knownStats       = []string{"", "imagenet", "fashion-mnist"}
 )
 
 // Config is the whole training configuration, read from a YAML file by
@@ -59,6 +64,11 @@ type Config struct {
 	// TF32 lets float32 matrix products on a GPU use TensorFloat-32
 	// (faster, about 1e-3 relative precision). Default true.
 	TF32 bool `yaml:"tf32"`
+	// Task is what the model learns: "classification" (the default:
+	// cross-entropy on class logits, reported as loss and accuracy) or
+	// "regression" (one real number per sample, data set "csv": mean
+	// squared error, reported as loss (MSE), RMSE and R²).
+	Task string `yaml:"task"`
 	// Data selects the data set.
 	Data DataConfig `yaml:"data"`
 	// Model selects and shapes the network.
@@ -111,23 +121,31 @@ type Config struct {
 type DataConfig struct {
 	// Name is the data set: "fashion-mnist" (the default), "idx" (any
 	// folder holding train/t10k image and label files in the IDX format
-	// of Fashion-MNIST, e.g. MNIST; the class count is model.classes) or
-	// "text" (the files of data.files, for model "charlm"), or the name
-	// of a data set a program registered with RegisterDataset.
+	// of Fashion-MNIST, e.g. MNIST), "images" (a folder of image files,
+	// one sub-folder per class, as torchvision's ImageFolder), "csv" (a
+	// table: data.file or data.train_file and data.val_file), "text" (the
+	// files of data.files, for model "charlm"), or the name of a data set
+	// a program registered with RegisterDataset.
 	Name string `yaml:"name"`
-	// Dir is the folder holding the image data set files, named
-	// {train,t10k}-{images-idx3,labels-idx1}-ubyte(.gz). Default
-	// DefaultDataDir.
+	// Dir is the folder of the data set. For "fashion-mnist" and "idx" it
+	// holds {train,t10k}-{images-idx3,labels-idx1}-ubyte(.gz); for
+	// "images" it holds train/<class>/* and val/<class>/* (test/ is
+	// accepted for val/; without either, data.val_fraction of train/ is
+	// kept for validation). Default DefaultDataDir.
 	Dir string `yaml:"dir"`
-	// Normalize maps pixels p in [0, 1] to (p - FashionMNISTMean) /
-	// FashionMNISTStd. Default true.
+	// Normalize maps the pixels p in [0, 1] of "fashion-mnist" and "idx"
+	// to (p - FashionMNISTMean) / FashionMNISTStd. Default true. Data set
+	// "images" uses data.mean and data.std instead.
 	Normalize bool `yaml:"normalize"`
 	// Files lists the text files (or glob patterns) of data set "text",
 	// read in sorted order and joined with newlines. Default [] (required
 	// by "text").
 	Files []string `yaml:"files"`
-	// ValFraction is the fraction of the text kept, from its end, for
-	// validation. Default 0.1.
+	// ValFraction is the fraction of the data kept for validation when
+	// there is no separate validation set: of the text of "text" (from
+	// its end), of train/ of "images" without val/, and of data.file of
+	// "csv" (a split drawn from the seed, by class for classification).
+	// Default 0.1.
 	ValFraction float64 `yaml:"val_fraction"`
 	// AugmentPad pads training images by this many pixels on each side
 	// and crops them back at a random offset (torchvision's RandomCrop
@@ -138,6 +156,72 @@ type DataConfig struct {
 	// AugmentFlip mirrors each training image left to right with
 	// probability 1/2. Default false.
 	AugmentFlip bool `yaml:"augment_flip"`
+	// AugmentCrop turns on torchvision's RandomResizedCrop for the
+	// training images of "images": a random part of each image (its area
+	// a fraction data.augment_scale of the image's, its aspect ratio in
+	// data.augment_ratio) is resized to data.image_size. Evaluation
+	// resizes and crops the center. Default false.
+	AugmentCrop bool `yaml:"augment_crop"`
+	// AugmentScale is the range of the area fraction of data.augment_crop.
+	// Default [0.08, 1].
+	AugmentScale [2]float64 `yaml:"augment_scale"`
+	// AugmentRatio is the range of the aspect ratio (width / height) of
+	// data.augment_crop. Default [0.75, 1.3333333333333333].
+	AugmentRatio [2]float64 `yaml:"augment_ratio"`
+	// ImageSize is the [height, width] the images of "images" are resized
+	// (and center-cropped) to; [] (the default) takes the size of the
+	// first training image.
+	ImageSize []int `yaml:"image_size"`
+	// Channels is the number of channels the images of "images" are
+	// converted to: 1 (grey) or 3 (RGB); 0 (the default) takes the first
+	// training image's (1 for grey, 3 for colour).
+	Channels int `yaml:"channels"`
+	// Mean and Std normalize the pixels p in [0, 1] of "images", channel
+	// by channel: (p - mean) / std. Each holds one value per channel, or
+	// one for all. Default [] (set by data.stats, else no normalization).
+	Mean []float64 `yaml:"mean"`
+	// Std: see Mean. Default [].
+	Std []float64 `yaml:"std"`
+	// Stats names a preset of data.mean and data.std: "imagenet"
+	// ([0.485, 0.456, 0.406] and [0.229, 0.224, 0.225]) or
+	// "fashion-mnist" (FashionMNISTMean and FashionMNISTStd). Default ""
+	// (none).
+	Stats string `yaml:"stats"`
+	// Cache keeps the decoded images of "images" in memory: "auto" (the
+	// default: when they fit in a quarter of the machine's memory),
+	// "memory" (always) or "none" (decode every image at every use).
+	Cache string `yaml:"cache"`
+	// Workers is the number of goroutines that decode and transform the
+	// images of "images" for each batch; 0 (the default) uses every core.
+	Workers int `yaml:"workers"`
+	// OnBadImage says what a corrupt or unreadable image of "images"
+	// does: "fail" (the default: the run stops, naming the file) or
+	// "skip" (the run goes on without it, listing it in the log).
+	OnBadImage string `yaml:"on_bad_image"`
+	// File is the CSV table of "csv", split into training and validation
+	// rows by data.val_fraction. A relative path is relative to the
+	// working directory.
+	File string `yaml:"file"`
+	// TrainFile and ValFile are the training and validation tables of
+	// "csv", when they are separate files (instead of data.file).
+	TrainFile string `yaml:"train_file"`
+	// ValFile: see TrainFile.
+	ValFile string `yaml:"val_file"`
+	// Label is the column of "csv" to predict: its name in the header, or
+	// its index (0 is the first column, -1 the last). Required by "csv".
+	Label string `yaml:"label"`
+	// Features lists the columns of "csv" the model reads, by name or
+	// index; [] (the default) reads every other column whose first value
+	// is a number. They are standardized with the mean and standard
+	// deviation of the training rows, saved with the run.
+	Features []string `yaml:"features"`
+	// Header says that the first line of the tables of "csv" (after
+	// data.skip_rows) names the columns. Default true.
+	Header bool `yaml:"header"`
+	// SkipRows is the number of lines skipped at the start of the tables
+	// of "csv" (scikit-learn's files start with a line of counts).
+	// Default 0.
+	SkipRows int `yaml:"skip_rows"`
 	// Args holds the keys of a data set registered in Go with
 	// RegisterDataset, decoded strictly into that data set's own struct.
 	// The built-in data sets take none. Default {}.
@@ -156,10 +240,26 @@ type ModelConfig struct {
 	// Required.
 	Name string `yaml:"name"`
 	// File is the ONNX model that name "onnx" trains (fine-tunes): its
-	// float initializers are the parameters. It must take images
-	// [batch, 1, 28, 28] and return [batch, 10] logits. A relative path
-	// is relative to the working directory.
+	// float initializers are the parameters. It must take the data's
+	// samples with a batch axis first ([batch, C, H, W] for images) and
+	// return [batch, model.classes] logits, or model.head replaces its
+	// final classifier. A relative path is relative to the working
+	// directory.
 	File string `yaml:"file"`
+	// Input names the graph input of model "onnx" that the samples feed,
+	// when the model has several; the outputs may need no other input.
+	// Default "" (the model's only input).
+	Input string `yaml:"input"`
+	// Head replaces the final classifier of model "onnx" (the last Gemm,
+	// or MatMul and Add, feeding the output) by a new linear layer of
+	// head.classes outputs, initialised from the seed: transfer learning.
+	Head HeadConfig `yaml:"head"`
+	// Freeze lists glob patterns (path.Match syntax: *, ?, [...]) of
+	// parameter names that are not trained: "*" freezes everything but a
+	// new head. Each pattern must match some parameter. A BatchNorm whose
+	// weight and bias are frozen keeps its running statistics. The names
+	// are printed by the train command's model summary. Default [].
+	Freeze []string `yaml:"freeze"`
 	// Hidden lists the widths of the hidden layers of "mlp".
 	// Default [512, 256].
 	Hidden []int `yaml:"hidden"`
@@ -169,8 +269,10 @@ type ModelConfig struct {
 	// Dropout is the probability of zeroing an activation in training;
 	// 0 (the default) disables dropout.
 	Dropout float64 `yaml:"dropout"`
-	// Classes is the number of classes of data set "idx"; Fashion-MNIST
-	// has 10. Default 10.
+	// Classes is the number of classes the model predicts; 0 (the
+	// default) takes the data's class count (Fashion-MNIST's 10, the
+	// class folders of "images", the labels of "csv", the largest label
+	// plus one of "idx"). A regression predicts one number: 0 or 1.
 	Classes int `yaml:"classes"`
 	// Blocks lists the residual blocks per stage of "resnet", e.g.
 	// [2, 2, 2]. Default [2, 2, 2].
@@ -194,8 +296,8 @@ type ModelConfig struct {
 	// block. Default 512.
 	FF int `yaml:"ff"`
 	// PatchSize is the side of the square image patches that are the
-	// tokens of "transformer" (it must divide 28); 0 makes each image row
-	// a token. Default 7.
+	// tokens of "transformer" (it must divide the image's height and
+	// width); 0 makes each image row a token. Default 7.
 	PatchSize int `yaml:"patch_size"`
 	// Context is the number of characters "charlm" sees at once (its
 	// training window). Default 128.
@@ -205,6 +307,14 @@ type ModelConfig struct {
 	// struct. The built-in models take none: their keys are the ones
 	// above. Default {}.
 	Args strictyaml.Raw `yaml:"args,omitempty"`
+}
+
+// HeadConfig describes the new classifier that replaces an ONNX model's
+// own (model.head).
+type HeadConfig struct {
+	// Classes is the number of outputs of the new classifier; 0 (the
+	// default) keeps the model's classifier.
+	Classes int `yaml:"classes"`
 }
 
 // CheckpointConfig says how often the full training state (weights,
@@ -423,20 +533,30 @@ type OutputConfig struct {
 func DefaultConfig() *Config {
 	return &Config{
 		Seed:      1,
+		Task:      "classification",
 		Device:    "cpu",
 		Precision: "fp32",
 		TF32:      true,
 		Data: DataConfig{
-			Name:        "fashion-mnist",
-			Dir:         DefaultDataDir,
-			Normalize:   true,
-			Files:       []string{},
-			ValFraction: 0.1,
+			Name:         "fashion-mnist",
+			Dir:          DefaultDataDir,
+			Normalize:    true,
+			Files:        []string{},
+			ValFraction:  0.1,
+			AugmentScale: [2]float64{0.08, 1},
+			AugmentRatio: [2]float64{3.0 / 4, 4.0 / 3},
+			ImageSize:    []int{},
+			Mean:         []float64{},
+			Std:          []float64{},
+			Cache:        "auto",
+			OnBadImage:   "fail",
+			Features:     []string{},
+			Header:       true,
 		},
 		Model: ModelConfig{
 			Hidden:     []int{512, 256},
 			Activation: "relu",
-			Classes:    10,
+			Freeze:     []string{},
 			Blocks:     []int{2, 2, 2},
 			Widths:     []int{16, 32, 64},
 			Stem:       "cifar",
@@ -649,6 +769,9 @@ func (c *Config) Validate() error {
 	if k.BestMetric == "test_accuracy" && c.Model.Name == "charlm" {
 		v.fail("checkpoint.best_metric", `"test_loss" or "auto" for a language model (it has no accuracy)`, strconv.Quote(k.BestMetric))
 	}
+	if k.BestMetric == "test_accuracy" && c.Task == "regression" {
+		v.fail("checkpoint.best_metric", `"test_loss" or "auto" for a regression (it has no accuracy)`, strconv.Quote(k.BestMetric))
+	}
 
 	if c.Sample.Length < 0 {
 		v.fail("sample.length", "an integer >= 0", strconv.Itoa(c.Sample.Length))
@@ -735,7 +858,28 @@ func (f fixedLR) BaseLR() float64 { return float64(f) }
 // validateModel checks the keys that shape the zoo's models.
 func (v *configValidator) validateModel() {
 	m := v.c.Model
-	v.atLeast1("model.classes", m.Classes)
+	if m.Classes < 0 {
+		v.fail("model.classes", "an integer >= 0 (0: the data's class count)", strconv.Itoa(m.Classes))
+	}
+	if m.Name != "onnx" {
+		if m.Head.Classes != 0 {
+			v.fail("model.head.classes", `0 (model.head replaces the classifier of model "onnx" only)`, strconv.Itoa(m.Head.Classes))
+		}
+		if m.Input != "" {
+			v.fail("model.input", `"" (an input is chosen for model "onnx" only)`, strconv.Quote(m.Input))
+		}
+	}
+	if m.Head.Classes < 0 {
+		v.fail("model.head.classes", "an integer >= 0 (0 keeps the model's classifier)", strconv.Itoa(m.Head.Classes))
+	}
+	for i, g := range m.Freeze {
+		if _, err := path.Match(g, ""); err != nil || g == "" {
+			v.fail(fmt.Sprintf("model.freeze[%d]", i), "a glob pattern of parameter names (*, ?, [...])", strconv.Quote(g))
+		}
+	}
+	if v.c.Task == "regression" && m.Classes > 1 {
+		v.fail("model.classes", "0 or 1 for task regression (the model predicts one number)", strconv.Itoa(m.Classes))
+	}
 	switch m.Name {
 	case "resnet":
 		if len(m.Blocks) == 0 {
@@ -765,8 +909,8 @@ func (v *configValidator) validateModel() {
 		}
 		v.atLeast1("model.layers", m.Layers)
 		v.atLeast1("model.ff", m.FF)
-		if m.Name == "transformer" && (m.PatchSize < 0 || m.PatchSize > 0 && 28%m.PatchSize != 0) {
-			v.fail("model.patch_size", "0 (rows as tokens) or a divisor of 28 (1, 2, 4, 7, 14, 28)", strconv.Itoa(m.PatchSize))
+		if m.Name == "transformer" && m.PatchSize < 0 {
+			v.fail("model.patch_size", "0 (rows as tokens) or a divisor of the image size", strconv.Itoa(m.PatchSize))
 		}
 		if m.Name == "charlm" {
 			v.atLeast1("model.context", m.Context)
@@ -783,20 +927,105 @@ func (v *configValidator) validateData() {
 	case lm && d.Name != "text":
 		v.fail("data.name", `"text" for model "charlm" (a language model trains on text)`, strconv.Quote(d.Name))
 	case !lm && d.Name == "text":
-		v.fail("data.name", `an image data set (fashion-mnist or idx): data set "text" trains model "charlm" only`, strconv.Quote(d.Name))
+		v.fail("data.name", `a data set of images or a table: data set "text" trains model "charlm" only`, strconv.Quote(d.Name))
 	}
-	if d.Name == "text" {
+	v.oneOf("task", c.Task, knownTasks)
+	if c.Task == "regression" && d.Name != "csv" {
+		v.fail("task", `"classification" for data set `+strconv.Quote(d.Name)+` (regression learns the numbers of a "csv" table)`, strconv.Quote(c.Task))
+	}
+	switch d.Name {
+	case "text":
 		if len(d.Files) == 0 {
 			v.fail("data.files", `a list of text files or glob patterns for data set "text"`, "[]")
 		}
-		if !(d.ValFraction > 0 && d.ValFraction < 1) {
-			v.fail("data.val_fraction", "a number in (0, 1)", fmtNum(d.ValFraction))
-		}
-	} else {
+		v.valFraction()
+	case "csv":
+		v.validateTable()
+	default:
 		v.nonEmpty("data.dir", d.Dir, "the folder of the data set")
+	}
+	if d.Name == "images" {
+		v.validateImages()
 	}
 	if d.AugmentPad < 0 {
 		v.fail("data.augment_pad", "an integer >= 0 (0: no random crop)", strconv.Itoa(d.AugmentPad))
+	}
+}
+
+// valFraction checks data.val_fraction, used to split off validation data.
+func (v *configValidator) valFraction() {
+	if f := v.c.Data.ValFraction; !(f > 0 && f < 1) {
+		v.fail("data.val_fraction", "a number in (0, 1)", fmtNum(f))
+	}
+}
+
+// validateImages checks the keys of data set "images".
+func (v *configValidator) validateImages() {
+	d := v.c.Data
+	if n := len(d.ImageSize); n != 0 && n != 2 {
+		v.fail("data.image_size", "[height, width], or [] for the first image's size", fmt.Sprint(d.ImageSize))
+	}
+	for i, s := range d.ImageSize {
+		if s < 1 {
+			v.fail(fmt.Sprintf("data.image_size[%d]", i), "an integer >= 1", strconv.Itoa(s))
+		}
+	}
+	if d.Channels != 0 && d.Channels != 1 && d.Channels != 3 {
+		v.fail("data.channels", "1 (grey), 3 (RGB) or 0 (the first image's)", strconv.Itoa(d.Channels))
+	}
+	v.oneOf("data.stats", d.Stats, knownStats)
+	if d.Stats != "" && (len(d.Mean) > 0 || len(d.Std) > 0) {
+		v.fail("data.stats", `"" when data.mean and data.std are given (one or the other)`, strconv.Quote(d.Stats))
+	}
+	if len(d.Mean) != len(d.Std) {
+		v.fail("data.std", fmt.Sprintf("as many values as data.mean (%d)", len(d.Mean)), fmt.Sprint(d.Std))
+	}
+	for _, key := range []struct {
+		name string
+		vals []float64
+	}{{"data.mean", d.Mean}, {"data.std", d.Std}} {
+		if n := len(key.vals); n > 1 && d.Channels != 0 && n != d.Channels {
+			v.fail(key.name, fmt.Sprintf("1 or %d values (data.channels)", d.Channels), fmt.Sprint(key.vals))
+		}
+		if n := len(key.vals); n != 0 && n != 1 && n != 3 {
+			v.fail(key.name, "one value per channel (1 or 3), or one for all", fmt.Sprint(key.vals))
+		}
+	}
+	for i, s := range d.Std {
+		if !(s > 0) {
+			v.fail(fmt.Sprintf("data.std[%d]", i), "a number > 0", fmtNum(s))
+		}
+	}
+	v.oneOf("data.cache", d.Cache, knownCaches)
+	v.oneOf("data.on_bad_image", d.OnBadImage, knownBadImage)
+	if d.Workers < 0 {
+		v.fail("data.workers", "an integer >= 0 (0 uses every core)", strconv.Itoa(d.Workers))
+	}
+	if s := d.AugmentScale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= 1) {
+		v.fail("data.augment_scale", "[min, max] with 0 < min <= max <= 1", fmt.Sprint(s[:]))
+	}
+	if r := d.AugmentRatio; !(r[0] > 0 && r[0] <= r[1]) {
+		v.fail("data.augment_ratio", "[min, max] with 0 < min <= max", fmt.Sprint(r[:]))
+	}
+	v.valFraction() // used when the folder has no val/ (nor test/)
+}
+
+// validateTable checks the keys of data set "csv".
+func (v *configValidator) validateTable() {
+	d := v.c.Data
+	switch {
+	case d.File == "" && d.TrainFile == "":
+		v.fail("data.file", `a CSV file for data set "csv" (or data.train_file and data.val_file)`, `""`)
+	case d.File != "" && (d.TrainFile != "" || d.ValFile != ""):
+		v.fail("data.file", `"" when data.train_file and data.val_file name the tables (one or the other)`, strconv.Quote(d.File))
+	case d.File == "" && d.ValFile == "":
+		v.fail("data.val_file", "the validation table that goes with data.train_file", `""`)
+	case d.File != "":
+		v.valFraction()
+	}
+	v.nonEmpty("data.label", d.Label, `the column to predict: its name in the header, or its index (-1: the last)`)
+	if d.SkipRows < 0 {
+		v.fail("data.skip_rows", "an integer >= 0", strconv.Itoa(d.SkipRows))
 	}
 }
 

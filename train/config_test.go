@@ -193,7 +193,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "empty file",
 			path: "testdata/empty.yaml",
-			want: []string{"testdata/empty.yaml: the file is empty", "seed, device, precision, tf32, data"},
+			want: []string{"testdata/empty.yaml: the file is empty", "seed, device, precision, tf32, task, data"},
 		},
 		{
 			name: "only comments",
@@ -235,7 +235,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "unknown top-level key",
 			yaml: minimalTestYAML + "epochs: 3\n",
-			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, precision, tf32, data, model, optimizer, schedule, train, output, dist, timeline, export, checkpoint, sample, deterministic)`},
+			want: []string{`inline.yaml:6:1: unknown key "epochs" at the top level (known: seed, device, precision, tf32, task, data, model, optimizer, schedule, train, output, dist, timeline, export, checkpoint, sample, deterministic)`},
 		},
 		{
 			name: "string for int",

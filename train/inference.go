@@ -6,14 +6,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"cmp"
+	"encoding/csv"
 	"image"
-	_ "image/gif" // predict reads GIF images
-	_ "image/jpeg"
-	_ "image/png"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hora-dl/hora/autograd"
@@ -29,8 +30,12 @@ import (
 // session is a trained model loaded from a run directory, for eval,
 // predict and export.
 type session struct {
-	cfg   *Config
-	ds    *datasets
+	cfg *Config
+	// ds holds the run's data sets, when the command needs them (eval, a
+	// language model, a run older than data.json); nil otherwise.
+	ds *datasets
+	// info is what the run knows about its data (data.json).
+	info  *runData
 	model layers.Layer
 	dev   device.Device
 	ckpt  savedCheckpoint
@@ -48,10 +53,13 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(&r.sets, "set", "override a value of the run's config, e.g. -set data.dir=DIR (repeatable)")
 }
 
-// openSession loads the run's config, data sets, model and checkpoint.
-// The weights are the checkpoint's averaged ones when it has them
-// (train.ema). "best" falls back to "last" when no evaluation chose one.
-func openSession(r runFlags) (*session, error) {
+// openSession loads the run's config, what it knows about its data
+// (data.json), its model and checkpoint, and its data sets when needData
+// (or when the run needs them to build its model: a language model, a
+// run older than data.json). The weights are the checkpoint's averaged
+// ones when it has them (train.ema). "best" falls back to "last" when no
+// evaluation chose one.
+func openSession(r runFlags, needData bool) (*session, error) {
 	if r.run == "" {
 		return nil, inputError{errors.New("-run DIR is required (the output.dir of a training run)")}
 	}
@@ -60,6 +68,10 @@ func openSession(r runFlags) (*session, error) {
 		return nil, inputError{err}
 	}
 	cfg.Output.Dir = r.run
+	info, err := readRunData(r.run)
+	if err != nil {
+		return nil, inputError{err}
+	}
 	which := r.which
 	if which == "best" {
 		if b, err := readBest(r.run); err == nil && b.Checkpoint == "" {
@@ -70,33 +82,50 @@ func openSession(r runFlags) (*session, error) {
 	if err != nil {
 		return nil, inputError{err}
 	}
-	ds, err := loadDatasets(cfg, c.Manifest.Vocab)
-	if err != nil {
-		return nil, inputError{err}
+	s := &session{cfg: cfg, info: info, ckpt: c}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	var in ModelInput
+	var lm *languageModel
+	if needData || info == nil || cfg.Data.Name == "text" {
+		if s.ds, err = loadDatasets(cfg, c.Manifest.Vocab, info); err != nil {
+			return nil, inputError{err}
+		}
+		in, lm = s.ds.modelInput(cfg, rng), s.ds.lm
+		if s.info == nil {
+			s.info = s.ds.info
+		}
+	} else {
+		in = ModelInput{SampleShape: slices.Clone(info.SampleShape), Classes: max(len(info.Classes), 1), Rand: rng, Config: cfg}
 	}
-	dev, err := device.Open(cfg.Device)
-	if err != nil {
+	if s.dev, err = device.Open(cfg.Device); err != nil {
 		return nil, inputError{fmt.Errorf("device: %w", err)}
 	}
-	model, err := buildModel(cfg, ds.modelInput(cfg, rand.New(rand.NewPCG(cfg.Seed, 1))), ds.lm)
-	if err != nil {
+	if s.model, err = buildModel(cfg, in, lm); err != nil {
 		return nil, inputError{err}
 	}
-	layers.To(model, dev)
-	if _, err := checkpoint.LoadInto(filepath.Join(c.Dir, modelFile), layers.StateDict(model)); err != nil {
+	layers.To(s.model, s.dev)
+	if _, err := checkpoint.LoadInto(filepath.Join(c.Dir, modelFile), layers.StateDict(s.model)); err != nil {
 		return nil, inputError{err}
 	}
 	if _, ok := c.Manifest.Files[emaFile]; ok {
 		avg := map[string]*tensor.Tensor{}
-		for _, p := range model.Parameters() {
+		for _, p := range s.model.Parameters() {
 			avg[p.Name] = p.Value
 		}
 		if _, err := checkpoint.LoadInto(filepath.Join(c.Dir, emaFile), avg); err != nil {
 			return nil, inputError{err}
 		}
 	}
-	layers.Eval(model)
-	return &session{cfg: cfg, ds: ds, model: model, dev: dev, ckpt: c}, nil
+	layers.Eval(s.model)
+	return s, nil
+}
+
+// lm returns the language model of the run (nil for other models).
+func (s *session) lm() *languageModel {
+	if s.ds == nil {
+		return nil
+	}
+	return s.ds.lm
 }
 
 // parseRunFlags parses the flags of eval, predict or export.
@@ -127,7 +156,7 @@ func evalCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if fs.NArg() > 0 {
 		return inputError{fmt.Errorf("eval: unexpected argument %q", fs.Arg(0))}
 	}
-	s, err := openSession(r)
+	s, err := openSession(r, true)
 	if err != nil {
 		return err
 	}
@@ -141,13 +170,15 @@ func evalCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	t := &trainer{cfg: s.cfg, dev: s.dev, model: s.model, lm: s.ds.lm, test: test, testLen: s.ds.test.Len(),
-		engine: engine, arena: tensor.NewArena()}
-	loss, acc, err := t.evaluate(ctx)
+		targets: s.ds.targets, engine: engine, arena: tensor.NewArena()}
+	metrics, err := t.evaluate(ctx)
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"checkpoint": s.ckpt.Dir, "step": s.ckpt.Manifest.Step, "test_loss": loss,
-		"test_accuracy": acc, "test_samples": s.ds.test.Len()}
+	out := map[string]any{"checkpoint": s.ckpt.Dir, "step": s.ckpt.Manifest.Step, "test_samples": s.ds.test.Len()}
+	for k, v := range metrics {
+		out[k] = v
+	}
 	if s.ds.lm != nil {
 		out["unigram_entropy"] = s.ds.lm.unigram
 	}
@@ -169,30 +200,42 @@ func exportCommand(_ context.Context, args []string, stdout, stderr io.Writer) e
 	if err := checkExportDir(*out); err != nil {
 		return inputError{fmt.Errorf("export: %w", err)}
 	}
-	s, err := openSession(r)
+	s, err := openSession(r, false)
 	if err != nil {
 		return err
 	}
-	sample := s.ds.test.SampleShape()
-	if err := exportONNX(*out, s.model, s.ds.lm, s.dev, sample); err != nil {
+	sample := s.info.SampleShape
+	if err := exportONNX(*out, s.model, s.lm(), s.dev, sample, s.info); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(stdout, "exported %s (step %d) to %s (ONNX opset 17%s)\n", s.ckpt.Dir, s.ckpt.Manifest.Step, *out, exportShape(s.ds.lm, sample))
+	fmt.Fprintf(stdout, "exported %s (step %d) to %s (ONNX opset 17%s)\n", s.ckpt.Dir, s.ckpt.Manifest.Step, *out, exportShape(s.lm(), sample))
 	return nil
 }
 
-// prediction is one line of predict's output for an image.
+// prediction is one line of predict's output: an image's, or a table
+// row's, class (or a regression's value).
 type prediction struct {
-	File          string    `json:"file"`
-	Index         *int      `json:"index,omitempty"` // the image's index in an IDX file
-	Class         int       `json:"class"`
-	Label         string    `json:"label,omitempty"`
-	Probability   float64   `json:"probability"`
-	Probabilities []float64 `json:"probabilities"`
+	File          string       `json:"file"`
+	Index         *int         `json:"index,omitempty"` // the image's index in an IDX file
+	Line          int          `json:"line,omitempty"`  // the row's line in a CSV file
+	Value         *float64     `json:"value,omitempty"` // a regression's prediction
+	Class         *int         `json:"class,omitempty"`
+	Label         string       `json:"label,omitempty"`
+	Probability   float64      `json:"probability,omitempty"`
+	Probabilities []float64    `json:"probabilities,omitempty"`
+	Top           []classScore `json:"top,omitempty"` // the -top-k most likely classes
 }
 
-// predictCommand classifies images, or continues a text with a language
-// model, and prints JSON.
+// classScore is a class and its probability.
+type classScore struct {
+	Class       int     `json:"class"`
+	Label       string  `json:"label,omitempty"`
+	Probability float64 `json:"probability"`
+}
+
+// predictCommand classifies images or table rows (or predicts a
+// regression's numbers), or continues a text with a language model, and
+// prints JSON.
 func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
 	var r runFlags
@@ -200,16 +243,16 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	prompt := fs.String("prompt", "", "language model: the text to continue (default sample.prompt)")
 	length := fs.Int("length", -1, "language model: characters to generate (default sample.length)")
 	temp := fs.Float64("temperature", -1, "language model: sampling temperature, 0 = most likely (default sample.temperature)")
-	topK := fs.Int("top-k", -1, "language model: sample among the k most likely characters, 0 = all (default sample.top_k)")
+	topK := fs.Int("top-k", -1, "classifier: list the `K` most likely classes; language model: sample among the k most likely characters, 0 = all (default sample.top_k)")
 	seed := fs.Uint64("seed", 1, "language model: seed of the sampling")
-	if err := parseRunFlags(fs, args, stderr, "train predict -run DIR [-checkpoint ...] FILE... | -prompt TEXT"); err != nil {
+	if err := parseRunFlags(fs, args, stderr, "train predict -run DIR [-checkpoint ...] [-top-k K] IMAGE_OR_CSV_FILE... | -prompt TEXT"); err != nil {
 		return err
 	}
-	s, err := openSession(r)
+	s, err := openSession(r, false)
 	if err != nil {
 		return err
 	}
-	if s.ds.lm != nil {
+	if lm := s.lm(); lm != nil {
 		sc := s.cfg.Sample
 		if *prompt != "" {
 			sc.Prompt = *prompt
@@ -223,11 +266,11 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 		if *topK >= 0 {
 			sc.TopK = *topK
 		}
-		lm, ok := s.model.(*models.CharLM)
+		net, ok := s.model.(*models.CharLM)
 		if !ok {
 			return fmt.Errorf("predict: model %s is not a language model", s.cfg.Model.Name)
 		}
-		text, err := generate(lm, s.ds.lm.vocab, sc, rand.New(rand.NewPCG(*seed, 0)))
+		text, err := generate(net, lm.vocab, sc, rand.New(rand.NewPCG(*seed, 0)))
 		if err != nil {
 			return inputError{fmt.Errorf("predict: %w", err)}
 		}
@@ -235,37 +278,39 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 			"temperature": sc.Temperature, "top_k": sc.TopK, "checkpoint": s.ckpt.Dir})
 	}
 	if fs.NArg() == 0 {
-		return inputError{errors.New("predict: name the image files to classify (PNG, JPEG, GIF, or IDX image files)")}
-	}
-	shape := s.ds.test.SampleShape() // C×H×W
-	var names []string
-	if s.cfg.Data.Name == "fashion-mnist" {
-		names = data.FashionMNISTClassNames()
+		if s.info.Table != nil {
+			return inputError{errors.New("predict: name the CSV files whose rows to predict")}
+		}
+		return inputError{errors.New("predict: name the image files to classify (PNG, JPEG, GIF, BMP, WebP, or IDX image files)")}
 	}
 	enc := json.NewEncoder(stdout)
 	for _, path := range fs.Args() {
-		images, err := readImages(path, shape, s.cfg.Data.Normalize)
-		if err != nil {
-			return inputError{fmt.Errorf("predict: %w", err)}
+		var samples [][]float32
+		var place func(i int, p *prediction)
+		if s.info.Table != nil {
+			rows, lines, err := readTableRows(path, s.cfg, s.info.Table)
+			if err != nil {
+				return inputError{fmt.Errorf("predict: %w", err)}
+			}
+			samples, place = rows, func(i int, p *prediction) { p.Line = lines[i] }
+		} else {
+			if samples, err = readImages(path, s.info); err != nil {
+				return inputError{fmt.Errorf("predict: %w", err)}
+			}
+			place = func(i int, p *prediction) {
+				if len(samples) > 1 || isIDX(path) {
+					p.Index = &i
+				}
+			}
 		}
-		for i, img := range images {
-			probs, err := classify(s, img, shape)
+		for i, x := range samples {
+			out, err := s.predict(x)
 			if err != nil {
 				return fmt.Errorf("predict: %s: %w", path, err)
 			}
-			p := prediction{File: path, Probabilities: probs}
-			if len(images) > 1 || isIDX(path) {
-				p.Index = &i
-			}
-			for c, q := range probs {
-				if q > probs[p.Class] {
-					p.Class = c
-				}
-			}
-			p.Probability = probs[p.Class]
-			if p.Class < len(names) {
-				p.Label = names[p.Class]
-			}
+			p := s.describe(out, *topK)
+			p.File = path
+			place(i, &p)
 			if err := enc.Encode(p); err != nil {
 				return err
 			}
@@ -274,75 +319,155 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	return nil
 }
 
-// classify returns the class probabilities of one image.
-func classify(s *session, img []float32, shape []int) ([]float64, error) {
-	x := tensor.FromFloat32(img, append([]int{1}, shape...)...).To(s.dev)
-	out, err := forwardOnce(s.model, x) // openSession put the model in evaluation mode
+// predict returns the model's outputs for one sample: class
+// probabilities, or a regression's value.
+func (s *session) predict(x []float32) ([]float64, error) {
+	t := tensor.FromFloat32(x, append([]int{1}, s.info.SampleShape...)...).To(s.dev)
+	out, err := forwardOnce(s.model, t) // openSession put the model in evaluation mode
 	if err != nil {
 		return nil, err
 	}
-	probs := autograd.Softmax(autograd.Constant(out), 1).Value.Cast(device.Float64).Float64s()
-	return probs, nil
+	if s.info.Task == "regression" {
+		return out.Cast(device.Float64).Float64s(), nil
+	}
+	return autograd.Softmax(autograd.Constant(out), 1).Value.Cast(device.Float64).Float64s(), nil
+}
+
+// describe turns a sample's outputs into its prediction: the most likely
+// class, its name and probability, and the topK most likely.
+func (s *session) describe(out []float64, topK int) prediction {
+	if s.info.Task == "regression" {
+		return prediction{Value: &out[0]}
+	}
+	label := func(c int) string {
+		if c < len(s.info.Classes) {
+			return s.info.Classes[c]
+		}
+		return ""
+	}
+	order := make([]int, len(out))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(out[b], out[a]) })
+	best := order[0]
+	p := prediction{Class: &best, Label: label(best), Probability: out[best], Probabilities: out}
+	for _, c := range order[:min(max(topK, 0), len(order))] {
+		p.Top = append(p.Top, classScore{Class: c, Label: label(c), Probability: out[c]})
+	}
+	return p
 }
 
 func isIDX(path string) bool {
 	return strings.Contains(filepath.Base(path), "idx3")
 }
 
-// readImages reads the images of a file: one PNG, JPEG or GIF image
-// (converted to grey and, if its size differs, scaled to the model's
-// H×W), or every image of an IDX file of the model's size. Pixels are
-// scaled to [0, 1] and normalized as in training.
-func readImages(path string, shape []int, normalize bool) ([][]float32, error) {
-	c, h, w := shape[0], shape[1], shape[2]
-	var out [][]float32
-	if isIDX(path) {
-		idx, err := data.ReadIDXImages(path)
-		if err != nil {
-			return nil, err
-		}
-		if idx.Dims[1] != h || idx.Dims[2] != w {
-			return nil, fmt.Errorf("%s: images are %d×%d, the model takes %d×%d", path, idx.Dims[1], idx.Dims[2], h, w)
-		}
-		for i := range idx.Dims[0] {
-			img := make([]float32, h*w)
-			for j, v := range idx.Data[i*h*w : (i+1)*h*w] {
-				img[j] = float32(v) / 255
-			}
-			out = append(out, img)
-		}
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		src, _, err := image.Decode(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: not a PNG, JPEG or GIF image: %w", path, err)
-		}
-		if c != 1 {
-			return nil, fmt.Errorf("%s: the model takes %d-channel images; predict reads grey images only", path, c)
-		}
-		b := src.Bounds()
-		img := make([]float32, h*w)
-		for y := range h {
-			for x := range w {
-				// Nearest pixel of the source (an exact copy at the same size).
-				sx := b.Min.X + x*b.Dx()/w
-				sy := b.Min.Y + y*b.Dy()/h
-				r, g, bl, _ := src.At(sx, sy).RGBA()
-				img[y*w+x] = float32(0.299*float64(r)+0.587*float64(g)+0.114*float64(bl)) / 65535
-			}
-		}
-		out = append(out, img)
+// readImages reads the images of a file as the run's samples: one image
+// (PNG, JPEG, GIF, BMP or WebP, RGB or grey, of any size: converted,
+// resized and center-cropped as evaluation does), or every image of an
+// IDX file of the model's size.
+func readImages(path string, info *runData) ([][]float32, error) {
+	im := info.Image
+	if im == nil {
+		return nil, fmt.Errorf("%s: this run's model does not take images", path)
 	}
-	if normalize {
-		for _, img := range out {
-			for i, v := range img {
-				img[i] = (v - data.FashionMNISTMean) / data.FashionMNISTStd
-			}
+	tr := im.transform()
+	size := im.Channels * im.Height * im.Width
+	if !isIDX(path) {
+		img, err := data.DecodeImage(path)
+		if err != nil {
+			return nil, err
 		}
+		x := make([]float32, size)
+		tr.Eval(img, x)
+		return [][]float32{x}, nil
+	}
+	idx, err := data.ReadIDXImages(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(idx.Dims) != 3 || im.Channels != 1 || idx.Dims[1] != im.Height || idx.Dims[2] != im.Width {
+		return nil, fmt.Errorf("%s: images are %v, the model takes %d×%d×%d", path, idx.Dims[1:], im.Channels, im.Height, im.Width)
+	}
+	var out [][]float32
+	for i := range idx.Dims[0] {
+		img := image.NewGray(image.Rect(0, 0, im.Width, im.Height))
+		copy(img.Pix, idx.Data[i*size:(i+1)*size])
+		x := make([]float32, size)
+		tr.Eval(img, x)
+		out = append(out, x)
 	}
 	return out, nil
+}
+
+// readTableRows reads the rows of a CSV file laid out as the run's
+// training table (the same data.skip_rows and data.header; the label
+// column may be left out) and returns their features, standardized as in
+// training, and the file line of each row.
+func readTableRows(path string, cfg *Config, t *tableInfo) (rows [][]float32, lines []int, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	r.TrimLeadingSpace = true
+	labelCol := slices.Index(t.Columns, t.Label)
+	if labelCol < 0 { // the label was given by index
+		if i, err := strconv.Atoi(t.Label); err == nil {
+			labelCol = (i + len(t.Columns)) % len(t.Columns)
+		}
+	}
+	cols := make([]int, len(t.Features)) // of each feature, in a full row
+	for i, name := range t.Features {
+		cols[i] = slices.Index(t.Columns, name)
+		if cols[i] < 0 {
+			return nil, nil, fmt.Errorf("%s: the run's feature %q is not one of its columns %v", dataFile, name, t.Columns)
+		}
+	}
+	skip := cfg.Data.SkipRows
+	header := cfg.Data.Header
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		line, _ := r.FieldPos(0)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+			continue
+		}
+		if header {
+			header = false
+			continue
+		}
+		withLabel := len(rec) == len(t.Columns)
+		if !withLabel && len(rec) != len(t.Columns)-1 {
+			return nil, nil, fmt.Errorf("%s:%d: expected %d fields (the training table's columns, the label %q optional), found %d", path, line, len(t.Columns), t.Label, len(rec))
+		}
+		x := make([]float32, len(cols))
+		for i, c := range cols {
+			at := c
+			if !withLabel && c > labelCol {
+				at--
+			}
+			v, err := strconv.ParseFloat(strings.TrimSpace(rec[at]), 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s:%d:%d (column %q): expected a number, found %q", path, line, at+1, t.Features[i], rec[at])
+			}
+			x[i] = float32((v - t.Mean[i]) / t.Std[i])
+		}
+		rows, lines = append(rows, x), append(lines, line)
+	}
+	if len(rows) == 0 {
+		return nil, nil, fmt.Errorf("%s: no rows to predict", path)
+	}
+	return rows, lines, nil
 }

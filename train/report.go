@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/internal/curves"
 	"github.com/hora-dl/hora/layers"
@@ -106,18 +108,58 @@ func generate(lm *models.CharLM, vocab interface {
 }
 
 // exportONNX writes the model to path as ONNX, with a dynamic batch
-// dimension: images [batch, C, H, W], or a language model's
-// [batch, context] character ids. onnx.Export traces the model in
-// evaluation mode and restores its mode.
-func exportONNX(path string, model layers.Layer, lm *languageModel, dev device.Device, sample []int) error {
+// dimension: images [batch, C, H, W], a table's raw features
+// [batch, features] (standardized inside the graph, as training did), or
+// a language model's [batch, context] character ids. The graph's doc
+// string holds info as JSON (the class names, the image transform, the
+// table's columns), so that a user of the file knows how to feed it.
+// onnx.Export traces the model in evaluation mode and restores its mode.
+func exportONNX(path string, model layers.Layer, lm *languageModel, dev device.Device, sample []int, info *runData) error {
 	var example *tensor.Tensor
 	if lm != nil {
 		example = tensor.New(dev, device.Int64, 1, lm.context)
 	} else {
 		example = tensor.New(dev, device.Float32, append([]int{1}, sample...)...)
 	}
-	return onnx.ExportFile(path, model, []*tensor.Tensor{example}, onnx.ExportOptions{})
+	var doc string
+	if info != nil {
+		if info.Table != nil {
+			model = newStandardized(model, info.Table, dev)
+		}
+		js, _ := json.Marshal(info)
+		doc = string(js)
+	}
+	return onnx.ExportFile(path, model, []*tensor.Tensor{example}, onnx.ExportOptions{DocString: doc})
 }
+
+// standardized is a table model that standardizes its raw features
+// first, with the training rows' statistics: what export writes, so that
+// the ONNX file takes the table's values as they are.
+type standardized struct {
+	model     layers.Layer
+	mean, inv *tensor.Tensor
+}
+
+func newStandardized(model layers.Layer, t *tableInfo, dev device.Device) *standardized {
+	mean := make([]float32, len(t.Mean))
+	inv := make([]float32, len(t.Std))
+	for i := range t.Mean {
+		mean[i], inv[i] = float32(t.Mean[i]), float32(1/t.Std[i])
+	}
+	return &standardized{model: model, mean: tensor.FromFloat32(mean, 1, len(mean)).To(dev), inv: tensor.FromFloat32(inv, 1, len(inv)).To(dev)}
+}
+
+// Forward standardizes x, then runs the model.
+func (s *standardized) Forward(x *autograd.Var) *autograd.Var {
+	z := autograd.Mul(autograd.Sub(x, autograd.Constant(s.mean)), autograd.Constant(s.inv))
+	return s.model.Forward(z)
+}
+
+// Parameters returns the model's parameters.
+func (s *standardized) Parameters() []*autograd.Param { return s.model.Parameters() }
+
+// Children returns the model.
+func (s *standardized) Children() []layers.Module { return []layers.Module{s.model} }
 
 // exportShape describes the exported model's input for a message.
 func exportShape(lm *languageModel, sample []int) string {

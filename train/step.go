@@ -40,7 +40,7 @@ func NewStep(cfg *Config, model layers.Layer, dev device.Device) (*Step, error) 
 // Take takes one optimizer step on the host batch b and returns the loss
 // and the number of samples predicted right.
 func (s *Step) Take(b data.Batch) (loss float64, right int, err error) {
-	x, y, err := s.t.batchTensors(b)
+	x, y, err := s.t.batchTensors(b, s.t.trainTargets())
 	if err != nil {
 		return 0, 0, err
 	}

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -41,6 +42,12 @@ type EpochMetrics struct {
 	TrainAccuracy float64 `json:"train_accuracy"`
 	TestLoss      float64 `json:"test_loss"`
 	TestAccuracy  float64 `json:"test_accuracy"`
+	// TestRMSE and TestR2 are a regression's root mean squared error
+	// and coefficient of determination on the test set (task
+	// "regression", where the accuracies are 0 and the losses are mean
+	// squared errors).
+	TestRMSE      float64 `json:"test_rmse,omitempty"`
+	TestR2        float64 `json:"test_r2,omitempty"`
 	SamplesPerSec float64 `json:"samples_per_sec"`
 	Seconds       float64 `json:"seconds"`
 	LR            float64 `json:"lr"`
@@ -64,6 +71,8 @@ type evalRecord struct {
 	Epoch        float64 `json:"epoch"`
 	TestLoss     float64 `json:"test_loss"`
 	TestAccuracy float64 `json:"test_accuracy"`
+	TestRMSE     float64 `json:"test_rmse,omitempty"` // regression only
+	TestR2       float64 `json:"test_r2,omitempty"`   // regression only
 }
 
 // errDiverged marks a run stopped because its loss stopped being finite;
@@ -90,6 +99,9 @@ type trainer struct {
 	// trainLen and testLen count the samples of the data sets.
 	trainLen, testLen int
 	augment           *data.Augmented // nil without augmentation
+	images            *data.ImageFolder  // the training images of data set "images" (random crops per epoch)
+	targets           *regressionTargets // nil for a classifier
+	dataInfo          *runData           // written to the run folder as data.json
 	rngSrc            *rand.PCG       // the generator of dropout and other random layers
 	ema               *emaWeights     // nil without train.ema
 	arena             *tensor.Arena   // recycles the memory of each step
@@ -354,6 +366,9 @@ func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string,
 			return nil, inputError{err}
 		}
 	}
+	if err := freeze(cfg, model); err != nil {
+		return nil, inputError{err}
+	}
 	if err := checkData(cfg, ds, model); err != nil {
 		return nil, inputError{err}
 	}
@@ -361,7 +376,8 @@ func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string,
 	if err != nil {
 		return nil, err
 	}
-	t.job, t.lm, t.rngSrc, t.augment, t.stop = j, ds.lm, rngSrc, ds.augment, stop
+	t.job, t.lm, t.rngSrc, t.augment, t.images, t.stop = j, ds.lm, rngSrc, ds.augment, ds.images, stop
+	t.targets, t.dataInfo = ds.targets, ds.info
 	t.trainLen, t.testLen = ds.train.Len(), ds.test.Len()
 	if comm.Rank() == 0 {
 		if err := prepareRunDir(cfg.Output.Dir, checkpointBytes(cfg, model, t.inner)); err != nil {
@@ -375,12 +391,16 @@ func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string,
 	if t.sched, err = buildSchedule(cfg, t.inner, schedulePeriods(cfg, t.sampler.Len())); err != nil {
 		return nil, inputError{err}
 	}
+	workers := 1
+	if ds.images != nil { // decoding and resizing images is worth spreading
+		workers = cmp.Or(cfg.Data.Workers, runtime.GOMAXPROCS(0))
+	}
 	if t.train, err = data.NewLoader(ds.train, data.LoaderConfig{
-		BatchSize: cfg.Train.BatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
+		BatchSize: cfg.Train.BatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true, Workers: workers}); err != nil {
 		return nil, inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
 	if t.test, err = data.NewLoader(ds.test, data.LoaderConfig{
-		BatchSize: cfg.Train.EvalBatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true}); err != nil {
+		BatchSize: cfg.Train.EvalBatchSize, Prefetch: cfg.Train.Prefetch, ReuseMemory: true, Workers: workers}); err != nil {
 		return nil, inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
 	return t, nil
@@ -391,7 +411,7 @@ func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string,
 // sampler, schedule, engine) come later.
 func newStepTrainer(cfg *Config, model layers.Layer, dev device.Device, comm dist.Communicator) (*trainer, error) {
 	layers.To(model, dev)
-	inner, err := buildOptimizer(cfg, model.Parameters())
+	inner, err := buildOptimizer(cfg, trainable(model))
 	if err != nil {
 		return nil, inputError{err}
 	}
@@ -462,6 +482,11 @@ func (t *trainer) writeRunFiles(resume bool) error {
 	cfg := t.cfg
 	if err := writeConfig(cfg); err != nil {
 		return err
+	}
+	if t.dataInfo != nil {
+		if err := writeRunData(cfg.Output.Dir, t.dataInfo); err != nil {
+			return err
+		}
 	}
 	if t.lm != nil {
 		if err := writeFileAtomic(filepath.Join(cfg.Output.Dir, "vocab.json"), t.lm.vocabJSON()); err != nil {
@@ -546,7 +571,7 @@ func (t *trainer) finish() error {
 		map[string]any{"run_dir": cfg.Output.Dir, "step": t.step})
 	if cfg.Export.ONNX != "" {
 		sample := t.test.Dataset().SampleShape()
-		if err := exportONNX(cfg.Export.ONNX, t.model, t.lm, t.dev, sample); err != nil {
+		if err := exportONNX(cfg.Export.ONNX, t.model, t.lm, t.dev, sample, t.dataInfo); err != nil {
 			return fmt.Errorf("export.onnx: %w", err)
 		}
 		t.con.info(true, "exported the model to %s (ONNX opset 17%s)", cfg.Export.ONNX, exportShape(t.lm, sample))
@@ -678,7 +703,10 @@ func backendError(dev device.Device) error {
 // they, and everything computed from them, are valid until the arena's
 // next Reset. A language model's batch of windows of T+1 characters
 // becomes the first T as input and the last T as targets.
-func (t *trainer) batchTensors(b data.Batch) (x, y *tensor.Tensor, err error) {
+//
+// For a regression, targets holds the numbers of the batch's data set
+// (by sample index) and y is their column for the batch: N×1 float32.
+func (t *trainer) batchTensors(b data.Batch, targets []float32) (x, y *tensor.Tensor, err error) {
 	if t.lm != nil {
 		xs, ys, shape := t.lm.split(b)
 		if x, err = t.arena.FromSlice(t.dev, xs, shape...); err != nil {
@@ -691,6 +719,16 @@ func (t *trainer) batchTensors(b data.Batch) (x, y *tensor.Tensor, err error) {
 	}
 	if x, err = t.arena.FromSlice(t.dev, b.X, b.Shape...); err != nil {
 		return nil, nil, err
+	}
+	if t.targets != nil {
+		ys := make([]float32, len(b.Indices))
+		for i, j := range b.Indices {
+			ys[i] = targets[j]
+		}
+		if y, err = t.arena.FromSlice(t.dev, ys, len(ys), 1); err != nil {
+			return nil, nil, err
+		}
+		return x, y, nil
 	}
 	if y, err = t.arena.FromSlice(t.dev, b.Y, len(b.Y)); err != nil {
 		return nil, nil, err
@@ -710,9 +748,10 @@ func (t *trainer) forward(x *autograd.Var) *autograd.Var {
 
 // forwardBackward is the first half of a training step, on one batch in
 // the step's arena: the model's logits for x, the cross-entropy loss
-// against the labels y (with train.label_smoothing), and its gradients,
-// added to the parameters' (scaled for fp16). It returns the loss and the
-// number of rows predicted right, then resets the arena.
+// against the labels y (with train.label_smoothing; a regression's mean
+// squared error against its targets), and its gradients, added to the
+// parameters' (scaled for fp16). It returns the loss and the number of
+// rows predicted right (0 for a regression), then resets the arena.
 func (t *trainer) forwardBackward(x, y *tensor.Tensor) (loss float64, right int, err error) {
 	tl := t.timeline
 	var t0 time.Time
@@ -720,7 +759,7 @@ func (t *trainer) forwardBackward(x, y *tensor.Tensor) (loss float64, right int,
 		t0 = time.Now()
 	}
 	logits := t.forward(autograd.Constant(x))
-	l := layers.CrossEntropy(logits, y, layers.CrossEntropyOptions{LabelSmoothing: t.cfg.Train.LabelSmoothing})
+	l := t.loss(logits, y, layers.ReduceMean)
 	loss = l.Value.Item()
 	if tl != nil {
 		t1 := time.Now()
@@ -733,12 +772,28 @@ func (t *trainer) forwardBackward(x, y *tensor.Tensor) (loss float64, right int,
 	if err := autograd.Backward(l); err != nil {
 		return 0, 0, err
 	}
-	right = correct(logits.Value, y)
+	if t.targets == nil {
+		right = correct(logits.Value, y)
+	}
 	t.arena.Reset()
 	if tl != nil {
 		tl.Span("phases", "backward", t0, time.Now())
 	}
 	return loss, right, nil
+}
+
+// loss is the training objective: the cross-entropy of the logits
+// against the labels y (with train.label_smoothing in training), or for a
+// regression the squared error against the targets y, reduced by r.
+func (t *trainer) loss(out *autograd.Var, y *tensor.Tensor, r layers.Reduction) *autograd.Var {
+	if t.targets != nil {
+		return layers.MSE(out, autograd.Constant(y), r)
+	}
+	opts := layers.CrossEntropyOptions{Reduction: r}
+	if r == layers.ReduceMean {
+		opts.LabelSmoothing = t.cfg.Train.LabelSmoothing
+	}
+	return layers.CrossEntropy(out, y, opts)
 }
 
 // correct counts the rows of logits whose argmax equals the label.
@@ -804,6 +859,9 @@ func (t *trainer) startEpoch() *epochRun {
 	if cfg.Schedule.Per == "epoch" {
 		optim.Apply(t.opt, t.sched, t.epoch-1)
 	}
+	if t.images != nil {
+		t.images.SetEpoch(t.epoch)
+	}
 	if t.augment != nil {
 		t.augment.SetEpoch(t.epoch)
 	}
@@ -820,7 +878,7 @@ func (t *trainer) startEpoch() *epochRun {
 // trainBatch runs forward and backward on one batch and adds its loss and
 // accuracy to the sums.
 func (t *trainer) trainBatch(e *epochRun, b data.Batch) error {
-	x, y, err := t.batchTensors(b)
+	x, y, err := t.batchTensors(b, t.trainTargets())
 	if err != nil {
 		return err
 	}
@@ -951,6 +1009,7 @@ func (t *trainer) endEpoch(ctx context.Context) (stopped bool, err error) {
 		}
 	}
 	m.TestLoss, m.TestAccuracy = t.lastEval["test_loss"], t.lastEval["test_accuracy"]
+	m.TestRMSE, m.TestR2 = t.lastEval["test_rmse"], t.lastEval["test_r2"]
 	if t.metrics != nil {
 		if err := t.metrics.write(m); err != nil {
 			return false, err
@@ -959,11 +1018,19 @@ func (t *trainer) endEpoch(ctx context.Context) (stopped bool, err error) {
 			return false, err
 		}
 	}
-	t.con.event("epoch", true, fmt.Sprintf("epoch %d/%d  train loss %.4f acc %.4f  test loss %.4f acc %.4f  %.0f samples/s  %.1fs",
-		epoch, cfg.Train.Epochs, m.TrainLoss, m.TrainAccuracy, m.TestLoss, m.TestAccuracy, m.SamplesPerSec, m.Seconds),
-		map[string]any{"epoch": epoch, "epochs": cfg.Train.Epochs, "step": t.step, "train_loss": m.TrainLoss,
+	trainPart := fmt.Sprintf("train loss %.4f acc %.4f", m.TrainLoss, m.TrainAccuracy)
+	if t.targets != nil {
+		trainPart = fmt.Sprintf("train loss(MSE) %.4f", m.TrainLoss)
+	}
+	fields := map[string]any{}
+	if t.targets != nil {
+		fields = map[string]any{"test_rmse": m.TestRMSE, "test_r2": m.TestR2}
+	}
+	t.con.event("epoch", true, fmt.Sprintf("epoch %d/%d  %s  %s  %.0f samples/s  %.1fs",
+		epoch, cfg.Train.Epochs, trainPart, describeEval(t.lastEval), m.SamplesPerSec, m.Seconds),
+		mergeFields(fields, map[string]any{"epoch": epoch, "epochs": cfg.Train.Epochs, "step": t.step, "train_loss": m.TrainLoss,
 			"train_accuracy": m.TrainAccuracy, "test_loss": m.TestLoss, "test_accuracy": m.TestAccuracy,
-			"samples_per_sec": m.SamplesPerSec, "seconds": m.Seconds, "lr": m.LR})
+			"samples_per_sec": m.SamplesPerSec, "seconds": m.Seconds, "lr": m.LR}))
 	if t.lm != nil && t.con.log != nil {
 		t.sampleText()
 	}
@@ -976,6 +1043,14 @@ func (t *trainer) endEpoch(ctx context.Context) (stopped bool, err error) {
 		return true, nil
 	}
 	return t.epochCallbacks(ctx, m)
+}
+
+// mergeFields returns b with a's entries added.
+func mergeFields(a, b map[string]any) map[string]any {
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
 }
 
 // stepCallbacks runs the callbacks' Step functions and returns whether
@@ -1137,23 +1212,28 @@ func (t *trainer) evaluateAndRecord(ctx context.Context, epochEnd bool) (stop bo
 	if t.ema != nil {
 		t.ema.swap()
 	}
-	loss, acc, err := t.evaluate(ctx)
+	metrics, err := t.evaluate(ctx)
 	if t.ema != nil {
 		t.ema.swap()
 	}
 	if err != nil {
 		return false, err
 	}
-	t.lastEval = map[string]float64{"test_loss": loss, "test_accuracy": acc}
+	t.lastEval = metrics
 	t.lastEvalStep = t.step
 	if t.metrics != nil {
-		if err := t.metrics.write(evalRecord{Kind: "eval", Step: t.step, Epoch: t.epochProgress(), TestLoss: loss, TestAccuracy: acc}); err != nil {
+		rec := evalRecord{Kind: "eval", Step: t.step, Epoch: t.epochProgress(), TestLoss: metrics["test_loss"],
+			TestAccuracy: metrics["test_accuracy"], TestRMSE: metrics["test_rmse"], TestR2: metrics["test_r2"]}
+		if err := t.metrics.write(rec); err != nil {
 			return false, err
 		}
 	}
 	if !epochEnd {
-		t.con.event("eval", false, fmt.Sprintf("step %d  test loss %.4f acc %.4f", t.step, loss, acc),
-			map[string]any{"step": t.step, "test_loss": loss, "test_accuracy": acc})
+		fields := map[string]any{"step": t.step}
+		for k, v := range metrics {
+			fields[k] = v
+		}
+		t.con.event("eval", false, fmt.Sprintf("step %d  %s", t.step, describeEval(metrics)), fields)
 	}
 	metric, higher := t.bestMetric()
 	v := t.lastEval[metric]
@@ -1177,42 +1257,72 @@ func (t *trainer) bestMetric() (string, bool) {
 	m := t.cfg.Checkpoint.BestMetric
 	if m == "auto" {
 		m = "test_accuracy"
-		if t.lm != nil {
+		if t.lm != nil || t.targets != nil {
 			m = "test_loss"
 		}
 	}
 	return m, m == "test_accuracy"
 }
 
-// evaluate returns the mean loss and accuracy on the test set; each rank
+// evaluate returns the metrics of the model on the test set: its mean
+// loss ("test_loss") and "test_accuracy", or for a regression the mean
+// squared error ("test_loss"), "test_rmse" and "test_r2". Each rank
 // evaluates every Size-th sample and the sums are combined.
-func (t *trainer) evaluate(ctx context.Context) (loss, accuracy float64, err error) {
+func (t *trainer) evaluate(ctx context.Context) (map[string]float64, error) {
 	layers.Eval(t.model)
 	var shard []int
 	for i := t.engine.Rank(); i < t.testLen; i += t.engine.Size() {
 		shard = append(shard, i)
 	}
-	seen, right := 0.0, 0.0
+	var targets []float32
+	if t.targets != nil {
+		targets = t.targets.test
+	}
+	loss, seen, right := 0.0, 0.0, 0.0
 	for b := range t.test.BatchesOf(ctx, shard) {
-		x, y, err := t.batchTensors(b)
+		x, y, err := t.batchTensors(b, targets)
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		logits := t.forward(autograd.NoGrad(autograd.Constant(x)))
-		l := layers.CrossEntropy(logits, y, layers.CrossEntropyOptions{Reduction: layers.ReduceSum})
-		loss += l.Value.Item()
-		right += float64(correct(logits.Value, y))
-		seen += float64(y.Len())
+		loss += t.loss(logits, y, layers.ReduceSum).Value.Item()
+		if t.targets == nil {
+			right += float64(correct(logits.Value, y))
+		}
+		seen += float64(b.Len())
 		t.arena.Reset()
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	sums := []float64{loss, seen, right}
 	if err := t.engine.AllreduceFloat64s(ctx, "metrics.test", sums, dist.Sum); err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	return sums[0] / max(sums[1], 1), sums[2] / max(sums[1], 1), nil
+	n := max(sums[1], 1)
+	if t.targets != nil {
+		mse := sums[0] / n
+		return map[string]float64{"test_loss": mse, "test_rmse": math.Sqrt(mse), "test_r2": r2(mse, t.targets.testVar)}, nil
+	}
+	return map[string]float64{"test_loss": sums[0] / n, "test_accuracy": sums[2] / n}, nil
+}
+
+// trainTargets returns the numbers a regression learns from its training
+// set (nil for a classifier).
+func (t *trainer) trainTargets() []float32 {
+	if t.targets == nil {
+		return nil
+	}
+	return t.targets.train
+}
+
+// describeEval formats evaluation metrics for the console: loss and
+// accuracy, or a regression's loss, RMSE and R².
+func describeEval(m map[string]float64) string {
+	if r2, ok := m["test_r2"]; ok {
+		return fmt.Sprintf("test loss(MSE) %.4f rmse %.4f r2 %.4f", m["test_loss"], m["test_rmse"], r2)
+	}
+	return fmt.Sprintf("test loss %.4f acc %.4f", m["test_loss"], m["test_accuracy"])
 }
 
 // save writes a checkpoint of the current position (rank 0; the other
