@@ -56,7 +56,8 @@ type Table struct {
 	// Path is the file the table was read from.
 	Path string
 	// Columns are the names of all columns of the file, from the header or
-	// "column 1", "column 2", ... without one.
+	// "column 1", "column 2", ... without one (or for an empty name in the
+	// header).
 	Columns []string
 	// Label is the name of the label column and LabelColumn its index in
 	// Columns.
@@ -233,9 +234,19 @@ func readTable(path string, r io.Reader, cfg TableConfig) (*Table, error) {
 		return nil, err
 	}
 
+	// With given classes, each label is checked as its row is read, so
+	// that the first error in the file is the one reported.
+	var index map[string]int64
+	if len(cfg.Classes) > 0 {
+		t.Classes = slices.Clone(cfg.Classes)
+		if index, err = classIndex(path, t.Classes); err != nil {
+			return nil, err
+		}
+	}
 	nf := len(t.FeatureColumns)
 	t.X = make([]float32, 0, len(rows)*nf)
 	t.Lines = make([]int, 0, len(rows))
+	var keys []string // the class key of each row, without given classes
 	for _, row := range rows {
 		for _, c := range t.FeatureColumns {
 			v, err := parseNumber(row.fields[c])
@@ -245,14 +256,38 @@ func readTable(path string, r io.Reader, cfg TableConfig) (*Table, error) {
 			t.X = append(t.X, float32(v))
 		}
 		t.Lines = append(t.Lines, row.line)
+
+		label := row.fields[t.LabelColumn]
+		pos := func() string { return t.fieldPos(row.line, t.LabelColumn, cfg.Header) }
+		switch {
+		case cfg.Regression:
+			v, err := parseNumber(label)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", pos(), err)
+			}
+			t.Targets = append(t.Targets, float32(v))
+		case missing(label):
+			return nil, fmt.Errorf("%s: missing value, expected a class label", pos())
+		case index != nil:
+			y, ok := index[classKey(label)]
+			if !ok {
+				return nil, fmt.Errorf("%s: class %q is not one of the %d classes %s", pos(), label, len(t.Classes), listClasses(t.Classes))
+			}
+			t.Labels = append(t.Labels, y)
+		default:
+			keys = append(keys, classKey(label))
+		}
 	}
-	if cfg.Regression {
-		err = t.readTargets(rows, cfg.Header)
-	} else {
-		err = t.readLabels(rows, cfg)
-	}
-	if err != nil {
-		return nil, err
+	if keys != nil {
+		t.Classes = sortClasses(keys)
+		if len(t.Classes) < 2 {
+			return nil, fmt.Errorf("%s: label column %q has %d class (%q), expected at least 2 classes to train on", path, t.Label, len(t.Classes), t.Classes[0])
+		}
+		index, _ := classIndex(path, t.Classes) // distinct keys
+		t.Labels = make([]int64, len(keys))
+		for i, k := range keys {
+			t.Labels[i] = index[k]
+		}
 	}
 	return t, nil
 }
@@ -299,14 +334,14 @@ func readRecords(path string, r io.Reader, cfg TableConfig) (header record, rows
 		}
 	}
 	if len(rows) == 0 {
-		what := "the file is empty"
+		what := "is empty"
 		switch {
 		case header.fields != nil:
-			what = "only a header"
+			what = "has only a header"
 		case skipped > 0:
-			what = fmt.Sprintf("only the %d skipped rows", skipped)
+			what = fmt.Sprintf("has only %d rows, all skipped (SkipRows = %d)", skipped, cfg.SkipRows)
 		}
-		return header, nil, fmt.Errorf("%s: no data rows, found %s", path, what)
+		return header, nil, fmt.Errorf("%s: no data rows, expected at least 1; the file %s", path, what)
 	}
 	return header, rows, nil
 }
@@ -407,55 +442,17 @@ func (t *Table) fieldPos(line, c int, header bool) string {
 	return pos
 }
 
-// readTargets sets Targets from the label column.
-func (t *Table) readTargets(rows []record, header bool) error {
-	t.Targets = make([]float32, len(rows))
-	for i, row := range rows {
-		v, err := parseNumber(row.fields[t.LabelColumn])
-		if err != nil {
-			return fmt.Errorf("%s: %w", t.fieldPos(row.line, t.LabelColumn, header), err)
-		}
-		t.Targets[i] = float32(v)
-	}
-	return nil
-}
-
-// readLabels sets Classes and Labels from the label column.
-func (t *Table) readLabels(rows []record, cfg TableConfig) error {
-	keys := make([]string, len(rows))
-	for i, row := range rows {
-		s := row.fields[t.LabelColumn]
-		if missing(s) {
-			return fmt.Errorf("%s: missing value, expected a class label", t.fieldPos(row.line, t.LabelColumn, cfg.Header))
-		}
-		keys[i] = classKey(s)
-	}
-	if len(cfg.Classes) > 0 {
-		t.Classes = slices.Clone(cfg.Classes)
-	} else {
-		t.Classes = sortClasses(keys)
-		if len(t.Classes) < 2 {
-			return fmt.Errorf("%s: label column %q has %d class (%q), expected at least 2 classes to train on", t.Path, t.Label, len(t.Classes), t.Classes[0])
-		}
-	}
-	index := make(map[string]int64, len(t.Classes))
-	for i, c := range t.Classes {
+// classIndex returns the class index of each class key of classes.
+func classIndex(path string, classes []string) (map[string]int64, error) {
+	index := make(map[string]int64, len(classes))
+	for i, c := range classes {
 		k := classKey(strings.TrimSpace(c))
 		if j, dup := index[k]; dup {
-			return fmt.Errorf("%s: Classes %q and %q are the same class, expected distinct classes", t.Path, t.Classes[j], c)
+			return nil, fmt.Errorf("%s: Classes %q and %q are the same class, expected distinct classes", path, classes[j], c)
 		}
 		index[k] = int64(i)
 	}
-	t.Labels = make([]int64, len(rows))
-	for i, row := range rows {
-		y, ok := index[keys[i]]
-		if !ok {
-			return fmt.Errorf("%s: class %q is not one of the %d classes %s", t.fieldPos(row.line, t.LabelColumn, cfg.Header),
-				row.fields[t.LabelColumn], len(t.Classes), listClasses(t.Classes))
-		}
-		t.Labels[i] = y
-	}
-	return nil
+	return index, nil
 }
 
 // sortClasses returns the distinct keys, sorted numerically when all are
