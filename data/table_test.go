@@ -571,3 +571,31 @@ func ExampleReadTable() {
 	// standardized: [-1.35 1.22 -1.32 -1.28]
 	// error: field 3 (column "petal_length"): missing value, expected a number
 }
+
+// FuzzReadTable checks that no input makes ReadTable panic, and that a table
+// it returns keeps its invariants.
+func FuzzReadTable(f *testing.F) {
+	f.Add("a,b,c\n1,2,x\n3,4,y\n", "c", false, true, 0)
+	f.Add("150,4,a,b\n1,2,0\n3,4,1.0\n\n5,6,2\n", "-1", false, false, 1)
+	f.Add("\"A\",\"B\"\n1,2\n3,\"4\n5\"\n", "B", true, true, 0)
+	f.Fuzz(func(t *testing.T, content, label string, regression, header bool, skip int) {
+		cfg := TableConfig{Label: label, Header: header, Regression: regression, SkipRows: skip % 4}
+		tab, err := readTable("f.csv", strings.NewReader(content), cfg)
+		if err != nil {
+			return
+		}
+		nf := len(tab.Features)
+		if nf == 0 || len(tab.X) != tab.Rows()*nf || len(tab.FeatureColumns) != nf {
+			t.Fatalf("%d rows, %d features, len(X) = %d", tab.Rows(), nf, len(tab.X))
+		}
+		if _, err := tab.Dataset(); err != nil {
+			t.Fatal(err)
+		}
+		if tab.Rows() >= 2 {
+			if train, val, err := tab.Split(0.5, 1); err == nil && train.Rows()+val.Rows() != tab.Rows() {
+				t.Fatalf("split %d rows into %d and %d", tab.Rows(), train.Rows(), val.Rows())
+			}
+		}
+		FitStandardizer(tab).Apply(tab.X)
+	})
+}
