@@ -494,8 +494,10 @@ func listClasses(classes []string) string {
 // record with the columns of t's file, e.g. at prediction time. The record
 // has either len(t.Columns) fields or len(t.Columns)-1 without the label
 // column; the label's value, if present, is not read. Fields are trimmed of
-// spaces. Errors name the 1-based field number in the record and the
-// column, e.g.
+// spaces. Row reads only t.Columns, t.Label, t.LabelColumn and
+// t.FeatureColumns, so a Table holding just those (restored from a
+// checkpoint, say) will do. Errors name the 1-based field number in the
+// record and the column, e.g.
 //
 //	field 3 (column "petal_length"): expected a number, found "abc"
 func (t *Table) Row(fields []string) ([]float32, error) {
@@ -554,7 +556,9 @@ func (t *Table) subset(rows []int) *Table {
 // at least 1 and at most n-1, to validation.
 //
 // Split returns an error if fraction is not in (0, 1) or the validation
-// table would be empty (fewer than 2 rows, or no class with 2 rows).
+// table would be empty (fewer than 2 rows, or no class with 2 rows). t must
+// be consistent, as ReadTable returns it: Split panics on a label outside
+// [0, len(t.Classes)).
 func (t *Table) Split(fraction float64, seed uint64) (train, val *Table, err error) {
 	if !(fraction > 0 && fraction < 1) {
 		return nil, nil, fmt.Errorf("%s: Split: fraction %g, expected a number in (0, 1)", t.Path, fraction)

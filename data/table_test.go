@@ -257,6 +257,14 @@ func TestTableRow(t *testing.T) {
 	assert.Equal(t, []float32{9, 7}, x)
 }
 
+func TestTableRowFromSavedColumns(t *testing.T) {
+	t.Parallel()
+	tab := &Table{Columns: []string{"a", "lab", "b", "c"}, Label: "lab", LabelColumn: 1, FeatureColumns: []int{3, 0}}
+	x, err := tab.Row([]string{"7", "8", "9"})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{9, 7}, x)
+}
+
 func TestTableRowErrors(t *testing.T) {
 	t.Parallel()
 	tab := rowTable(t)
