@@ -10,6 +10,7 @@ import (
 	_ "image/png"  // register PNG
 	"io"
 	"os"
+	"strings"
 
 	_ "golang.org/x/image/bmp"  // register BMP
 	_ "golang.org/x/image/webp" // register WebP
@@ -59,8 +60,8 @@ func decodeErr(path string, err error) error {
 	if errors.Is(err, image.ErrFormat) {
 		return fmt.Errorf("%s: not a valid %s image: unknown file signature (the first bytes match none of these formats)", path, imageFormats)
 	}
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF // a file cut short before a header ends
+	if errors.Is(err, io.EOF) || strings.HasSuffix(err.Error(), io.ErrUnexpectedEOF.Error()) {
+		err = io.ErrUnexpectedEOF // the file is cut short (png wraps it in a FormatError)
 	}
 	return fmt.Errorf("%s: not a valid %s image: %w", path, imageFormats, err)
 }

@@ -148,9 +148,22 @@ func ScanImageFolder(dir string, classes []string) (*ImageList, error) {
 // folders are walked once each (seen holds their targets), so links cannot
 // make the walk loop.
 func scanClass(root, dir string, seen map[string]bool, add func(path string)) error {
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	// WalkDir does not descend into a root that is a link: walk its target,
+	// naming the files by their path through the link.
+	walkRoot := dir
+	if st, err := os.Lstat(dir); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		target, err := inside(root, dir)
+		if err != nil {
+			return err
+		}
+		walkRoot = target
+	}
+	return filepath.WalkDir(walkRoot, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("image folder: %w", err)
+		}
+		if rel, err := filepath.Rel(walkRoot, path); err == nil {
+			path = filepath.Join(dir, rel)
 		}
 		if path != dir && strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
