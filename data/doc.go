@@ -80,7 +80,7 @@
 // LoaderConfig.Workers > 1 several goroutines call it at once for the
 // samples of one batch, which needs a dataset whose Sample is safe for
 // concurrent use (InMemory, Subset and Augmented of such datasets, and
-// ImageFolder are). The goroutine
+// ImageFolder are). The prefetch goroutine
 // stops when the range loop ends, by a break or by the cancellation of its
 // context, and has exited by the time the loop statement returns.
 package data
