@@ -1,6 +1,7 @@
 // Package data provides datasets and the loader that cuts them into batches
-// for training: IDX files (the MNIST and Fashion-MNIST format), in-memory
-// datasets, subsets, shuffling, batching and prefetching.
+// for training: IDX files (the MNIST and Fashion-MNIST format), folders of
+// image files, in-memory datasets, subsets, augmentation, shuffling,
+// batching and prefetching.
 //
 // # Overview
 //
@@ -33,6 +34,27 @@
 //		}
 //	}
 //
+// # Image folders
+//
+// ScanImageFolder lists a folder laid out as torchvision's ImageFolder
+// expects (one sub-folder of images per class) into an ImageList, which
+// ImageList.Split can divide into stratified training and validation lists.
+// NewImageFolder turns an ImageList into a Dataset: DecodeImage reads PNG,
+// JPEG, GIF, BMP and WebP files, and an ImageTransform makes each image a
+// Channels×Height×Width sample (resize and center crop for evaluation;
+// RandomResizedCrop and flip for training, seeded by (seed, epoch, index) as
+// Augmented is). The images are decoded once up front, in parallel, so bad
+// files are found before training, and cached in memory when they fit.
+//
+//	list, err := data.ScanImageFolder("images/train", nil)
+//	…
+//	ds, err := data.NewImageFolder(list, data.ImageFolderConfig{
+//		Transform: data.ImageTransform{Height: 224, Width: 224, Channels: 3,
+//			Mean: []float32{0.485, 0.456, 0.406}, Std: []float32{0.229, 0.224, 0.225},
+//			RandomResizedCrop: true, Flip: true},
+//		Train: true, Seed: seed,
+//	})
+//
 // # Randomness
 //
 // Nothing in this package keeps random state: shuffling draws from the
@@ -54,7 +76,11 @@
 // # Concurrency
 //
 // With LoaderConfig.Prefetch > 0 a background goroutine calls the dataset's
-// Sample method while the consumer works on earlier batches. The goroutine
+// Sample method while the consumer works on earlier batches; with
+// LoaderConfig.Workers > 1 several goroutines call it at once for the
+// samples of one batch, which needs a dataset whose Sample is safe for
+// concurrent use (InMemory, Subset and Augmented of such datasets, and
+// ImageFolder are). The prefetch goroutine
 // stops when the range loop ends, by a break or by the cancellation of its
 // context, and has exited by the time the loop statement returns.
 package data

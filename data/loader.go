@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // LoaderConfig configures a Loader.
@@ -27,6 +29,13 @@ type LoaderConfig struct {
 	// it returns (copy what must outlive it). It saves allocating, and the
 	// operating system zeroing, the memory of every batch.
 	ReuseMemory bool
+	// Workers is the number of goroutines that call the dataset's Sample
+	// for the samples of one batch in parallel; 0 or 1 calls it for one
+	// sample after the other. The batches are the same whatever Workers
+	// is. Workers > 1 needs a dataset whose Sample is safe for concurrent
+	// use, as those of InMemory, Subset (of such a dataset), Augmented (of
+	// such a dataset) and ImageFolder are.
+	Workers int
 }
 
 // Batch is a batch of samples. Each batch owns its slices: batches never
@@ -61,7 +70,7 @@ type Loader struct {
 }
 
 // NewLoader returns a Loader over ds. It returns an error if ds is nil, if
-// cfg.BatchSize <= 0 or cfg.Prefetch < 0, or if the sample shape of ds is
+// cfg.BatchSize <= 0, cfg.Prefetch < 0 or cfg.Workers < 0, or if the sample shape of ds is
 // empty or has a dimension <= 0.
 func NewLoader(ds Dataset, cfg LoaderConfig) (*Loader, error) {
 	if ds == nil {
@@ -72,6 +81,9 @@ func NewLoader(ds Dataset, cfg LoaderConfig) (*Loader, error) {
 	}
 	if cfg.Prefetch < 0 {
 		return nil, fmt.Errorf("data: NewLoader: Prefetch = %d, expected >= 0 (0 means no prefetching)", cfg.Prefetch)
+	}
+	if cfg.Workers < 0 {
+		return nil, fmt.Errorf("data: NewLoader: Workers = %d, expected >= 0 (0 or 1 means no parallel Sample calls)", cfg.Workers)
 	}
 	shape := slices.Clone(ds.SampleShape())
 	if len(shape) == 0 {
@@ -268,8 +280,44 @@ func (l *Loader) batch(order []int, b int, reuse Batch) Batch {
 			Indices: slices.Clone(order[lo:hi]),
 		}
 	}
-	for j, idx := range out.Indices {
-		out.Y[j] = l.ds.Sample(idx, out.X[j*l.size:(j+1)*l.size])
+	if l.cfg.Workers <= 1 || n <= 1 {
+		for j, idx := range out.Indices {
+			out.Y[j] = l.ds.Sample(idx, out.X[j*l.size:(j+1)*l.size])
+		}
+		return out
 	}
+	l.parallelSamples(out)
 	return out
+}
+
+// parallelSamples fills out.X and out.Y from the samples at out.Indices
+// with cfg.Workers goroutines, each taking the next sample not yet taken.
+// A panic in Sample is raised again in the calling goroutine once all
+// the goroutines have stopped.
+func (l *Loader) parallelSamples(out Batch) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var panicked any
+	for range min(l.cfg.Workers, len(out.Indices)) {
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { panicked = r })
+					next.Store(int64(len(out.Indices))) // stop the others
+				}
+			}()
+			for {
+				j := int(next.Add(1) - 1)
+				if j >= len(out.Indices) {
+					return
+				}
+				out.Y[j] = l.ds.Sample(out.Indices[j], out.X[j*l.size:(j+1)*l.size])
+			}
+		})
+	}
+	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 }

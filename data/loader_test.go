@@ -335,3 +335,54 @@ func TestLoaderReuseMemory(t *testing.T) {
 		assert.LessOrEqual(t, len(seen), prefetch+3, "prefetch %d: batches live in a few recycled buffers", prefetch)
 	}
 }
+
+// TestLoaderWorkers checks that parallel Sample calls give the batches of
+// sequential ones, for an InMemory data set and an augmented ImageFolder,
+// with and without prefetching, and that a panic in Sample reaches the caller.
+func TestLoaderWorkers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fashionTree(t, dir, 23)
+	list, err := ScanImageFolder(dir, nil)
+	require.NoError(t, err)
+	tr := ImageTransform{Height: 20, Width: 20, Channels: 1, RandomResizedCrop: true, Flip: true}
+	images, err := NewImageFolder(list, ImageFolderConfig{Transform: tr, Train: true, Seed: 4})
+	require.NoError(t, err)
+	images.SetEpoch(2)
+	for name, ds := range map[string]Dataset{"InMemory": makeDataset(t, 37, []int{2, 2}, 5), "ImageFolder": images} {
+		var want []Batch
+		for _, cfg := range []LoaderConfig{
+			{Workers: 0}, {Workers: 1}, {Workers: 4}, {Workers: 4, Prefetch: 2}, {Workers: 3, ReuseMemory: true}, {Workers: 100},
+		} {
+			cfg.BatchSize, cfg.Shuffle = 5, true
+			l, err := NewLoader(ds, cfg)
+			require.NoError(t, err)
+			var got []Batch
+			for b := range l.Batches(context.Background(), rand.New(rand.NewPCG(3, 3))) {
+				got = append(got, Batch{X: slices.Clone(b.X), Shape: slices.Clone(b.Shape), Y: slices.Clone(b.Y), Indices: slices.Clone(b.Indices)})
+			}
+			if want == nil {
+				want = got
+				continue
+			}
+			require.Equal(t, want, got, "%s %+v", name, cfg)
+		}
+	}
+
+	_, err = NewLoader(makeDataset(t, 3, []int{1}, 1), LoaderConfig{BatchSize: 1, Workers: -1})
+	assert.ErrorContains(t, err, "Workers = -1, expected >= 0")
+
+	for _, prefetch := range []int{0, 2} {
+		bad := &countingDataset{Dataset: makeDataset(t, 10, []int{2}, 10), panicAt: 5}
+		l, err := NewLoader(bad, LoaderConfig{BatchSize: 4, Prefetch: prefetch, Workers: 3})
+		require.NoError(t, err)
+		func() {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, "prefetch %d: no panic", prefetch)
+				assert.Contains(t, fmt.Sprint(r), "sample 5 is broken", "prefetch %d", prefetch)
+			}()
+			collect(context.Background(), l, nil)
+		}()
+	}
+}
