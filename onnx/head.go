@@ -25,8 +25,8 @@ import (
 func WithoutHead() Option { return func(o *importOptions) { o.withoutHead = true } }
 
 // Input feeds the model through its graph input name alone: the graph is
-// pruned to the nodes its outputs need, and the other graph inputs are
-// dropped, so that the model has one input and works as a layers.Layer
+// pruned to the nodes and initializers its outputs need, and the other
+// graph inputs are dropped, so that the model has one input and works as a layers.Layer
 // (Forward). Importing fails when the model has no input name (the error
 // lists its inputs) or when the outputs also need another graph input.
 func Input(name string) Option {
