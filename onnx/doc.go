@@ -21,6 +21,17 @@
 // is float64, and all integer types and bool are int64; float16, bfloat16,
 // strings, sequences and optionals are not supported.
 //
+// For transfer learning, the WithoutHead option removes a pretrained
+// model's final classifier (Model.Head says what it was), so that a new
+// layers.Linear can be appended; Input feeds a model of several inputs
+// through one of them; a BatchNormalization whose scale and bias are
+// frozen (autograd.Param.Freeze) keeps its running statistics in
+// training:
+//
+//	m, err := onnx.Load("resnet18.onnx", onnx.WithoutHead())
+//	head, _ := m.Head() // head.InFeatures == 512
+//	net := layers.NewSequential(m, layers.NewLinear(head.InFeatures, classes, true, rng))
+//
 // Export and ExportFile trace one forward pass of a Hora model through the
 // autograd tape (autograd.Var.Op) into an opset-17 graph whose
 // initializers are named as in the model's state dict and whose batch

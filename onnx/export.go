@@ -736,6 +736,8 @@ func (e *exporter) translate(info *autograd.OpInfo, ins []string, out string) er
 		e.chain("Min", out, ins)
 	case "AddScalar", "MulScalar", "PowScalar":
 		return e.scalarOp(info, ins, out)
+	case "Clamp":
+		return e.clamp(info, ins, out)
 	case "LeakyRelu":
 		e.chain("LeakyRelu", out, ins, exportAttrFloat("alpha", info.Attrs.(autograd.ScalarAttrs).Value))
 	case "GELU":
@@ -797,6 +799,33 @@ func (e *exporter) scalarOp(info *autograd.OpInfo, ins []string, out string) err
 	}
 	op := map[string]string{"AddScalar": "Add", "MulScalar": "Mul", "PowScalar": "Pow"}[info.Name]
 	e.chain(op, out, []string{ins[0], s})
+	return nil
+}
+
+// clamp emits Clamp as Clip with scalar bounds of the output's type; an
+// infinite bound is left out (Clip's min and max are optional inputs).
+func (e *exporter) clamp(info *autograd.OpInfo, ins []string, out string) error {
+	a := info.Attrs.(autograd.ClampAttrs)
+	dt := e.t1.order[e.cur].Value.DType()
+	inputs := []string{ins[0], "", ""}
+	for k, b := range []struct {
+		what  string
+		v     float64
+		unset bool
+	}{{"min", a.Lo, math.IsInf(a.Lo, -1)}, {"max", a.Hi, math.IsInf(a.Hi, 1)}} {
+		if b.unset {
+			continue
+		}
+		s, err := e.scalar(b.what, b.v, dt)
+		if err != nil {
+			return err
+		}
+		inputs[k+1] = s
+	}
+	for len(inputs) > 1 && inputs[len(inputs)-1] == "" {
+		inputs = inputs[:len(inputs)-1]
+	}
+	e.chain("Clip", out, inputs)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 // onnx-suite), a few conformance-suite models.
 func FuzzImport(f *testing.F) {
 	f.Add(mlpSpec(f).bytes(f))
+	f.Add(twoInputSpec(f, false).bytes(f))
 	for _, name := range []string{"test_conv_with_strides_padding", "test_gemm_default_no_bias", "test_reshape_reduced_dims",
 		"test_slice_neg_steps", "test_lstm_defaults", "test_resize_upsample_scales_linear", "test_batchnorm_epsilon"} {
 		if data, err := os.ReadFile(filepath.Join("..", "build", "onnx-suite", "node", name, "model.onnx")); err == nil {
@@ -30,11 +31,16 @@ func FuzzImport(f *testing.F) {
 }
 
 // runFuzzInput imports data and, when that works, runs the model on ones
-// of the declared shapes (dynamic dimensions 2).
+// of the declared shapes (dynamic dimensions 2); it also imports data
+// without its head and through its first input.
 func runFuzzInput(data []byte) {
 	m, err := Import(bytes.NewReader(data))
 	if err != nil {
 		return
+	}
+	_, _ = Import(bytes.NewReader(data), WithoutHead())
+	if len(m.Inputs) > 0 {
+		_, _ = Import(bytes.NewReader(data), Input(m.Inputs[0].Name), WithoutHead())
 	}
 	inputs := make([]*autograd.Var, len(m.Inputs))
 	for i, in := range m.Inputs {

@@ -58,6 +58,7 @@ type Model struct {
 	training bool
 	rng      *rand.Rand // Dropout's masks in training
 	declared map[string]DataType
+	head     *HeadInfo // the classifier WithoutHead removed
 
 	mu        sync.Mutex
 	constDev  map[device.Device]map[string]*autograd.Var // consts moved to a device, built on demand
@@ -132,8 +133,11 @@ type graphNode struct {
 type Option func(*importOptions)
 
 type importOptions struct {
-	frozen    bool
-	trainable func(name string) bool
+	frozen      bool
+	trainable   func(name string) bool
+	withoutHead bool   // WithoutHead
+	input       string // Input, when hasInput
+	hasInput    bool
 }
 
 // Frozen imports every initializer as a constant: the model has no
@@ -227,7 +231,11 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 		return nil, err
 	}
 	m.Opset = opset
-	g := mp.GetGraph()
+	g, head, err := rewriteGraph(mp.GetGraph(), o)
+	if err != nil {
+		return nil, err
+	}
+	m.head = head
 	m.allNodes = g.GetNode()
 	m.declared = declaredTypes(g)
 	inits, initOrder, err := graphInitializers(g)
@@ -848,8 +856,17 @@ func (m *Model) SetTraining(training bool) { m.training = training }
 // Forward runs a model of one input and one output; it is the
 // layers.Layer method, for use where Hora expects a layer (package train,
 // layers.Sequential). It panics with the error Run returns; call Run to
-// get the error instead.
+// get the error instead. A model of several inputs runs through one of
+// them when imported with the Input option.
 func (m *Model) Forward(x *autograd.Var) *autograd.Var {
+	if len(m.Inputs) != 1 {
+		names := make([]string, len(m.Inputs))
+		for i, in := range m.Inputs {
+			names[i] = fmt.Sprintf("%q", in.Name)
+		}
+		panic(fmt.Errorf("onnx: Forward needs a model with one input; this one has %d (%s): import it with onnx.Input(name) to feed it through one of them, or call Run with all of them",
+			len(m.Inputs), listOrNone(names)))
+	}
 	outs, err := m.Run(x)
 	if err != nil {
 		panic(err)

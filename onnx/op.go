@@ -134,6 +134,15 @@ type nodeCtx struct {
 	act      device.Activation // a Relu fused into this node
 	runGraph func(attr string, args []*autograd.Var) ([]*autograd.Var, error)
 	declared map[string]DataType // ONNX element types known from the file
+	frozen   func(i int) bool    // see InputFrozen; nil while folding constants
+}
+
+// InputFrozen reports whether input i is a model initializer that does
+// not train: a constant (Frozen, Trainable, a folded value) or a
+// parameter frozen with autograd.Param.Freeze. A graph input or a value
+// computed by the graph is not frozen.
+func (c *nodeCtx) InputFrozen(i int) bool {
+	return c.frozen != nil && c.frozen(i)
 }
 
 // InputType returns the ONNX element type the file declares for input i

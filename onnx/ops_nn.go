@@ -618,10 +618,12 @@ func channelShape(ch, rank int) []int {
 // training_mode (opset 14+) and its running statistics are not the
 // model's state: a graph that takes them as inputs is a pure function,
 // while a model exported for training (PyTorch sets training_mode) follows
-// Hora's train/eval mode. The running outputs are m·running + (1-m)·batch
-// with the population (biased) batch variance, as the spec says; in
-// training the same values replace the model's running statistics
-// (SetState).
+// Hora's train/eval mode. A node whose scale and B are frozen parameters
+// or constants (c.InputFrozen) runs as in inference in training mode: its
+// running statistics are used and not updated. The running outputs are
+// m·running + (1-m)·batch with the population (biased) batch variance, as
+// the spec says; in training the same values replace the model's running
+// statistics (SetState).
 func opBatchNorm(c *nodeCtx) ([]*autograd.Var, error) {
 	names := []string{"X", "scale", "B", "input_mean", "input_var"}
 	vs, err := c.inputs(names...)
@@ -651,7 +653,12 @@ func opBatchNorm(c *nodeCtx) ([]*autograd.Var, error) {
 	eps := c.AttrFloat("epsilon", 1e-5)
 	momentum := c.AttrFloat("momentum", 0.9)
 	state := isState(c, 3, mean) && isState(c, 4, variance)
-	batchStats := c.Training() || (c.Opset() >= 14 && c.AttrInt("training_mode", 0) != 0 && !state)
+	// A node whose scale and B do not train (frozen parameters, or
+	// constants) runs as in inference in training mode too, as
+	// layers.BatchNorm with a frozen weight and bias does: fine-tuning a
+	// pretrained network keeps its running statistics.
+	frozen := c.InputFrozen(1) && c.InputFrozen(2)
+	batchStats := (c.Training() && !frozen) || (c.Opset() >= 14 && c.AttrInt("training_mode", 0) != 0 && !state)
 	if !batchStats {
 		// y = x·a + (B - mean·a) with a = scale/√(var+ε).
 		a := autograd.Mul(scale, autograd.PowScalar(autograd.AddScalar(variance, eps), -0.5))

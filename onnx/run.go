@@ -296,6 +296,16 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 	}
 	c.rng = m.rng
 	c.act = n.act
+	c.frozen = func(k int) bool {
+		if k >= len(n.inputs) || n.inputs[k] == "" {
+			return false
+		}
+		if p := m.parByVal[n.inputs[k]]; p != nil {
+			return p.Frozen()
+		}
+		_, isConst := m.consts[n.inputs[k]]
+		return isConst
+	}
 	c.declared = m.declared
 	c.setState = func(k int, t *tensor.Tensor) error {
 		if k >= len(n.inputs) || m.bufByVal[n.inputs[k]] == nil {
