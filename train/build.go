@@ -123,7 +123,8 @@ func loadText(cfg *Config, vocab string) (*datasets, error) {
 		return nil, fmt.Errorf("%s: data.val_fraction: the validation text (%d characters) is too short for model.context %d: %w", cfg.File(), len(valIDs), t, err)
 	}
 	ds := &datasets{train: tr, test: te,
-		lm: &languageModel{vocab: v, unigram: data.UnigramEntropy(trainIDs, v.Size()), context: t}}
+		lm:   &languageModel{vocab: v, unigram: data.UnigramEntropy(trainIDs, v.Size()), context: t},
+		info: &runData{Name: cfg.Data.Name, Task: cfg.Task, SampleShape: []int{t}}}
 	ds.train = limit(tr, cfg.Train.Limit)
 	return ds, nil
 }
@@ -394,9 +395,13 @@ func (n *transferNet) Parameters() []*autograd.Param {
 func (n *transferNet) Children() []layers.Module { return []layers.Module{n.backbone, n.head} }
 
 // freeze freezes the parameters whose names match a model.freeze glob; a
-// glob that matches none is an error listing the names.
+// glob that matches none is an error listing the names. The new
+// classifier of model.head is always trained: "*" freezes the rest.
 func freeze(cfg *Config, model layers.Layer) error {
 	params := model.Parameters()
+	if n, ok := model.(*transferNet); ok {
+		params = n.backbone.Parameters()
+	}
 	for i, g := range cfg.Model.Freeze {
 		n := 0
 		for _, p := range params {

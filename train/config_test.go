@@ -517,7 +517,7 @@ func TestValidate(t *testing.T) {
 		{"empty device", func(c *Config) { c.Device = "" },
 			`device: expected a device name such as "cpu" or "cuda:0", found ""`},
 		{"unknown data set", func(c *Config) { c.Data.Name = "mnist" },
-			`data.name: expected one of fashion-mnist, idx, text, found "mnist"`},
+			`data.name: expected one of fashion-mnist, idx, text, images, csv, found "mnist"`},
 		{"empty output dir", func(c *Config) { c.Output.Dir = "" },
 			`output.dir: expected a folder, found ""`},
 	}

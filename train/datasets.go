@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hora-dl/hora/data"
 )
@@ -36,6 +37,9 @@ type datasets struct {
 	// info is what eval, predict and export need to know about the data
 	// (saved as data.json in the run folder).
 	info *runData
+	// notes are what the run should say about its data (columns left
+	// out, images skipped).
+	notes []string
 }
 
 // regressionTargets are the numbers a regression learns, by sample index.
@@ -83,7 +87,7 @@ func (i *imageInfo) transform() data.ImageTransform {
 }
 
 // tableInfo is how the rows of a table become samples: the columns of
-// the training file, the label column, the features read and their
+// the training file, the label column's name, the features read and their
 // standardization (fitted on the training rows).
 type tableInfo struct {
 	Columns  []string  `json:"columns"`
@@ -129,17 +133,22 @@ func readRunData(dir string) (*runData, error) {
 	return &info, nil
 }
 
+// progressFunc reports the progress of long work: done of total items
+// of what ("decoding training images").
+type progressFunc func(what string, done, total int)
+
 // loadDatasets reads the training and test sets named by the config. A
 // language model resuming from a checkpoint keeps the checkpoint's
 // vocabulary (vocab), so that its ids mean the same characters; saved,
 // when not nil, is the data.json of the run (eval), whose classes and
-// standardization are kept.
-func loadDatasets(cfg *Config, vocab string, saved *runData) (*datasets, error) {
+// standardization are kept. progress (may be nil) hears of the decoding
+// of images.
+func loadDatasets(cfg *Config, vocab string, saved *runData, progress progressFunc) (*datasets, error) {
 	switch cfg.Data.Name {
 	case "text":
 		return loadText(cfg, vocab)
 	case "images":
-		return loadImageFolder(cfg, saved)
+		return loadImageFolder(cfg, saved, progress)
 	case "csv":
 		return loadTable(cfg, saved)
 	}
@@ -238,7 +247,7 @@ var (
 // data.dir/train and data.dir/val (or test, or a split of train), decoded
 // once up front (every bad image is found before training starts) and
 // kept in memory as data.cache says.
-func loadImageFolder(cfg *Config, saved *runData) (*datasets, error) {
+func loadImageFolder(cfg *Config, saved *runData, progress progressFunc) (*datasets, error) {
 	d := cfg.Data
 	fail := func(err error) (*datasets, error) {
 		return nil, fmt.Errorf("%s: data.dir: %w", cfg.File(), err)
@@ -271,8 +280,16 @@ func loadImageFolder(cfg *Config, saved *runData) (*datasets, error) {
 	tr := info.transform()
 	tr.RandomResizedCrop, tr.Scale, tr.Ratio = d.AugmentCrop, d.AugmentScale, d.AugmentRatio
 	folder := func(list *data.ImageList, t data.ImageTransform, train bool) (*data.ImageFolder, error) {
-		return data.NewImageFolder(list, data.ImageFolderConfig{Transform: t, Train: train, Seed: cfg.Seed,
-			Cache: d.Cache, SkipBad: d.OnBadImage == "skip", Workers: d.Workers})
+		what := "decoding the validation images of " + list.Root
+		if train {
+			what = "decoding the training images of " + list.Root
+		}
+		fc := data.ImageFolderConfig{Transform: t, Train: train, Seed: cfg.Seed,
+			Cache: d.Cache, SkipBad: d.OnBadImage == "skip", Workers: d.Workers}
+		if progress != nil {
+			fc.Progress = func(done, total int) { progress(what, done, total) }
+		}
+		return data.NewImageFolder(list, fc)
 	}
 	trainSet, err := folder(trainList, tr, true)
 	if err != nil {
@@ -291,6 +308,14 @@ func loadImageFolder(cfg *Config, saved *runData) (*datasets, error) {
 		return nil, err
 	}
 	ds.images, ds.info.Classes, ds.info.Image = trainSet, trainList.Classes, info
+	for _, set := range []*data.ImageFolder{trainSet, valSet} {
+		if bad := set.Skipped(); len(bad) > 0 {
+			ds.notes = append(ds.notes, fmt.Sprintf("skipped %d bad images (data.on_bad_image: skip):\n  %s", len(bad), strings.Join(bad, "\n  ")))
+		}
+	}
+	if !trainSet.Cached() {
+		ds.notes = append(ds.notes, "the training images are decoded at every use (data.cache: "+d.Cache+")")
+	}
 	return ds, nil
 }
 
@@ -409,7 +434,11 @@ func loadTable(cfg *Config, saved *runData) (*datasets, error) {
 		return nil, err
 	}
 	ds.info.Classes = trainT.Classes
-	ds.info.Table = &tableInfo{Columns: trainT.Columns, Label: d.Label, Features: trainT.Features, Mean: std.Mean, Std: std.Std}
+	ds.info.Table = &tableInfo{Columns: trainT.Columns, Label: trainT.Label, Features: trainT.Features, Mean: std.Mean, Std: std.Std}
+	if len(trainT.Ignored) > 0 {
+		ds.notes = append(ds.notes, fmt.Sprintf("%s: left out the columns that are not numbers: %s (data.features lists the columns to read)",
+			trainT.Path, strings.Join(trainT.Ignored, ", ")))
+	}
 	if regression {
 		ds.info.Classes = nil
 		ds.targets = &regressionTargets{train: trainT.Targets, test: valT.Targets, testVar: variance(valT.Targets)}

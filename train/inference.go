@@ -1,20 +1,19 @@
 package train
 
 import (
+	"cmp"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"cmp"
-	"encoding/csv"
 	"image"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/hora-dl/hora/autograd"
@@ -87,7 +86,7 @@ func openSession(r runFlags, needData bool) (*session, error) {
 	var in ModelInput
 	var lm *languageModel
 	if needData || info == nil || cfg.Data.Name == "text" {
-		if s.ds, err = loadDatasets(cfg, c.Manifest.Vocab, info); err != nil {
+		if s.ds, err = loadDatasets(cfg, c.Manifest.Vocab, info, nil); err != nil {
 			return nil, inputError{err}
 		}
 		in, lm = s.ds.modelInput(cfg, rng), s.ds.lm
@@ -404,66 +403,48 @@ func readImages(path string, info *runData) ([][]float32, error) {
 // training table (the same data.skip_rows and data.header; the label
 // column may be left out) and returns their features, standardized as in
 // training, and the file line of each row.
-func readTableRows(path string, cfg *Config, t *tableInfo) (rows [][]float32, lines []int, err error) {
+func readTableRows(path string, cfg *Config, info *tableInfo) (rows [][]float32, lines []int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
+	table := &data.Table{Columns: info.Columns, Label: info.Label, LabelColumn: slices.Index(info.Columns, info.Label)}
+	for _, name := range info.Features {
+		c := slices.Index(info.Columns, name)
+		if c < 0 || table.LabelColumn < 0 {
+			return nil, nil, fmt.Errorf("%s: the run's feature %q or label %q is not one of its columns %v", dataFile, name, info.Label, info.Columns)
+		}
+		table.FeatureColumns = append(table.FeatureColumns, c)
+	}
+	std := data.Standardizer{Mean: info.Mean, Std: info.Std}
 	r := csv.NewReader(f)
 	r.FieldsPerRecord = -1
-	r.TrimLeadingSpace = true
-	labelCol := slices.Index(t.Columns, t.Label)
-	if labelCol < 0 { // the label was given by index
-		if i, err := strconv.Atoi(t.Label); err == nil {
-			labelCol = (i + len(t.Columns)) % len(t.Columns)
-		}
-	}
-	cols := make([]int, len(t.Features)) // of each feature, in a full row
-	for i, name := range t.Features {
-		cols[i] = slices.Index(t.Columns, name)
-		if cols[i] < 0 {
-			return nil, nil, fmt.Errorf("%s: the run's feature %q is not one of its columns %v", dataFile, name, t.Columns)
-		}
-	}
-	skip := cfg.Data.SkipRows
-	header := cfg.Data.Header
+	skip, header := cfg.Data.SkipRows, cfg.Data.Header
 	for {
 		rec, err := r.Read()
 		if err == io.EOF {
 			break
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if skip > 0 {
+		line, _ := r.FieldPos(0)
+		switch {
+		case skip > 0:
 			skip--
 			continue
-		}
-		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+		case len(rec) == 1 && strings.TrimSpace(rec[0]) == "":
 			continue
-		}
-		if header {
+		case header:
 			header = false
 			continue
 		}
-		withLabel := len(rec) == len(t.Columns)
-		if !withLabel && len(rec) != len(t.Columns)-1 {
-			return nil, nil, fmt.Errorf("%s:%d: expected %d fields (the training table's columns, the label %q optional), found %d", path, line, len(t.Columns), t.Label, len(rec))
+		x, err := table.Row(rec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		x := make([]float32, len(cols))
-		for i, c := range cols {
-			at := c
-			if !withLabel && c > labelCol {
-				at--
-			}
-			v, err := strconv.ParseFloat(strings.TrimSpace(rec[at]), 64)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s:%d:%d (column %q): expected a number, found %q", path, line, at+1, t.Features[i], rec[at])
-			}
-			x[i] = float32((v - t.Mean[i]) / t.Std[i])
-		}
+		std.Apply(x)
 		rows, lines = append(rows, x), append(lines, line)
 	}
 	if len(rows) == 0 {

@@ -81,7 +81,7 @@ func TestTrainONNXBadInput(t *testing.T) {
 		{"file without onnx", []string{"-set", "model.file=x.onnx"}, []string{"model.file", `only read for model "onnx"`}},
 		{"missing file", []string{"-set", "model.name=onnx", "-set", "model.file=/nonexistent.onnx"}, []string{"/nonexistent.onnx"}},
 		{"garbage file", []string{"-set", "model.name=onnx", "-set", "model.file=" + garbage}, []string{"garbage.onnx", "not an ONNX model"}},
-		{"wrong output", []string{"-set", "model.name=onnx", "-set", "model.file=" + wrongHead}, []string{"wide.onnx", `output "output" is [1 1000] for one image, want [1 10]`}},
+		{"wrong output", []string{"-set", "model.name=onnx", "-set", "model.file=" + wrongHead}, []string{"wide.onnx", `output "output" is [1 1000] for one sample, expected [1 10] (one logit per class of the data; set model.head.classes`}},
 		{"unwritable export", []string{"-export-onnx", "/nonexistent/dir/m.onnx"}, []string{"export.onnx", "/nonexistent/dir/m.onnx"}},
 	}
 	for _, c := range cases {

@@ -82,10 +82,21 @@ func writeIDXSet(t *testing.T, n, h, w, classes int) string {
 // naming the sample.
 func TestTrainDataMismatch(t *testing.T) {
 	big := writeIDXSet(t, 40, 32, 32, 10)
-	code, _, stderr := runTrain(t, "-config", mlpConfig, "-set", "data.name=idx", "-set", "data.dir="+big,
-		"-set", "model.name=cnn", "-out", t.TempDir())
+	small := writeIDXSet(t, 40, 8, 8, 10)
+	code, _, stderr := runTrain(t, "-config", mlpConfig, "-set", "data.name=idx", "-set", "data.dir="+small,
+		"-set", "model.name=lenet5", "-out", t.TempDir())
 	assert.Equal(t, exitInput, code, stderr)
-	assert.Contains(t, stderr, "training sample 0 is [1 32 32], but model cnn takes 1×28×28 images")
+	assert.Contains(t, stderr, "lenet5: expected images of at least 12×12 pixels, found 1×8×8")
+	code, _, stderr = runTrain(t, "-config", mlpConfig, "-set", "data.name=idx", "-set", "data.dir="+big,
+		"-set", "model.name=transformer", "-set", "model.patch_size=5", "-out", t.TempDir())
+	assert.Equal(t, exitInput, code, stderr)
+	assert.Contains(t, stderr, "model.patch_size: expected a divisor of both sides of the 32×32 images, found 5")
+
+	// The CNN takes the data's size: 32×32 images train.
+	code, stdout, stderr := runTrain(t, "-config", mlpConfig, "-set", "data.name=idx", "-set", "data.dir="+big,
+		"-set", "model.name=cnn", "-set", "train.epochs=1", "-out", t.TempDir())
+	assert.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "epoch 1/1")
 
 	code, _, stderr = runTrain(t, "-config", mlpConfig, "-set", "data.name=idx", "-set", "data.dir="+big,
 		"-set", "model.classes=5", "-out", t.TempDir())
@@ -93,7 +104,7 @@ func TestTrainDataMismatch(t *testing.T) {
 	assert.Contains(t, stderr, "label 5 at index 5 is out of range, expected 0..4")
 
 	// An MLP takes any size: 32×32 images of 10 classes train.
-	code, stdout, stderr := runTrain(t, "-config", mlpConfig, "-set", "data.name=idx", "-set", "data.dir="+big,
+	code, stdout, stderr = runTrain(t, "-config", mlpConfig, "-set", "data.name=idx", "-set", "data.dir="+big,
 		"-set", "model.hidden=[8]", "-out", t.TempDir())
 	assert.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "epoch 10/10")
@@ -167,13 +178,14 @@ func TestEvalPredictExport(t *testing.T) {
 	require.Len(t, lines, 101)
 	var p prediction
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &p))
-	assert.Equal(t, 3, p.Class)
+	require.NotNil(t, p.Class)
+	assert.Equal(t, 3, *p.Class)
 	assert.Equal(t, "Dress", p.Label)
 	assert.Len(t, p.Probabilities, 10)
 
 	code, _, stderr = runTrain(t, "predict", "-run", run, filepath.Join(run, "config.yaml"))
 	assert.Equal(t, exitInput, code)
-	assert.Contains(t, stderr, "config.yaml: not a PNG, JPEG or GIF image")
+	assert.Contains(t, stderr, "config.yaml: not a valid PNG, JPEG, GIF, BMP or WebP image")
 
 	file := filepath.Join(t.TempDir(), "m.onnx")
 	code, stdout, stderr = runTrain(t, "export", "-run", run, "-o", file)

@@ -118,6 +118,17 @@ func (c *console) event(kind string, essential bool, text string, fields map[str
 	c.out.Write(append(js, '\n'))
 }
 
+// progress reports long work done before training (decoding images) at
+// each tenth, and at its end.
+func (c *console) progress(what string, done, total int) {
+	if total < 1000 { // quick: not worth a line
+		return
+	}
+	if done == total || done*10/total != (done-1)*10/total {
+		c.info(false, "%s: %d/%d (%d%%)", what, done, total, done*100/total)
+	}
+}
+
 // info reports a line of text (an "info" event).
 func (c *console) info(essential bool, format string, args ...any) {
 	c.event("info", essential, fmt.Sprintf(format, args...), nil)

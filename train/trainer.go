@@ -98,13 +98,14 @@ type trainer struct {
 	test  *data.Loader
 	// trainLen and testLen count the samples of the data sets.
 	trainLen, testLen int
-	augment           *data.Augmented // nil without augmentation
+	augment           *data.Augmented    // nil without augmentation
 	images            *data.ImageFolder  // the training images of data set "images" (random crops per epoch)
 	targets           *regressionTargets // nil for a classifier
 	dataInfo          *runData           // written to the run folder as data.json
-	rngSrc            *rand.PCG       // the generator of dropout and other random layers
-	ema               *emaWeights     // nil without train.ema
-	arena             *tensor.Arena   // recycles the memory of each step
+	dataNotes         []string           // what announce says about the data
+	rngSrc            *rand.PCG          // the generator of dropout and other random layers
+	ema               *emaWeights        // nil without train.ema
+	arena             *tensor.Arena      // recycles the memory of each step
 
 	// Data parallelism: this rank's engine, its sampler, rank 0's
 	// timeline (nil when off or on other ranks).
@@ -221,7 +222,7 @@ func trainRank(ctx context.Context, comm dist.Communicator, j *job) (err error) 
 	}
 	defer closeComm()
 
-	t, err := newTrainer(j, comm, dev, from.Manifest.Vocab, stop)
+	t, err := newTrainer(j, comm, dev, from.Manifest.Vocab, stop, con.progress)
 	if err != nil {
 		return err
 	}
@@ -353,9 +354,9 @@ func openDeviceComm(ctx context.Context, cfg *Config, comm dist.Communicator, ou
 // newTrainer builds what the run trains: the data sets, the model (on the
 // device), the optimizer, the sampler of this rank's share, the schedule
 // and the data loaders. vocab is a resumed language model's vocabulary.
-func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string, stop <-chan struct{}) (*trainer, error) {
+func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string, stop <-chan struct{}, progress progressFunc) (*trainer, error) {
 	cfg := j.cfg
-	ds, err := jobData(j, vocab)
+	ds, err := jobData(j, vocab, progress)
 	if err != nil {
 		return nil, inputError{err}
 	}
@@ -377,7 +378,7 @@ func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string,
 		return nil, err
 	}
 	t.job, t.lm, t.rngSrc, t.augment, t.images, t.stop = j, ds.lm, rngSrc, ds.augment, ds.images, stop
-	t.targets, t.dataInfo = ds.targets, ds.info
+	t.targets, t.dataInfo, t.dataNotes = ds.targets, ds.info, ds.notes
 	t.trainLen, t.testLen = ds.train.Len(), ds.test.Len()
 	if comm.Rank() == 0 {
 		if err := prepareRunDir(cfg.Output.Dir, checkpointBytes(cfg, model, t.inner)); err != nil {
@@ -421,9 +422,9 @@ func newStepTrainer(cfg *Config, model layers.Layer, dev device.Device, comm dis
 
 // jobData returns the data sets of the job: Fit's, or those the config
 // names.
-func jobData(j *job, vocab string) (*datasets, error) {
+func jobData(j *job, vocab string, progress progressFunc) (*datasets, error) {
 	if j.data == nil {
-		return loadDatasets(j.cfg, vocab)
+		return loadDatasets(j.cfg, vocab, nil, progress)
 	}
 	if err := checkGivenData(j.data); err != nil {
 		return nil, fmt.Errorf("train.Fit: data: %w", err)
@@ -514,6 +515,9 @@ func (t *trainer) announce(ranks int, transport string) {
 		cfg.Model.Name, layers.NumParams(t.model), t.trainLen, t.testLen, what, t.dev.Name(), backend(t.dev)),
 		map[string]any{"model": cfg.Model.Name, "parameters": layers.NumParams(t.model), "train_samples": t.trainLen,
 			"test_samples": t.testLen, "device": t.dev.Name(), "ranks": ranks, "run_dir": cfg.Output.Dir})
+	for _, note := range t.dataNotes {
+		t.con.info(true, "%s", note)
+	}
 	if t.lm != nil {
 		t.con.info(true, "vocabulary of %d characters; unigram entropy of the training text %.4f nats/char (the loss of a model that ignores context)",
 			t.lm.vocab.Size(), t.lm.unigram)
@@ -1289,7 +1293,7 @@ func (t *trainer) evaluate(ctx context.Context) (map[string]float64, error) {
 		if t.targets == nil {
 			right += float64(correct(logits.Value, y))
 		}
-		seen += float64(b.Len())
+		seen += float64(y.Shape()[0]) // rows: samples, or a language model's characters
 		t.arena.Reset()
 	}
 	if err := ctx.Err(); err != nil {
