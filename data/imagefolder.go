@@ -213,7 +213,7 @@ func NewImageFolder(list *ImageList, cfg ImageFolderConfig) (*ImageFolder, error
 	if !cfg.SkipBad {
 		for _, err := range errs {
 			if err != nil {
-				return nil, fmt.Errorf("data: NewImageFolder: %w (set SkipBad to skip the images that do not decode)", err)
+				return nil, fmt.Errorf("data: NewImageFolder: %w", err)
 			}
 		}
 	}

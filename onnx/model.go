@@ -46,6 +46,9 @@ type Model struct {
 	Inputs, Outputs []ValueInfo
 	// Producer is the producer_name and producer_version of the file.
 	Producer string
+	// Doc is the model's doc_string (what Export's DocString wrote, e.g.
+	// the trainer's class names and input transform as JSON).
+	Doc string
 
 	nodes    []*graphNode
 	allNodes []*onnxpb.NodeProto // every node of the file, folded ones included
@@ -225,6 +228,7 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 		shapeMemo: map[string]map[string]*tensor.Tensor{},
 		rng:       rand.New(rand.NewPCG(0, 0)),
 		Producer:  strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()),
+		Doc:       mp.GetDocString(),
 	}
 	opset, err := modelOpset(mp)
 	if err != nil {

@@ -354,9 +354,13 @@ type SampleConfig struct {
 // last epoch, by rank 0.
 type ExportConfig struct {
 	// ONNX, when set, is the file the model is exported to as an opset-17
-	// ONNX graph with a dynamic batch dimension (input "input" of
-	// [batch, 1, 28, 28], output "output"). The -export-onnx flag sets it
-	// too. Default "" (no export).
+	// ONNX graph with a dynamic batch dimension: input "input" (images
+	// [batch, C, H, W] normalized as in training, a table's raw features
+	// [batch, F], which the graph standardizes itself, or a language
+	// model's character ids), output "output" (logits, or a regression's
+	// numbers). The graph's doc_string holds the class names and the input
+	// transform as JSON. The -export-onnx flag sets it too. Default ""
+	// (no export).
 	ONNX string `yaml:"onnx"`
 }
 
