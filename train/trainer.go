@@ -584,12 +584,15 @@ func (t *trainer) finish() error {
 }
 
 // checkExportDir checks, before training starts, that the folder of the
-// export file exists and accepts new files.
+// export file exists (making it if need be) and accepts new files.
 func checkExportDir(path string) error {
 	if path == "" {
 		return nil
 	}
 	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
 	f, err := os.CreateTemp(dir, ".hora-export-check*")
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
