@@ -63,6 +63,19 @@ func (h HeadInfo) String() string {
 	return fmt.Sprintf("%q (%s, %d→%d)", h.Node, h.Op, h.InFeatures, h.OutFeatures)
 }
 
+// InputError is the error of Input when the model cannot be fed through
+// the named input alone.
+type InputError struct {
+	// Input is the name given to Input.
+	Input string
+	// Problem says what is wrong: no such input (listing the inputs), or
+	// an output that needs another input too.
+	Problem string
+}
+
+// Error returns the message "onnx: Input(NAME): PROBLEM".
+func (e *InputError) Error() string { return fmt.Sprintf("onnx: Input(%q): %s", e.Input, e.Problem) }
+
 // HeadError is the error of WithoutHead when the model has no classifier
 // to remove.
 type HeadError struct {
@@ -219,12 +232,12 @@ func rewriteGraph(g *onnxpb.GraphProto, o importOptions) (*onnxpb.GraphProto, *H
 			}
 		}
 		if chosen == nil {
-			return nil, nil, fmt.Errorf("onnx: Input(%q): the model has no graph input %q; its inputs: %s", o.input, o.input, listOrNone(names))
+			return nil, nil, &InputError{Input: o.input, Problem: fmt.Sprintf("the model has no graph input %q; its inputs: %s", o.input, listOrNone(names))}
 		}
 		for _, vi := range g.GetInput() {
 			if !isInit(vi) && vi != chosen && reads[vi.GetName()] {
-				return nil, nil, fmt.Errorf("onnx: Input(%q): the outputs (%s) also need graph input %s, which is not an initializer: the model cannot run from %q alone",
-					o.input, valueNames(outputs), describeInput(vi), o.input)
+				return nil, nil, &InputError{Input: o.input, Problem: fmt.Sprintf("the outputs (%s) also need graph input %s, which is not an initializer: the model cannot run from %q alone",
+					valueNames(outputs), describeInput(vi), o.input)}
 			}
 		}
 		inputs = append(inputs, chosen)

@@ -320,8 +320,12 @@ func importModel(cfg *Config, in ModelInput) (layers.Layer, error) {
 	if err != nil {
 		key := "model.file"
 		var he *onnx.HeadError
-		if errors.As(err, &he) {
+		var ie *onnx.InputError
+		switch {
+		case errors.As(err, &he):
 			key = "model.head"
+		case errors.As(err, &ie):
+			key = "model.input"
 		}
 		return fail(key, err)
 	}

@@ -67,6 +67,7 @@ func TestTrainONNXBadInput(t *testing.T) {
 	cnn := "../configs/fashion-mnist-cnn.yaml"
 	garbage := filepath.Join(t.TempDir(), "garbage.onnx")
 	require.NoError(t, os.WriteFile(garbage, []byte("not a model"), 0o644))
+	unwritable := filepath.Join(garbage, "dir", "m.onnx") // under a file: no folder can be made
 	// A model of the right input but 1000 outputs (a resnet-style head).
 	wrongHead := filepath.Join(t.TempDir(), "wide.onnx")
 	net, err := models.NewMLP(models.MLPConfig{In: 784, Hidden: []int{8}, Classes: 1000, Activation: "relu"}, rand.New(rand.NewPCG(1, 1)))
@@ -82,7 +83,7 @@ func TestTrainONNXBadInput(t *testing.T) {
 		{"missing file", []string{"-set", "model.name=onnx", "-set", "model.file=/nonexistent.onnx"}, []string{"/nonexistent.onnx"}},
 		{"garbage file", []string{"-set", "model.name=onnx", "-set", "model.file=" + garbage}, []string{"garbage.onnx", "not an ONNX model"}},
 		{"wrong output", []string{"-set", "model.name=onnx", "-set", "model.file=" + wrongHead}, []string{"wide.onnx", `output "output" is [1 1000] for one sample, expected [1 10] (one logit per class of the data; set model.head.classes`}},
-		{"unwritable export", []string{"-export-onnx", "/nonexistent/dir/m.onnx"}, []string{"export.onnx", "/nonexistent/dir/m.onnx"}},
+		{"unwritable export", []string{"-export-onnx", unwritable}, []string{"export.onnx", unwritable}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

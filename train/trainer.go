@@ -571,7 +571,11 @@ func (t *trainer) finish() error {
 	if t.offset > 0 {
 		t.plot() // stopped early inside an epoch; epochs end with a plot
 	}
-	t.con.event("end", true, fmt.Sprintf("wrote %s, metrics.jsonl, train.log, curves.png, config.yaml and checkpoints/ to %s", modelFile, cfg.Output.Dir),
+	plot := ""
+	if cfg.Output.Plot {
+		plot = " curves.png,"
+	}
+	t.con.event("end", true, fmt.Sprintf("wrote %s, metrics.jsonl, train.log,%s config.yaml, %s and checkpoints/ to %s", modelFile, plot, dataFile, cfg.Output.Dir),
 		map[string]any{"run_dir": cfg.Output.Dir, "step": t.step})
 	if cfg.Export.ONNX != "" {
 		sample := t.test.Dataset().SampleShape()

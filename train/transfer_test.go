@@ -381,10 +381,8 @@ func TestTrainTransferErrors(t *testing.T) {
 			[]string{"model.head.classes", `model "onnx" only`}},
 		{"input on a built-in model", []string{"-set", "model.input=pixels"},
 			[]string{"model.input", `model "onnx" only`}},
-		// The error is reported under model.file (importModel keys only a
-		// HeadError to its own key), though model.input is what is wrong.
 		{"input that does not exist", []string{"-set", "model.name=onnx", "-set", "model.file=" + mlp, "-set", "model.input=pixels"},
-			[]string{"mlp.onnx", `Input("pixels"): the model has no graph input "pixels"; its inputs: input: float[batch,1,28,28]`}},
+			[]string{"model.input: ", `Input("pixels"): the model has no graph input "pixels"; its inputs: input: float[batch,1,28,28]`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
