@@ -55,11 +55,23 @@
 //		Train: true, Seed: seed,
 //	})
 //
+// # Tables
+//
+// ReadTable reads a CSV file as a Table: numeric feature columns (chosen
+// by name or index, or every numeric column) and a label that is a class
+// (strings or numbers, mapped to sorted class indices) or, for a
+// regression, a real number. Table.Split holds back a stratified
+// validation part, FitStandardizer and Standardizer.Apply rescale the
+// features with the training rows' statistics, Table.Dataset makes a
+// Table an InMemory dataset, and Table.Row reads one record at
+// prediction time.
+//
 // # Randomness
 //
 // Nothing in this package keeps random state: shuffling draws from the
 // *rand.Rand (math/rand/v2) passed to Batches, so the same seed gives the
-// same order of samples in every run.
+// same order of samples in every run. The splits (ImageList.Split,
+// Table.Split) and the augmentations take a seed and are deterministic.
 //
 // # Errors
 //
@@ -67,6 +79,7 @@
 // expected and found values, for example
 //
 //	read /d/train-images-idx3-ubyte.gz: truncated (gzip stream ends early): header says 60000×28×28 = 47040000 bytes of data, found 1234
+//	iris.csv:17:3 (column "petal_length"): expected a number, found "abc"
 //
 // Malformed input never makes the readers panic, and a header cannot make
 // them allocate more than the file can hold. Misuse by the calling code (an

@@ -951,8 +951,42 @@ func (v *configValidator) validateData() {
 	if d.Name == "images" {
 		v.validateImages()
 	}
+	v.unusedDataKeys()
 	if d.AugmentPad < 0 {
 		v.fail("data.augment_pad", "an integer >= 0 (0: no random crop)", strconv.Itoa(d.AugmentPad))
+	}
+}
+
+// unusedDataKeys reports the keys of data set "images" or "csv" given
+// to another data set, which would ignore them.
+func (v *configValidator) unusedDataKeys() {
+	d := v.c.Data
+	keys := []struct {
+		owner, key string
+		set        bool
+		value      any
+	}{
+		{"images", "data.image_size", len(d.ImageSize) > 0, d.ImageSize},
+		{"images", "data.channels", d.Channels != 0, d.Channels},
+		{"images", "data.mean", len(d.Mean) > 0, d.Mean},
+		{"images", "data.std", len(d.Std) > 0, d.Std},
+		{"images", "data.stats", d.Stats != "", strconv.Quote(d.Stats)},
+		{"images", "data.augment_crop", d.AugmentCrop, d.AugmentCrop},
+		{"images", "data.cache", d.Cache != "auto", strconv.Quote(d.Cache)},
+		{"images", "data.workers", d.Workers != 0, d.Workers},
+		{"images", "data.on_bad_image", d.OnBadImage != "fail", strconv.Quote(d.OnBadImage)},
+		{"csv", "data.file", d.File != "", strconv.Quote(d.File)},
+		{"csv", "data.train_file", d.TrainFile != "", strconv.Quote(d.TrainFile)},
+		{"csv", "data.val_file", d.ValFile != "", strconv.Quote(d.ValFile)},
+		{"csv", "data.label", d.Label != "", strconv.Quote(d.Label)},
+		{"csv", "data.features", len(d.Features) > 0, d.Features},
+		{"csv", "data.skip_rows", d.SkipRows != 0, d.SkipRows},
+		{"csv", "data.header", !d.Header, d.Header},
+	}
+	for _, k := range keys {
+		if k.set && d.Name != k.owner {
+			v.fail(k.key, fmt.Sprintf("no value for data set %q (the key is read by data set %q only)", d.Name, k.owner), fmt.Sprint(k.value))
+		}
 	}
 }
 

@@ -367,3 +367,31 @@ func TestTrainCSVBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeImageFolderIsBitIdentical: a run on an image folder with
+// RandomResizedCrop and flips, killed before a step and resumed, ends
+// with the weights of the uninterrupted run bit for bit: the random crops
+// depend only on the seed, the epoch and the image.
+func TestResumeImageFolderIsBitIdentical(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the process-killing resume test")
+	}
+	bin := trainBinary(t)
+	dir := imageFolder(t, 24, 8)
+	args := func(out string) []string {
+		return []string{"-config", mlpConfig, "-set", "data.name=images", "-set", "data.dir=" + dir,
+			"-set", "data.augment_crop=true", "-set", "data.augment_scale=[0.5,1]", "-set", "data.augment_flip=true",
+			"-set", "data.cache=none", "-set", "model.hidden=[16]", "-set", "train.epochs=3", "-set", "train.batch_size=8",
+			"-set", "checkpoint.every_steps=4", "-set", "train.threads=1", "-q", "-out", out}
+	}
+	ref := t.TempDir()
+	out, err := command(bin, nil, args(ref)...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	run := t.TempDir()
+	_, err = command(bin, []string{"HORA_FAULT=crash-at-step:10"}, args(run)...).CombinedOutput()
+	require.Error(t, err, "the run was killed at step 10")
+	out, err = command(bin, nil, "resume", "-run", run, "-q").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "resuming from")
+	assertSameFinalWeights(t, ref, run)
+}
