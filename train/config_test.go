@@ -522,17 +522,23 @@ func TestValidate(t *testing.T) {
 			`output.dir: expected a folder, found ""`},
 		{"a table's key for images", func(c *Config) { c.Data.Name, c.Data.Dir, c.Data.Label = "images", "pets", "species" },
 			`data.label: expected no value for data set "images" (the key is read by data set "csv" only), found "species"`},
-		{"an image key for a table", func(c *Config) { c.Data.Name, c.Data.File, c.Data.Label, c.Data.ImageSize = "csv", "t.csv", "y", []int{32, 32} },
+		{"an image key for a table", func(c *Config) {
+			c.Data.Name, c.Data.File, c.Data.Label, c.Data.ImageSize = "csv", "t.csv", "y", []int{32, 32}
+		},
 			`data.image_size: expected no value for data set "csv" (the key is read by data set "images" only), found [32 32]`},
 		{"csv without a label", func(c *Config) { c.Data.Name, c.Data.File = "csv", "t.csv" },
 			`data.label: expected the column to predict`},
-		{"csv with a file and a train file", func(c *Config) { c.Data.Name, c.Data.File, c.Data.TrainFile, c.Data.Label = "csv", "t.csv", "u.csv", "y" },
+		{"csv with a file and a train file", func(c *Config) {
+			c.Data.Name, c.Data.File, c.Data.TrainFile, c.Data.Label = "csv", "t.csv", "u.csv", "y"
+		},
 			`data.file: expected "" when data.train_file and data.val_file name the tables`},
 		{"regression of images", func(c *Config) { c.Task, c.Data.Name, c.Data.Dir = "regression", "images", "pets" },
 			`task: expected "classification" for data set "images"`},
 		{"bad image size", func(c *Config) { c.Data.Name, c.Data.Dir, c.Data.ImageSize = "images", "pets", []int{32} },
 			`data.image_size: expected [height, width], or [] for the first image's size, found [32]`},
-		{"mean and std of different lengths", func(c *Config) { c.Data.Name, c.Data.Dir, c.Data.Mean, c.Data.Std = "images", "pets", []float64{0.5, 0.5, 0.5}, []float64{0.2} },
+		{"mean and std of different lengths", func(c *Config) {
+			c.Data.Name, c.Data.Dir, c.Data.Mean, c.Data.Std = "images", "pets", []float64{0.5, 0.5, 0.5}, []float64{0.2}
+		},
 			`data.std: expected as many values as data.mean (3), found [0.2]`},
 		{"a freeze glob that is not one", func(c *Config) { c.Model.Freeze = []string{"[a"} },
 			`model.freeze[0]: expected a glob pattern of parameter names`},

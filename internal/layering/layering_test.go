@@ -57,6 +57,10 @@ var allowedImports = map[string][]string{
 	"bench/internal/benchjob":     {"device", "tensor", "autograd", "layers", "data", "configs", "train"},
 	"bench/hora":                  {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models", "bench/internal/benchjob"},
 	"bench/gpu":                   {"device", "device/cpu", "device/cuda", "tensor", "layers", "models", "onnx", "train", "bench/internal/benchjob"},
+	"bench/loader":                {"data"},
+	"scripts/fmnist-png":          {"data"},
+	"scripts/mnist-digits":        {},
+	"scripts/shapes":              {},
 }
 
 func TestImportDirection(t *testing.T) {
