@@ -2,15 +2,12 @@ package onnx_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/internal/interop"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/models"
 	"github.com/hora-dl/hora/onnx"
@@ -226,90 +224,17 @@ func exportClose(t *testing.T, want, got *tensor.Tensor, rtol, atol float64, wha
 	}
 }
 
-// ortRunner finds node and onnxruntime-node (scripts/ort), or skips.
-func ortRunner(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("onnxruntime check skipped: node is not installed")
-	}
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "scripts", "ort")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "onnxruntime-node")); err != nil {
-		t.Skipf("onnxruntime check skipped: run `npm ci --ignore-scripts` in %s to install onnxruntime-node", dir)
-	}
-	return filepath.Join(dir, "run.js")
-}
-
-type ortTensor struct {
-	Type string    `json:"type"`
-	Dims []int     `json:"dims"`
-	Data []float64 `json:"data"`
-}
-
-// ortRequest is one model run in onnxruntime.
-type ortRequest struct {
-	Model   string               `json:"model"`
-	Inputs  map[string]ortTensor `json:"inputs"`
-	Threads int                  `json:"threads"`
-}
-
-func ortInput(x *tensor.Tensor) ortTensor {
-	in := ortTensor{Dims: x.Shape(), Data: x.Cast(device.Float64).Contiguous().Float64s()}
-	switch x.DType() {
-	case device.Float32:
-		in.Type = "float32"
-	case device.Float64:
-		in.Type = "float64"
-	default:
-		in.Type = "int64"
-	}
-	return in
-}
-
-// ortRunAll runs the requests in one onnxruntime process and returns each
-// run's outputs, or its error.
-func ortRunAll(t *testing.T, script string, runs []ortRequest) ([]map[string]*tensor.Tensor, []string) {
-	t.Helper()
-	req, err := json.Marshal(map[string]any{"runs": runs})
-	require.NoError(t, err)
-	cmd := exec.Command("node", script)
-	cmd.Stdin = bytes.NewReader(req)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "onnxruntime: %s", stderr.String())
-	var resp struct {
-		Results []struct {
-			Outputs map[string]ortTensor `json:"outputs"`
-			Error   string               `json:"error"`
-		} `json:"results"`
-	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &resp))
-	require.Len(t, resp.Results, len(runs))
-	outs, errs := make([]map[string]*tensor.Tensor, len(runs)), make([]string, len(runs))
-	for i, r := range resp.Results {
-		errs[i] = r.Error
-		outs[i] = map[string]*tensor.Tensor{}
-		for name, o := range r.Outputs {
-			outs[i][name] = tensor.FromFloat64(o.Data, o.Dims...)
-			if len(o.Dims) == 0 {
-				outs[i][name] = tensor.FromFloat64(o.Data)
-			}
-		}
-	}
-	return outs, errs
-}
-
 // TestExportORT runs every exported layer and model in onnxruntime and
 // compares with Hora, at the example's batch size and at another one.
 func TestExportORT(t *testing.T) {
-	script := ortRunner(t)
+	script := interop.ORTScript(t)
 	dir := t.TempDir()
 	type check struct {
 		name string
 		n    int
 		want *tensor.Tensor
 	}
-	var runs []ortRequest
+	var runs []interop.ORTRequest
 	var checks []check
 	for _, c := range append(exportCases(), attentionExportCases()...) {
 		m, rng := c.build(t)
@@ -317,11 +242,11 @@ func TestExportORT(t *testing.T) {
 		require.NoError(t, onnx.ExportFile(path, m, []*tensor.Tensor{c.input(rng, c.shape[0])}, onnx.ExportOptions{}), c.name)
 		for _, n := range []int{c.shape[0], 3} {
 			x := c.input(rng, n)
-			runs = append(runs, ortRequest{Model: path, Inputs: map[string]ortTensor{"input": ortInput(x)}, Threads: 1})
+			runs = append(runs, interop.ORTRequest{Model: path, Inputs: map[string]interop.ORTTensor{"input": interop.ORTInput(x)}, Threads: 1})
 			checks = append(checks, check{c.name, n, horaForward(m, x)})
 		}
 	}
-	outs, errs := ortRunAll(t, script, runs)
+	outs, errs := interop.RunORT(t, script, runs)
 	for i, c := range checks {
 		t.Run(fmt.Sprintf("%s/batch%d", c.name, c.n), func(t *testing.T) {
 			require.Empty(t, errs[i], "onnxruntime")

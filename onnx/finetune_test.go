@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/internal/interop"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/onnx/onnxtest"
@@ -28,7 +29,7 @@ func TestFineTuneMatchesPyTorch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("exports models with PyTorch; skipped with -short")
 	}
-	python := pythonWith(t, "torch, onnx")
+	python := interop.Python(t, "torch, onnx")
 	dir := t.TempDir()
 	runScript(t, python, "onnx_finetune.py", dir)
 

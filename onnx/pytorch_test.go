@@ -1,7 +1,6 @@
 package onnx_test
 
 import (
-	"bytes"
 	"math"
 	"os"
 	"os/exec"
@@ -14,33 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/internal/interop"
 	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/onnx/onnxpb"
 	"github.com/hora-dl/hora/onnx/onnxtest"
 	"github.com/hora-dl/hora/tensor"
 )
-
-// pythonWith returns Debian's /usr/bin/python3 when it can import every
-// module named, or skips the test saying what is missing.
-func pythonWith(t *testing.T, modules string) string {
-	t.Helper()
-	const python = "/usr/bin/python3"
-	out, err := exec.Command(python, "-c", "import "+modules).CombinedOutput()
-	if err != nil {
-		t.Skipf("needs %s with %s (Debian: apt-get install python3-torch python3-torchvision python3-onnx): %v\n%s",
-			python, modules, err, lastLines(out, 3))
-	}
-	return python
-}
-
-// lastLines returns the last n lines of b.
-func lastLines(b []byte, n int) []byte {
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return bytes.Join(lines, []byte("\n"))
-}
 
 // runScript runs a script of scripts/ (the tests run in onnx/) with args.
 func runScript(t *testing.T, python, script string, args ...string) {
@@ -49,7 +27,7 @@ func runScript(t *testing.T, python, script string, args ...string) {
 	cmd := exec.Command(python, append([]string{filepath.Join("..", "scripts", script)}, args...)...)
 	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=2")
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s:\n%s", cmd, lastLines(out, 20))
+	require.NoError(t, err, "%s:\n%s", cmd, interop.LastLines(out, 20))
 	t.Logf("%s took %v", script, time.Since(start).Round(time.Millisecond))
 }
 
@@ -68,7 +46,7 @@ func TestPyTorchModels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("exports models with PyTorch (~10 s); skipped with -short")
 	}
-	python := pythonWith(t, "torch, torchvision, onnx")
+	python := interop.Python(t, "torch, torchvision, onnx")
 	dir := t.TempDir()
 	runScript(t, python, "onnx_models.py", dir)
 

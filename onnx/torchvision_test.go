@@ -1,11 +1,7 @@
 package onnx_test
 
 import (
-	"context"
-	"errors"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -15,42 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/internal/interop"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
 )
-
-// torchvisionModels exports torchvision's resnet18 and mobilenet_v2 with
-// scripts/torchvision_export.py into build/onnx-torchvision (kept between
-// runs: the script skips the files present) and returns that folder. It
-// skips the test without PyTorch or when the export takes too long.
-func torchvisionModels(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join("..", "build", "onnx-torchvision")
-	present := true
-	for _, name := range []string{"resnet18", "mobilenet_v2"} {
-		if _, err := os.Stat(filepath.Join(dir, name+".onnx")); err != nil {
-			present = false
-		}
-	}
-	if present {
-		return dir // written by an earlier run (delete the folder to export again)
-	}
-	python := pythonWith(t, "torch, torchvision, onnx")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, python, filepath.Join("..", "scripts", "torchvision_export.py"), dir)
-	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=2")
-	out, err := cmd.CombinedOutput()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Skipf("torchvision_export.py took over %v; skipped", time.Since(start).Round(time.Second))
-	}
-	require.NoError(t, err, "%s:\n%s", cmd, lastLines(out, 20))
-	t.Logf("torchvision_export.py took %v", time.Since(start).Round(time.Millisecond))
-	return dir
-}
 
 // TestTorchvisionTransfer does transfer learning from torchvision's
 // resnet18 and mobilenet_v2 as package train does: it imports each
@@ -63,8 +29,8 @@ func TestTorchvisionTransfer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("exports torchvision models with PyTorch; skipped with -short")
 	}
-	dir := torchvisionModels(t)
-	script := ortRunner(t)
+	files := interop.TorchvisionModels(t)
+	script := interop.ORTScript(t)
 	for _, tc := range []struct {
 		name           string
 		head           onnx.HeadInfo
@@ -77,7 +43,7 @@ func TestTorchvisionTransfer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			m, err := onnx.Load(filepath.Join(dir, tc.name+".onnx"), onnx.WithoutHead())
+			m, err := onnx.Load(files[tc.name], onnx.WithoutHead())
 			require.NoError(t, err)
 			head, ok := m.Head()
 			require.True(t, ok)
@@ -129,7 +95,7 @@ func TestTorchvisionTransfer(t *testing.T) {
 			start = time.Now()
 			x3 := tensor.RandNormal(rng, 0, 1, 3, 3, 64, 64)
 			want := horaForward(net, x3)
-			outs, errs := ortRunAll(t, script, []ortRequest{{Model: path, Inputs: map[string]ortTensor{"input": ortInput(x3)}, Threads: 2}})
+			outs, errs := interop.RunORT(t, script, []interop.ORTRequest{{Model: path, Inputs: map[string]interop.ORTTensor{"input": interop.ORTInput(x3)}, Threads: 2}})
 			require.Empty(t, errs[0], "onnxruntime")
 			require.Contains(t, outs[0], "output")
 			require.Equal(t, []int{3, 5}, outs[0]["output"].Shape())

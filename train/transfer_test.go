@@ -1,10 +1,7 @@
 package train
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -24,6 +21,7 @@ import (
 
 	"github.com/hora-dl/hora/checkpoint"
 	"github.com/hora-dl/hora/data"
+	"github.com/hora-dl/hora/internal/interop"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/models"
 	"github.com/hora-dl/hora/onnx"
@@ -32,112 +30,6 @@ import (
 
 // shapeClasses are the classes of scripts/shapes, in label order.
 var shapeClasses = []string{"circle", "cross", "ring", "square", "triangle"}
-
-// torchvisionFiles returns the absolute paths of torchvision's resnet18
-// and mobilenet_v2 exported by scripts/torchvision_export.py into
-// build/onnx-torchvision (kept between runs: a cached file is used as it
-// is). It skips the test when a file is missing and /usr/bin/python3
-// cannot import torch, torchvision and onnx.
-func torchvisionFiles(t *testing.T) map[string]string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "build", "onnx-torchvision"))
-	require.NoError(t, err)
-	files := map[string]string{}
-	present := true
-	for _, name := range []string{"resnet18", "mobilenet_v2"} {
-		files[name] = filepath.Join(dir, name+".onnx")
-		if _, err := os.Stat(files[name]); err != nil {
-			present = false
-		}
-	}
-	if present {
-		return files // written by an earlier run (delete the folder to export again)
-	}
-	const python = "/usr/bin/python3"
-	if out, err := exec.Command(python, "-c", "import torch, torchvision, onnx").CombinedOutput(); err != nil {
-		t.Skipf("needs %s with torch, torchvision and onnx to export torchvision's models (Debian: apt-get install python3-torch python3-torchvision python3-onnx): %v\n%s",
-			python, err, lastLinesOf(out, 3))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	start := time.Now()
-	cmd := exec.CommandContext(ctx, python, filepath.Join("scripts", "torchvision_export.py"), dir)
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=2")
-	out, err := cmd.CombinedOutput()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Skipf("torchvision_export.py took over %v; skipped", time.Since(start).Round(time.Second))
-	}
-	require.NoError(t, err, "%s:\n%s", cmd, lastLinesOf(out, 20))
-	t.Logf("torchvision_export.py took %v", time.Since(start).Round(time.Millisecond))
-	return files
-}
-
-// lastLinesOf returns the last n lines of b.
-func lastLinesOf(b []byte, n int) []byte {
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return bytes.Join(lines, []byte("\n"))
-}
-
-// ortScript returns scripts/ort/run.js, or skips the test when node or
-// onnxruntime-node (scripts/ort/node_modules) is missing.
-func ortScript(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("needs node to run onnxruntime (scripts/ort/run.js): node is not installed")
-	}
-	dir, err := filepath.Abs(filepath.Join("..", "scripts", "ort"))
-	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "onnxruntime-node")); err != nil {
-		t.Skipf("needs onnxruntime-node: run `npm ci --ignore-scripts` in %s", dir)
-	}
-	return filepath.Join(dir, "run.js")
-}
-
-// ortTensorJSON is a tensor in scripts/ort/run.js's JSON.
-type ortTensorJSON struct {
-	Type string    `json:"type"`
-	Dims []int     `json:"dims"`
-	Data []float64 `json:"data"`
-}
-
-// ortRun runs the ONNX file model in onnxruntime on the float32 input
-// "input" of shape dims and returns its output "output".
-func ortRun(t *testing.T, script, model string, x []float32, dims []int) ortTensorJSON {
-	t.Helper()
-	in := ortTensorJSON{Type: "float32", Dims: dims, Data: make([]float64, len(x))}
-	for i, v := range x {
-		in.Data[i] = float64(v)
-	}
-	req, err := json.Marshal(map[string]any{"model": model, "inputs": map[string]any{"input": in}, "threads": 2})
-	require.NoError(t, err)
-	cmd := exec.Command("node", script)
-	cmd.Stdin = bytes.NewReader(req)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "onnxruntime: %s", stderr.String())
-	var resp struct {
-		Outputs map[string]ortTensorJSON `json:"outputs"`
-	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &resp))
-	out, ok := resp.Outputs["output"]
-	require.True(t, ok, "onnxruntime's outputs: %v", slices.Collect(mapKeys(resp.Outputs)))
-	return out
-}
-
-// mapKeys yields the keys of m.
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
 
 // writeRGBPNG writes a w×h RGB PNG of a red square on a grey background.
 func writeRGBPNG(t *testing.T, path string, w, h int) {
@@ -174,8 +66,8 @@ func TestTrainTorchvisionTransfer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("exports torchvision models with PyTorch and fine-tunes them; skipped with -short")
 	}
-	files := torchvisionFiles(t)
-	script := ortScript(t)
+	files := interop.TorchvisionModels(t)
+	script := interop.ORTScript(t)
 
 	dataDir := t.TempDir()
 	start := time.Now()
@@ -299,15 +191,19 @@ output: {plot: false, progress: false}
 			p0, err := s.predict(x[:size])
 			require.NoError(t, err)
 			start = time.Now()
-			got := ortRun(t, script, exported, x, dims)
-			require.Equal(t, []int{3, 5}, got.Dims)
+			outs, errs := interop.RunORT(t, script, []interop.ORTRequest{{Model: exported,
+				Inputs: map[string]interop.ORTTensor{"input": interop.ORTInput(tensor.FromFloat32(x, dims...))}, Threads: 2}})
+			require.Empty(t, errs[0], "onnxruntime")
+			require.Contains(t, outs[0], "output")
+			got := outs[0]["output"]
+			require.Equal(t, []int{3, 5}, got.Shape())
 			wantVals := want.Float32s()
 			worst := 0.0
-			for i, g := range got.Data {
+			for i, g := range got.Float64s() {
 				worst = max(worst, math.Abs(g-float64(wantVals[i])))
 			}
 			t.Logf("onnxruntime: %v, largest difference from Hora %.3g", time.Since(start).Round(time.Millisecond), worst)
-			assert.LessOrEqual(t, worst, 1e-4, "onnxruntime against Hora: logits %v, expected %v", got.Data, wantVals)
+			assert.LessOrEqual(t, worst, 1e-4, "onnxruntime against Hora: logits %v, expected %v", got.Float64s(), wantVals)
 			assert.InDeltaSlice(t, softmaxRow(wantVals[:5]), p0, 1e-5, "predict's probabilities of image 0")
 
 			// predict resizes and crops an image of another size.

@@ -48,6 +48,7 @@ var allowedImports = map[string][]string{
 	"bench/dist":                  {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "models", "dist", "dist/mpi"},
 	"dist/shm":                    {"device", "device/cpu", "dist", "dist/transport", "internal/hostcpu"},
 	"internal/hostcpu":            {},
+	"internal/interop":            {"device", "tensor"},
 	"onnx":                        {"device", "device/cpu", "tensor", "autograd", "layers", "onnx/onnxpb"},
 	"onnx/onnxpb":                 {},
 	"onnx/onnxtest":               {"tensor", "autograd", "onnx"},
