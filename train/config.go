@@ -188,8 +188,8 @@ type DataConfig struct {
 	// (none).
 	Stats string `yaml:"stats"`
 	// Cache keeps the decoded images of "images" in memory: "auto" (the
-	// default: when they fit in a quarter of the machine's memory),
-	// "memory" (always) or "none" (decode every image at every use).
+	// default: when they take at most 2 GiB), "memory" (always) or "none"
+	// (decode every image at every use).
 	Cache string `yaml:"cache"`
 	// Workers is the number of goroutines that decode and transform the
 	// images of "images" for each batch; 0 (the default) uses every core.
