@@ -55,13 +55,31 @@ func DecodeImage(path string) (image.Image, error) {
 	return img, nil
 }
 
+// BadImageError is the error of DecodeImage (and so of NewImageFolder)
+// for a file that is not a valid image: corrupt, truncated or of no known
+// format.
+type BadImageError struct {
+	// Path is the file.
+	Path string
+	// Err says what is wrong (io.ErrUnexpectedEOF for a truncated file).
+	Err error
+}
+
+// Error returns "PATH: not a valid PNG, JPEG, GIF, BMP or WebP image: ERR".
+func (e *BadImageError) Error() string {
+	return fmt.Sprintf("%s: not a valid %s image: %v", e.Path, imageFormats, e.Err)
+}
+
+// Unwrap returns e.Err.
+func (e *BadImageError) Unwrap() error { return e.Err }
+
 // decodeErr is the error of a file that does not decode.
 func decodeErr(path string, err error) error {
 	if errors.Is(err, image.ErrFormat) {
-		return fmt.Errorf("%s: not a valid %s image: unknown file signature (the first bytes match none of these formats)", path, imageFormats)
+		return &BadImageError{Path: path, Err: errors.New("unknown file signature (the first bytes match none of these formats)")}
 	}
 	if errors.Is(err, io.EOF) || strings.HasSuffix(err.Error(), io.ErrUnexpectedEOF.Error()) {
 		err = io.ErrUnexpectedEOF // the file is cut short (png wraps it in a FormatError)
 	}
-	return fmt.Errorf("%s: not a valid %s image: %w", path, imageFormats, err)
+	return &BadImageError{Path: path, Err: err}
 }

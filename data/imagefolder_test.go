@@ -404,7 +404,8 @@ func TestImageFolderBadImages(t *testing.T) {
 
 	_, err = NewImageFolder(list, ImageFolderConfig{Transform: tr})
 	assert.ErrorContains(t, err, bad+": not a valid PNG, JPEG, GIF, BMP or WebP image: unexpected EOF")
-	assert.ErrorContains(t, err, "SkipBad")
+	var bie *BadImageError
+	assert.ErrorAs(t, err, &bie)
 
 	for _, cache := range []string{CacheMemory, CacheNone} {
 		f, err := NewImageFolder(list, ImageFolderConfig{Transform: tr, SkipBad: true, Cache: cache})

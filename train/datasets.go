@@ -250,6 +250,10 @@ var (
 func loadImageFolder(cfg *Config, saved *runData, progress progressFunc) (*datasets, error) {
 	d := cfg.Data
 	fail := func(err error) (*datasets, error) {
+		var bad *data.BadImageError
+		if errors.As(err, &bad) {
+			return nil, fmt.Errorf("%s: data.dir: %w (data.on_bad_image: skip trains without it)", cfg.File(), err)
+		}
 		return nil, fmt.Errorf("%s: data.dir: %w", cfg.File(), err)
 	}
 	var classes []string

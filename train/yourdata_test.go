@@ -173,6 +173,7 @@ func TestTrainImageFolderBadInput(t *testing.T) {
 		assert.Equal(t, exitInput, code, stderr)
 		assert.Contains(t, stderr, bad)
 		assert.Contains(t, stderr, "not a valid PNG")
+		assert.Contains(t, stderr, "data.on_bad_image: skip")
 		assert.NotContains(t, stdout, "epoch")
 
 		code, stdout, stderr = runTrain(t, imagesConfig(t, dir, "-set", "data.on_bad_image=skip", "-set", "train.epochs=1")...)
