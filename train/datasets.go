@@ -260,6 +260,9 @@ func loadImageFolder(cfg *Config, saved *runData, progress progressFunc) (*datas
 	if saved != nil {
 		classes = saved.Classes
 	}
+	if fi, err := os.Stat(filepath.Join(d.Dir, "train")); err != nil || !fi.IsDir() {
+		return fail(fmt.Errorf("%s has no train/ folder: expected %s/train/<class>/<images> and %s/val/<class>/<images> (or test/)", d.Dir, d.Dir, d.Dir))
+	}
 	trainList, err := data.ScanImageFolder(filepath.Join(d.Dir, "train"), classes)
 	if err != nil {
 		return fail(err)
