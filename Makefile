@@ -39,7 +39,7 @@ MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 
 .PHONY: docs zoo
-.PHONY: bench-data data-deps
+.PHONY: bench-data data-deps arm64-deps test-arm64
 .PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-check gpu-check-dry bench-gpu
 
 all: build
@@ -165,8 +165,27 @@ test: deps onnx-deps fmt-check vet
 	HORA_BLAS=none $(GO) test -count=1 -tags noasm ./device/cpu/... ./tensor/
 	$(MAKE) --no-print-directory test-mpi
 	$(MAKE) --no-print-directory test-onnx
+	$(MAKE) --no-print-directory test-arm64
 	@# The one-shot GPU check, dry-run on the CUDA emulator and the CPU.
 	$(MAKE) --no-print-directory gpu-check-dry
+
+# arm64-deps installs what runs arm64 test binaries on this machine:
+# qemu-user and arm64's C library (the dynamic loader purego's binaries
+# need), through Debian's multiarch.
+arm64-deps:
+	@dpkg -s qemu-user-static >/dev/null 2>&1 && dpkg -s libc6:arm64 >/dev/null 2>&1 || { \
+		echo "installing: qemu-user-static libc6:arm64"; \
+		$(SUDO) dpkg --add-architecture arm64 && $(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q qemu-user-static libc6:arm64; }
+
+# test-arm64 cross-compiles the CPU device and the packages above it for
+# GOARCH=arm64 and runs their tests under qemu-user (about 2 minutes): the
+# conformance suite of the pure-Go kernels that arm64 machines (Graviton,
+# Ampere) run. It checks correctness only; speed needs real arm64
+# hardware.
+test-arm64: arm64-deps
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -count=1 -exec qemu-aarch64-static \
+		./device/cpu/... ./tensor/ ./autograd/ ./layers/ ./optim/ ./models/
 
 # test-mpi runs the MPI transport's tests (the conformance suite, training
 # equivalence, a rank that dies) as 2 and as 3 processes.
