@@ -399,6 +399,22 @@ func readImages(path string, info *runData) ([][]float32, error) {
 	return out, nil
 }
 
+// sameColumns checks that a header row names the training table's
+// columns, in its order, with or without the label column: rows are read
+// by position.
+func sameColumns(header []string, info *tableInfo) error {
+	names := make([]string, len(header))
+	for i, h := range header {
+		names[i] = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+	}
+	noLabel := slices.DeleteFunc(slices.Clone(info.Columns), func(c string) bool { return c == info.Label })
+	if slices.Equal(names, info.Columns) || slices.Equal(names, noLabel) {
+		return nil
+	}
+	return fmt.Errorf("the header names the columns %s; expected the training table's %s (the label %q may be left out), in that order",
+		strings.Join(names, ", "), strings.Join(info.Columns, ", "), info.Label)
+}
+
 // readTableRows reads the rows of a CSV file laid out as the run's
 // training table (the same data.skip_rows and data.header; the label
 // column may be left out) and returns their features, standardized as in
@@ -438,6 +454,9 @@ func readTableRows(path string, cfg *Config, info *tableInfo) (rows [][]float32,
 			continue
 		case header:
 			header = false
+			if err := sameColumns(rec, info); err != nil {
+				return nil, nil, fmt.Errorf("%s:%d: %w", path, line, err)
+			}
 			continue
 		}
 		x, err := table.Row(rec)

@@ -289,6 +289,12 @@ func TestTrainCSVClassification(t *testing.T) {
 	assert.Equal(t, 2, small.Line)
 	assert.Equal(t, 3, large.Line)
 
+	// Rows are read by position: a header in another order is an error.
+	swapped := writeCSV(t, "height,petal", []string{"90,15.2"})
+	code, _, stderr = runTrain(t, "predict", "-run", run, swapped)
+	assert.Equal(t, exitInput, code)
+	assert.Contains(t, stderr, swapped+`:1: the header names the columns height, petal; expected the training table's petal, height, species`)
+
 	// A row whose feature is not a number names the file, line and column.
 	bad := writeCSV(t, "petal,height,species", []string{"15.2,90,small", "tall,130,large"})
 	code, _, stderr = runTrain(t, "predict", "-run", run, bad)
