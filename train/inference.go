@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -282,8 +283,12 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		return inputError{errors.New("predict: name the image files to classify (PNG, JPEG, GIF, BMP, WebP, or IDX image files)")}
 	}
+	paths, err := expandFolders(fs.Args())
+	if err != nil {
+		return inputError{fmt.Errorf("predict: %w", err)}
+	}
 	enc := json.NewEncoder(stdout)
-	for _, path := range fs.Args() {
+	for _, path := range paths {
 		var samples [][]float32
 		var place func(i int, p *prediction)
 		if s.info.Table != nil {
@@ -355,6 +360,36 @@ func (s *session) describe(out []float64, topK int) prediction {
 		p.Top = append(p.Top, classScore{Class: c, Label: label(c), Probability: out[c]})
 	}
 	return p
+}
+
+// expandFolders replaces each folder among paths by the image files in
+// it and its sub-folders, in sorted order (files are kept as they are).
+func expandFolders(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.IsDir() {
+			out = append(out, p) // reading it will say what is wrong
+			continue
+		}
+		n := len(out)
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && slices.Contains(data.ImageExtensions, strings.ToLower(filepath.Ext(path))) {
+				out = append(out, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s: a folder with no image files (%s)", p, strings.Join(data.ImageExtensions, ", "))
+		}
+	}
+	return out, nil
 }
 
 func isIDX(path string) bool {

@@ -136,6 +136,21 @@ func TestTrainImageFolder(t *testing.T) {
 	assert.Equal(t, "vertical", p.Top[0].Label)
 	assert.Equal(t, "horizontal", p.Top[1].Label)
 
+	// A folder: every image in it and below, in sorted order.
+	code, stdout, stderr = runTrain(t, "predict", "-run", run, "-checkpoint", "last", filepath.Join(dir, "val"))
+	require.Equal(t, exitOK, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 16)
+	right := 0
+	for _, line := range lines {
+		var q prediction
+		require.NoError(t, json.Unmarshal([]byte(line), &q))
+		if strings.Contains(q.File, string(filepath.Separator)+q.Label+string(filepath.Separator)) {
+			right++
+		}
+	}
+	assert.GreaterOrEqual(t, right, 14, "the folders' images are mostly classified right")
+
 	file := filepath.Join(t.TempDir(), "stripes.onnx")
 	code, _, stderr = runTrain(t, "export", "-run", run, "-checkpoint", "last", "-o", file)
 	require.Equal(t, exitOK, code, stderr)
