@@ -31,6 +31,7 @@ OPENBLAS_NUM_THREADS=1, torch.mm runs on one core.
 import gzip
 import json
 import os
+import resource
 import sys
 import time
 
@@ -187,6 +188,9 @@ def epoch(name, seed=1):
         for i in range(0, len(yte), 1000):
             correct += (model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item()
     emit(f"{name} train epoch", "samples/s", len(ytr) / seconds)
+    # The process's peak resident memory (Linux counts ru_maxrss in KiB),
+    # as the trainer's metrics.jsonl reports it for Hora.
+    emit(f"{name} peak memory (1 epoch)", "MiB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     emit(f"{name} test accuracy (1 epoch)", "accuracy", correct / len(yte))
 
 

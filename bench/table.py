@@ -159,7 +159,8 @@ def main():
     print()
     runs = "one run" if args.repeat <= 1 else f"the median of {args.repeat} runs"
     print(f"Each value is {runs}. Hora/PyTorch > 1 means Hora is faster (for allocs/op and bytes/op, "
-          f"only Hora is measured). {failed} target(s) missed.")
+          f"only Hora is measured; for peak memory in MiB, the process's largest resident set, "
+          f"Hora/PyTorch < 1 means Hora needs less). {failed} target(s) missed.")
     print(f"Load average (1, 5, 15 min) at the start: {os.environ.get('BENCH_LOAD_START', '?')}, at the end: {loadavg()} "
           f"({os.cpu_count()} cores; PyTorch's 2 threads slow down sharply when other processes compete for the cores).")
 

@@ -51,6 +51,10 @@ type EpochMetrics struct {
 	SamplesPerSec float64 `json:"samples_per_sec"`
 	Seconds       float64 `json:"seconds"`
 	LR            float64 `json:"lr"`
+	// PeakRSSMiB is the largest resident memory of the process (rank 0's)
+	// so far, in MiB, at the end of the epoch: data, model, optimizer and
+	// the step's buffers (0 where the system does not say).
+	PeakRSSMiB float64 `json:"peak_rss_mib,omitempty"`
 }
 
 // stepRecord is the "train" record of metrics.jsonl, written every
@@ -1006,7 +1010,7 @@ func (t *trainer) endEpoch(ctx context.Context) (stopped bool, err error) {
 		return false, err
 	}
 	m := EpochMetrics{Kind: "epoch", Epoch: epoch, Step: t.step, LR: t.opt.LR(), Seconds: t.epochSeconds,
-		TrainLoss: sums[0] / max(sums[1], 1), TrainAccuracy: sums[2] / max(sums[1], 1)}
+		TrainLoss: sums[0] / max(sums[1], 1), TrainAccuracy: sums[2] / max(sums[1], 1), PeakRSSMiB: peakRSSMiB()}
 	m.SamplesPerSec = sums[1] / max(m.Seconds, 1e-9)
 	if t.lm != nil {
 		m.SamplesPerSec /= float64(cfg.Model.Context) // windows, not characters
@@ -1041,7 +1045,7 @@ func (t *trainer) endEpoch(ctx context.Context) (stopped bool, err error) {
 		epoch, cfg.Train.Epochs, trainPart, describeEval(t.lastEval), m.SamplesPerSec, m.Seconds),
 		mergeFields(fields, map[string]any{"epoch": epoch, "epochs": cfg.Train.Epochs, "step": t.step, "train_loss": m.TrainLoss,
 			"train_accuracy": m.TrainAccuracy, "test_loss": m.TestLoss, "test_accuracy": m.TestAccuracy,
-			"samples_per_sec": m.SamplesPerSec, "seconds": m.Seconds, "lr": m.LR}))
+			"samples_per_sec": m.SamplesPerSec, "seconds": m.Seconds, "lr": m.LR, "peak_rss_mib": m.PeakRSSMiB}))
 	if t.lm != nil && t.con.log != nil {
 		t.sampleText()
 	}

@@ -188,7 +188,8 @@ func (b *bench) inference() error {
 }
 
 // epoch trains configs/fashion-mnist-<model>.yaml for one epoch with the
-// real trainer and reports its samples/s and test accuracy.
+// real trainer and reports its samples/s, its peak resident memory and
+// its test accuracy.
 func (b *bench) epoch(model string) error {
 	dir, err := os.MkdirTemp("", "hora-bench-")
 	if err != nil {
@@ -209,6 +210,9 @@ func (b *bench) epoch(model string) error {
 	if err := b.emit(model+" train epoch", "samples/s", m.SamplesPerSec); err != nil {
 		return err
 	}
+	if err := b.emit(model+" peak memory (1 epoch)", "MiB", m.PeakRSSMiB); err != nil {
+		return err
+	}
 	return b.emit(model+" test accuracy (1 epoch)", "accuracy", m.TestAccuracy)
 }
 
@@ -217,6 +221,7 @@ func (b *bench) epoch(model string) error {
 type epochMetrics struct {
 	SamplesPerSec float64 `json:"samples_per_sec"`
 	TestAccuracy  float64 `json:"test_accuracy"`
+	PeakRSSMiB    float64 `json:"peak_rss_mib"`
 }
 
 // lastMetrics reads the last epoch record of a metrics.jsonl file (its
