@@ -66,8 +66,11 @@ type Config struct {
 	TF32 bool `yaml:"tf32"`
 	// Task is what the model learns: "classification" (the default:
 	// cross-entropy on class logits, reported as loss and accuracy) or
-	// "regression" (one real number per sample, data set "csv": mean
-	// squared error, reported as loss (MSE), RMSE and R²).
+	// "regression" (one real number per sample, data set "csv": the model
+	// learns the targets standardized with the training rows' mean and
+	// standard deviation, saved with the run; the mean squared error is
+	// reported as loss (MSE), RMSE and R² in the targets' units, and
+	// predict and export give values in those units).
 	Task string `yaml:"task"`
 	// Data selects the data set.
 	Data DataConfig `yaml:"data"`

@@ -42,12 +42,43 @@ type datasets struct {
 	notes []string
 }
 
-// regressionTargets are the numbers a regression learns, by sample index.
+// regressionTargets are the numbers a regression learns, by sample
+// index, standardized with the training targets' mean and standard
+// deviation (the model learns (y - mean) / scale, so that its outputs are
+// of order 1 whatever the column's units).
 type regressionTargets struct {
 	train, test []float32
-	// testVar is the population variance of the test targets: R² is
-	// 1 - MSE/testVar.
+	// mean and scale undo the standardization: y = output·scale + mean.
+	mean, scale float64
+	// testVar is the population variance of the test targets in their
+	// own units: R² is 1 - MSE/testVar.
 	testVar float64
+}
+
+// lossScale is what a loss on standardized targets is multiplied by to be
+// a mean squared error in the targets' units.
+func (r *regressionTargets) lossScale() float64 { return r.scale * r.scale }
+
+// standardizeTargets returns the mean and population standard deviation
+// of ys (a scale of 1 for constant targets).
+func standardizeTargets(ys []float32) (mean, scale float64) {
+	v := variance(ys)
+	for _, y := range ys {
+		mean += float64(y)
+	}
+	mean /= float64(max(len(ys), 1))
+	scale = math.Sqrt(v)
+	if scale == 0 {
+		scale = 1
+	}
+	return mean, scale
+}
+
+// standardize maps each y to (y - mean) / scale, in place.
+func standardize(ys []float32, mean, scale float64) {
+	for i, y := range ys {
+		ys[i] = float32((float64(y) - mean) / scale)
+	}
 }
 
 // runData is what a run knows about its data beyond the samples: the
@@ -88,13 +119,18 @@ func (i *imageInfo) transform() data.ImageTransform {
 
 // tableInfo is how the rows of a table become samples: the columns of
 // the training file, the label column's name, the features read and their
-// standardization (fitted on the training rows).
+// standardization (fitted on the training rows), and a regression's
+// target standardization.
 type tableInfo struct {
 	Columns  []string  `json:"columns"`
 	Label    string    `json:"label"`
 	Features []string  `json:"features"`
 	Mean     []float64 `json:"mean"`
 	Std      []float64 `json:"std"`
+	// TargetMean and TargetStd standardize a regression's targets: the
+	// model's output y' means y = y'·TargetStd + TargetMean.
+	TargetMean float64 `json:"target_mean,omitempty"`
+	TargetStd  float64 `json:"target_std,omitempty"`
 }
 
 // dataFile is the name of runData's file in the run folder.
@@ -448,7 +484,15 @@ func loadTable(cfg *Config, saved *runData) (*datasets, error) {
 	}
 	if regression {
 		ds.info.Classes = nil
-		ds.targets = &regressionTargets{train: trainT.Targets, test: valT.Targets, testVar: variance(valT.Targets)}
+		r := &regressionTargets{train: trainT.Targets, test: valT.Targets, testVar: variance(valT.Targets)}
+		r.mean, r.scale = standardizeTargets(trainT.Targets)
+		if saved != nil && saved.Table != nil && saved.Table.TargetStd > 0 {
+			r.mean, r.scale = saved.Table.TargetMean, saved.Table.TargetStd
+		}
+		standardize(r.train, r.mean, r.scale)
+		standardize(r.test, r.mean, r.scale)
+		ds.info.Table.TargetMean, ds.info.Table.TargetStd = r.mean, r.scale
+		ds.targets = r
 	}
 	return ds, nil
 }

@@ -332,7 +332,13 @@ func (s *session) predict(x []float32) ([]float64, error) {
 		return nil, err
 	}
 	if s.info.Task == "regression" {
-		return out.Cast(device.Float64).Float64s(), nil
+		v := out.Cast(device.Float64).Float64s()
+		if t := s.info.Table; t != nil && t.TargetStd > 0 { // undo the targets' standardization
+			for i := range v {
+				v[i] = v[i]*t.TargetStd + t.TargetMean
+			}
+		}
+		return v, nil
 	}
 	return autograd.Softmax(autograd.Constant(out), 1).Value.Cast(device.Float64).Float64s(), nil
 }

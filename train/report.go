@@ -133,11 +133,15 @@ func exportONNX(path string, model layers.Layer, lm *languageModel, dev device.D
 }
 
 // standardized is a table model that standardizes its raw features
-// first, with the training rows' statistics: what export writes, so that
-// the ONNX file takes the table's values as they are.
+// first, with the training rows' statistics, and (for a regression) maps
+// its output back to the targets' units: what export writes, so that the
+// ONNX file takes and gives the table's values as they are.
 type standardized struct {
 	model     layers.Layer
 	mean, inv *tensor.Tensor
+	// outScale and outMean undo a regression's target standardization
+	// (nil for a classifier).
+	outScale, outMean *tensor.Tensor
 }
 
 func newStandardized(model layers.Layer, t *tableInfo, dev device.Device) *standardized {
@@ -146,13 +150,23 @@ func newStandardized(model layers.Layer, t *tableInfo, dev device.Device) *stand
 	for i := range t.Mean {
 		mean[i], inv[i] = float32(t.Mean[i]), float32(1/t.Std[i])
 	}
-	return &standardized{model: model, mean: tensor.FromFloat32(mean, 1, len(mean)).To(dev), inv: tensor.FromFloat32(inv, 1, len(inv)).To(dev)}
+	s := &standardized{model: model, mean: tensor.FromFloat32(mean, 1, len(mean)).To(dev), inv: tensor.FromFloat32(inv, 1, len(inv)).To(dev)}
+	if t.TargetStd > 0 {
+		s.outScale = tensor.FromFloat32([]float32{float32(t.TargetStd)}, 1, 1).To(dev)
+		s.outMean = tensor.FromFloat32([]float32{float32(t.TargetMean)}, 1, 1).To(dev)
+	}
+	return s
 }
 
-// Forward standardizes x, then runs the model.
+// Forward standardizes x, runs the model and, for a regression, maps its
+// output to the targets' units.
 func (s *standardized) Forward(x *autograd.Var) *autograd.Var {
 	z := autograd.Mul(autograd.Sub(x, autograd.Constant(s.mean)), autograd.Constant(s.inv))
-	return s.model.Forward(z)
+	out := s.model.Forward(z)
+	if s.outScale != nil {
+		out = autograd.Add(autograd.Mul(out, autograd.Constant(s.outScale)), autograd.Constant(s.outMean))
+	}
+	return out
 }
 
 // Parameters returns the model's parameters.

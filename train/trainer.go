@@ -902,6 +902,9 @@ func (t *trainer) trainBatch(e *epochRun, b data.Batch) error {
 	if err != nil {
 		return err
 	}
+	if t.targets != nil {
+		l *= t.targets.lossScale() // in the targets' units
+	}
 	if math.IsNaN(l) || math.IsInf(l, 0) {
 		e.bad, e.badLoss = true, l
 	}
@@ -1316,7 +1319,7 @@ func (t *trainer) evaluate(ctx context.Context) (map[string]float64, error) {
 	}
 	n := max(sums[1], 1)
 	if t.targets != nil {
-		mse := sums[0] / n
+		mse := sums[0] / n * t.targets.lossScale() // in the targets' units
 		return map[string]float64{"test_loss": mse, "test_rmse": math.Sqrt(mse), "test_r2": r2(mse, t.targets.testVar)}, nil
 	}
 	return map[string]float64{"test_loss": sums[0] / n, "test_accuracy": sums[2] / n}, nil
