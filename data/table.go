@@ -628,28 +628,37 @@ type Standardizer struct {
 // with no rows) gets Std 1, so that Apply leaves it centred rather than
 // dividing by zero.
 func FitStandardizer(t *Table) Standardizer {
-	nf := len(t.Features)
-	n := t.Rows()
+	return FitStandardizerOf(t.X, len(t.Features))
+}
+
+// FitStandardizerOf is FitStandardizer for any rows of numbers: x holds
+// rows of nf values, row-major (a regression's targets are rows of one
+// value).
+func FitStandardizerOf(x []float32, nf int) Standardizer {
+	n := 0
+	if nf > 0 {
+		n = len(x) / nf
+	}
 	s := Standardizer{Mean: make([]float64, nf), Std: make([]float64, nf)}
 	for j := range nf {
 		var sum float64
 		constant := true
 		for i := range n {
-			x := t.X[i*nf+j]
-			sum += float64(x)
-			constant = constant && x == t.X[j]
+			v := x[i*nf+j]
+			sum += float64(v)
+			constant = constant && v == x[j]
 		}
 		if n == 0 || constant {
 			s.Std[j] = 1
 			if n > 0 {
-				s.Mean[j] = float64(t.X[j])
+				s.Mean[j] = float64(x[j])
 			}
 			continue
 		}
 		mean := sum / float64(n)
 		var ss float64
 		for i := range n {
-			d := float64(t.X[i*nf+j]) - mean
+			d := float64(x[i*nf+j]) - mean
 			ss += d * d
 		}
 		s.Mean[j] = mean

@@ -44,12 +44,12 @@ type datasets struct {
 
 // regressionTargets are the numbers a regression learns, by sample
 // index, standardized with the training targets' mean and standard
-// deviation (the model learns (y - mean) / scale, so that its outputs are
-// of order 1 whatever the column's units).
+// deviation (the model learns (y - mean) / std, so that its outputs are of
+// order 1 whatever the column's units; tableInfo keeps the two).
 type regressionTargets struct {
 	train, test []float32
-	// mean and scale undo the standardization: y = output·scale + mean.
-	mean, scale float64
+	// std is the training targets' standard deviation.
+	std float64
 	// testVar is the population variance of the test targets in their
 	// own units: R² is 1 - MSE/testVar.
 	testVar float64
@@ -57,29 +57,7 @@ type regressionTargets struct {
 
 // lossScale is what a loss on standardized targets is multiplied by to be
 // a mean squared error in the targets' units.
-func (r *regressionTargets) lossScale() float64 { return r.scale * r.scale }
-
-// standardizeTargets returns the mean and population standard deviation
-// of ys (a scale of 1 for constant targets).
-func standardizeTargets(ys []float32) (mean, scale float64) {
-	v := variance(ys)
-	for _, y := range ys {
-		mean += float64(y)
-	}
-	mean /= float64(max(len(ys), 1))
-	scale = math.Sqrt(v)
-	if scale == 0 {
-		scale = 1
-	}
-	return mean, scale
-}
-
-// standardize maps each y to (y - mean) / scale, in place.
-func standardize(ys []float32, mean, scale float64) {
-	for i, y := range ys {
-		ys[i] = float32((float64(y) - mean) / scale)
-	}
-}
+func (r *regressionTargets) lossScale() float64 { return r.std * r.std }
 
 // runData is what a run knows about its data beyond the samples: the
 // class names, the transform of images and the columns and
@@ -131,6 +109,17 @@ type tableInfo struct {
 	// model's output y' means y = y'·TargetStd + TargetMean.
 	TargetMean float64 `json:"target_mean,omitempty"`
 	TargetStd  float64 `json:"target_std,omitempty"`
+}
+
+// standardizer returns the standardization of the features.
+func (t *tableInfo) standardizer() data.Standardizer {
+	return data.Standardizer{Mean: t.Mean, Std: t.Std}
+}
+
+// targetStandardizer returns the standardization of a regression's
+// targets.
+func (t *tableInfo) targetStandardizer() data.Standardizer {
+	return data.Standardizer{Mean: []float64{t.TargetMean}, Std: []float64{t.TargetStd}}
 }
 
 // dataFile is the name of runData's file in the run folder.
@@ -456,7 +445,7 @@ func loadTable(cfg *Config, saved *runData) (*datasets, error) {
 	}
 	std := data.FitStandardizer(trainT)
 	if saved != nil && saved.Table != nil {
-		std = data.Standardizer{Mean: saved.Table.Mean, Std: saved.Table.Std}
+		std = saved.Table.standardizer()
 	}
 	std.Apply(trainT.X)
 	std.Apply(valT.X)
@@ -484,15 +473,15 @@ func loadTable(cfg *Config, saved *runData) (*datasets, error) {
 	}
 	if regression {
 		ds.info.Classes = nil
-		r := &regressionTargets{train: trainT.Targets, test: valT.Targets, testVar: variance(valT.Targets)}
-		r.mean, r.scale = standardizeTargets(trainT.Targets)
+		ts := data.FitStandardizerOf(trainT.Targets, 1)
 		if saved != nil && saved.Table != nil && saved.Table.TargetStd > 0 {
-			r.mean, r.scale = saved.Table.TargetMean, saved.Table.TargetStd
+			ts = saved.Table.targetStandardizer()
 		}
-		standardize(r.train, r.mean, r.scale)
-		standardize(r.test, r.mean, r.scale)
-		ds.info.Table.TargetMean, ds.info.Table.TargetStd = r.mean, r.scale
-		ds.targets = r
+		testVar := variance(valT.Targets)
+		ts.Apply(trainT.Targets)
+		ts.Apply(valT.Targets)
+		ds.info.Table.TargetMean, ds.info.Table.TargetStd = ts.Mean[0], ts.Std[0]
+		ds.targets = &regressionTargets{train: trainT.Targets, test: valT.Targets, std: ts.Std[0], testVar: testVar}
 	}
 	return ds, nil
 }

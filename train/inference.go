@@ -474,7 +474,7 @@ func readTableRows(path string, cfg *Config, info *tableInfo) (rows [][]float32,
 		}
 		table.FeatureColumns = append(table.FeatureColumns, c)
 	}
-	std := data.Standardizer{Mean: info.Mean, Std: info.Std}
+	std := info.standardizer()
 	r := csv.NewReader(f)
 	r.FieldsPerRecord = -1
 	skip, header := cfg.Data.SkipRows, cfg.Data.Header

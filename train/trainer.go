@@ -1036,19 +1036,16 @@ func (t *trainer) endEpoch(ctx context.Context) (stopped bool, err error) {
 			return false, err
 		}
 	}
+	fields := map[string]any{"epoch": epoch, "epochs": cfg.Train.Epochs, "step": t.step, "train_loss": m.TrainLoss,
+		"train_accuracy": m.TrainAccuracy, "test_loss": m.TestLoss, "test_accuracy": m.TestAccuracy,
+		"samples_per_sec": m.SamplesPerSec, "seconds": m.Seconds, "lr": m.LR, "peak_rss_mib": m.PeakRSSMiB}
 	trainPart := fmt.Sprintf("train loss %.4f acc %.4f", m.TrainLoss, m.TrainAccuracy)
 	if t.targets != nil {
 		trainPart = fmt.Sprintf("train loss(MSE) %.4f", m.TrainLoss)
-	}
-	fields := map[string]any{}
-	if t.targets != nil {
-		fields = map[string]any{"test_rmse": m.TestRMSE, "test_r2": m.TestR2}
+		fields["test_rmse"], fields["test_r2"] = m.TestRMSE, m.TestR2
 	}
 	t.con.event("epoch", true, fmt.Sprintf("epoch %d/%d  %s  %s  %.0f samples/s  %.1fs",
-		epoch, cfg.Train.Epochs, trainPart, describeEval(t.lastEval), m.SamplesPerSec, m.Seconds),
-		mergeFields(fields, map[string]any{"epoch": epoch, "epochs": cfg.Train.Epochs, "step": t.step, "train_loss": m.TrainLoss,
-			"train_accuracy": m.TrainAccuracy, "test_loss": m.TestLoss, "test_accuracy": m.TestAccuracy,
-			"samples_per_sec": m.SamplesPerSec, "seconds": m.Seconds, "lr": m.LR, "peak_rss_mib": m.PeakRSSMiB}))
+		epoch, cfg.Train.Epochs, trainPart, describeEval(t.lastEval), m.SamplesPerSec, m.Seconds), fields)
 	if t.lm != nil && t.con.log != nil {
 		t.sampleText()
 	}
@@ -1061,14 +1058,6 @@ func (t *trainer) endEpoch(ctx context.Context) (stopped bool, err error) {
 		return true, nil
 	}
 	return t.epochCallbacks(ctx, m)
-}
-
-// mergeFields returns b with a's entries added.
-func mergeFields(a, b map[string]any) map[string]any {
-	for k, v := range a {
-		b[k] = v
-	}
-	return b
 }
 
 // stepCallbacks runs the callbacks' Step functions and returns whether
