@@ -3,6 +3,7 @@ package autograd
 import (
 	"math"
 
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -165,7 +166,29 @@ func Sigmoid(x *Var) *Var {
 
 // Relu returns max(x, 0) (gradient 0 at 0, as in PyTorch).
 func Relu(x *Var) *Var {
-	return nameOp(unary(x, x.Value.Relu(), func(x, _ *tensor.Tensor) *tensor.Tensor { return x.GtScalar(0) }), "Relu")
+	y := x.Value.Relu()
+	return nameOp(record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		// g where y > 0 (that is, x > 0), else 0: one pass over g.
+		return []*tensor.Tensor{tensor.ActGrad(g, y, device.ActReLU)}
+	}, x), "Relu")
+}
+
+// ReLU6 returns min(max(x, 0), 6), as torch.nn.ReLU6, in one pass over x
+// forward and one over the gradient backward. As in PyTorch, no gradient
+// flows where x is at or beyond a bound (x <= 0 or x >= 6). It is recorded
+// (and exported) as a Clamp to [0, 6], ONNX's Clip.
+func ReLU6(x *Var) *Var {
+	v := x.Value.Contiguous()
+	var y *tensor.Tensor
+	if v.Rank() >= 2 {
+		// BiasAct's N×C×… planes, which its kernel shares among the cores.
+		y = tensor.BiasAct(v, nil, device.ActReLU6, false)
+	} else {
+		y = tensor.BiasAct(v.Reshape(1, v.Len()), nil, device.ActReLU6, false).Reshape(v.Shape()...)
+	}
+	return describeOp(record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.ActGrad(g, y, device.ActReLU6)}
+	}, x), "Clamp", ClampAttrs{Lo: 0, Hi: 6})
 }
 
 // LeakyRelu returns x for x > 0 and slope·x otherwise.

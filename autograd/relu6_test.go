@@ -29,6 +29,14 @@ func TestGradCheckReLU6(t *testing.T) {
 		in   func(rng *rand.Rand) []*tensor.Tensor
 	}
 	cases := []tc{
+		{"relu6", func(x []*autograd.Var) *autograd.Var { return autograd.ReLU6(x[0]) },
+			func(rng *rand.Rand) []*tensor.Tensor { return inputs(scaled(rng, 4, 3, 2, 5)) }},
+		{"relu6_rank1", func(x []*autograd.Var) *autograd.Var { return autograd.ReLU6(x[0]) },
+			func(rng *rand.Rand) []*tensor.Tensor { return inputs(scaled(rng, 4, 17)) }},
+		{"relu6_strided", func(x []*autograd.Var) *autograd.Var { return autograd.ReLU6(autograd.Transpose(x[0], 0, 1)) },
+			func(rng *rand.Rand) []*tensor.Tensor { return inputs(scaled(rng, 4, 4, 6)) }},
+		{"relu", func(x []*autograd.Var) *autograd.Var { return autograd.Relu(x[0]) },
+			func(rng *rand.Rand) []*tensor.Tensor { return inputs(randn(rng, 3, 2, 5)) }},
 		{"linear_relu6", func(x []*autograd.Var) *autograd.Var {
 			return autograd.LinearAct(x[0], x[1], x[2], device.ActReLU6)
 		}, func(rng *rand.Rand) []*tensor.Tensor {
@@ -85,5 +93,23 @@ func TestReLU6Bounds(t *testing.T) {
 		// A strided gradient takes the same kernel.
 		dyT := tensor.FromFloat64([]float64{1, 2, 3, 4, 5, 6, 7, 8}, 8, 1).Cast(dt).T()
 		assert.Equal(t, []float64{0, 0, 3, 0, 0, 6, 7, 8}, tensor.ActGrad(dyT, y, device.ActReLU6).Values(), "strided, %v", dt)
+	}
+}
+
+// TestReLU6Op pins autograd.ReLU6, the activation MobileNet uses: its
+// values and its gradient at and beyond the bounds, as torch.nn.ReLU6
+// (hardtanh backward), for any shape; it is recorded as Clamp(0, 6).
+func TestReLU6Op(t *testing.T) {
+	t.Parallel()
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		x := autograd.Leaf(tensor.FromFloat64([]float64{-1, 0, 0.5, 6, 7, 5.5, 3, -0.0}, 2, 2, 2).Cast(dt))
+		y := autograd.ReLU6(x)
+		assert.Equal(t, []int{2, 2, 2}, y.Value.Shape())
+		assert.Equal(t, []float64{0, 0, 0.5, 6, 6, 5.5, 3, 0}, y.Value.Values(), "%v", dt)
+		require.NoError(t, autograd.Backward(autograd.SumAll(autograd.Mul(y, autograd.Constant(tensor.FromFloat64([]float64{1, 2, 3, 4, 5, 6, 7, 8}, 2, 2, 2).Cast(dt))))))
+		assert.Equal(t, []float64{0, 0, 3, 0, 0, 6, 7, 0}, x.Grad.Values(), "%v", dt)
+		require.NotNil(t, y.Op())
+		assert.Equal(t, "Clamp", y.Op().Name)
+		assert.Equal(t, autograd.ClampAttrs{Lo: 0, Hi: 6}, y.Op().Attrs)
 	}
 }

@@ -121,14 +121,10 @@ func NewMobileNet(cfg MobileNetConfig, rng *rand.Rand) (*Net, error) {
 	return NewNet(features, classifier), nil
 }
 
-// relu6 is min(max(x, 0), 6) (torch.nn.ReLU6), computed as a Relu and a
-// Minimum with the constant 6 so that onnx.Export translates it (to Relu
-// and Min).
+// relu6 is min(max(x, 0), 6) (torch.nn.ReLU6): autograd.ReLU6, one pass
+// forward and one backward, which onnx.Export writes as Clip(0, 6).
 type relu6 struct{}
 
 func (relu6) Parameters() []*autograd.Param { return nil }
 
-func (relu6) Forward(x *autograd.Var) *autograd.Var {
-	six := tensor.Full(x.Value.Device(), x.Value.DType(), 6)
-	return autograd.Minimum(autograd.Relu(x), autograd.Constant(six))
-}
+func (relu6) Forward(x *autograd.Var) *autograd.Var { return autograd.ReLU6(x) }

@@ -157,6 +157,10 @@ func actGradRange[T float](act device.Activation, dx, dy, y []T, lo, hi int) {
 	if act == device.ActReLU6 {
 		// PyTorch's hardtanh backward: no gradient at or beyond the bounds
 		// (a NaN output passes its gradient).
+		if dx32, ok := any(dx).([]float32); ok {
+			vec.ReLU6Grad(dx32[lo:hi], any(dy).([]float32)[lo:hi], any(y).([]float32)[lo:hi])
+			return
+		}
 		dx, dy, y := dx[lo:hi], dy[lo:hi], y[lo:hi]
 		dy, y = dy[:len(dx)], y[:len(dx)]
 		for i := range dx {
@@ -514,6 +518,84 @@ func (k kernels) BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight
 	}
 }
 
+// vecPlane is the smallest plane (the product of the sizes after the
+// channel axis) that BatchNorm's float32 kernels process with the vector
+// loops of package vec, one plane per call; smaller planes (a BatchNorm1d's
+// N×C input has planes of one element) take the element loops.
+const vecPlane = 16
+
+// batchNormPlanes is batchNormArgs.run for float32 with planes of at least
+// vecPlane elements: the same two passes (the mean, then the mean squared
+// deviation from it), each plane's sum taken by a vector loop and the
+// planes' sums added in float64, then y = (x-mean)·scale + bias.
+func batchNormPlanes(a *batchNormArgs[float32], lo, hi int) {
+	n := float64(a.outer * a.inner)
+	for c := lo; c < hi; c++ {
+		var sum float64
+		for o := 0; o < a.outer; o++ {
+			x, _ := a.plane(o, c)
+			sum += vec.SumF64(x)
+		}
+		m := float32(sum / n)
+		var ss float64
+		for o := 0; o < a.outer; o++ {
+			x, _ := a.plane(o, c)
+			ss += vec.SumSqDev(x, m)
+		}
+		variance := ss / n
+		scale := 1 / math.Sqrt(variance+a.eps)
+		if a.weight != nil {
+			scale *= float64(a.weight[c])
+		}
+		var b float32
+		if a.bias != nil {
+			b = a.bias[c]
+		}
+		for o := 0; o < a.outer; o++ {
+			x, y := a.plane(o, c)
+			vec.ScaleShift(y, x, m, float32(scale), b)
+		}
+		a.mean[c], a.variance[c] = m, float32(variance)
+	}
+}
+
+// batchNormGradPlanes is batchNormGradArgs.run for float32 with planes of
+// at least vecPlane elements: Σdy and Σdy·(x-mean) by vector loops per
+// plane (added in float64), then
+// dx = k·dy - k·invstd·(dweight/n)·(x-mean) - k·dbias/n, k = weight·invstd,
+// which is the element loop's k·(dy - dbias/n - x̂·dweight/n) regrouped.
+func batchNormGradPlanes(a *batchNormGradArgs[float32], lo, hi int) {
+	n := float64(a.outer * a.inner)
+	for c := lo; c < hi; c++ {
+		m := a.mean[c]
+		invstd := 1 / math.Sqrt(float64(a.variance[c])+a.eps)
+		var sumDy, sumDyXc float64
+		for o := 0; o < a.outer; o++ {
+			x, dy := a.plane(o, c)
+			sumDy += vec.SumF64(dy)
+			sumDyXc += vec.DotDev(x, dy, m)
+		}
+		sumDyXhat := sumDyXc * invstd
+		if a.dbias != nil {
+			a.dbias[c] = float32(sumDy)
+		}
+		if a.dweight != nil {
+			a.dweight[c] = float32(sumDyXhat)
+		}
+		w := 1.0
+		if a.weight != nil {
+			w = float64(a.weight[c])
+		}
+		k := w * invstd
+		xs, shift := -k*invstd*sumDyXhat/n, -k*sumDy/n
+		for o := 0; o < a.outer; o++ {
+			x, dy := a.plane(o, c)
+			dx := a.dx[(o*a.channels+c)*a.inner:][:a.inner]
+			vec.AffineDev(dx, dy, x, float32(k), m, float32(xs), float32(shift))
+		}
+	}
+}
+
 // f32s and f64s return an optional buffer's slice (nil for none).
 func f32s(b device.Buffer) []float32 {
 	if b == nil {
@@ -546,6 +628,10 @@ func (a *batchNormArgs[T]) plane(o, c int) (x, y []T) {
 // run normalises channels [lo, hi): the mean first, then the variance as
 // the mean of squared deviations (two passes, in float64, for accuracy).
 func (a *batchNormArgs[T]) run(lo, hi int) {
+	if a32, ok := any(a).(*batchNormArgs[float32]); ok && a.inner >= vecPlane {
+		batchNormPlanes(a32, lo, hi)
+		return
+	}
 	n := float64(a.outer * a.inner)
 	for c := lo; c < hi; c++ {
 		var sum float64
@@ -598,6 +684,10 @@ type batchNormGradArgs[T float] struct {
 // dbias = Σ dy, dweight = Σ dy·x̂ and
 // dx = weight·invstd·(dy - dbias/n - x̂·dweight/n).
 func (a *batchNormGradArgs[T]) run(lo, hi int) {
+	if a32, ok := any(a).(*batchNormGradArgs[float32]); ok && a.inner >= vecPlane {
+		batchNormGradPlanes(a32, lo, hi)
+		return
+	}
 	n := float64(a.outer * a.inner)
 	for c := lo; c < hi; c++ {
 		mean := float64(a.mean[c])

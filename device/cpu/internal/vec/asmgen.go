@@ -341,6 +341,143 @@ func reluGrad(g *gen, f *frame) {
 	})
 }
 
+// relu6Grad: dst = grad where 0 < y < 6, else 0, as the reference loop
+// "if y <= 0 || y >= 6 { g = 0 }", so a NaN y passes its gradient.
+func relu6Grad(g *gen, f *frame) {
+	g.in("MOVQ %s, DI", f.at("dst"))
+	g.in("MOVQ %s, SI", f.at("grad"))
+	g.in("MOVQ %s, DX", f.at("y"))
+	g.in("MOVQ %s, R12", f.at("n"))
+	g.zero(g.r(13))
+	g.in("MOVL $0x40c00000, AX") // 6.0
+	g.in("MOVL AX, X12")
+	g.in("VBROADCASTSS X12, %s", g.r(12))
+	g.in("XORQ BX, BX")
+	g.loop("l", "R12", 4, func(k int, m bool) {
+		t := g.r(k)
+		g.ld(t, "DX", k, m)
+		if g.is512() {
+			// K2 = y <= 0 or y >= 6 (ordered: false for NaN); K3 = the
+			// lanes that keep their gradient, within K1 in the tail.
+			g.in("VCMPPS $2, %s, %s, K2", g.r(13), t)
+			g.in("VCMPPS $0x0d, %s, %s, K3", g.r(12), t)
+			g.in("KORW K2, K3, K2")
+			g.in("KNOTW K2, K3")
+			if m {
+				g.in("KANDW K1, K3, K3")
+			}
+			g.in("VMOVUPS.Z %s, K3, %s", g.mem("SI", k), t)
+		} else {
+			u := g.r(k + 4)
+			g.in("VCMPPS $2, %s, %s, %s", g.r(13), t, u)
+			g.in("VCMPPS $0x0d, %s, %s, %s", g.r(12), t, t)
+			g.in("VORPS %s, %s, %s", u, t, t)
+			// t = ^(y <= 0 or y >= 6) & grad
+			g.in("VANDNPS %s, %s, %s", g.src(g.r(k+8), "SI", k, m), t, t)
+		}
+		g.st(t, "DI", k, m)
+	})
+}
+
+// sumSqDev: Σ (a-m)² with float32 FMA into eight accumulators r0..r7,
+// reduced in float64; the tail's masked lanes are zeroed after the
+// subtraction (they would hold -m).
+func sumSqDev(g *gen, f *frame) {
+	g.in("MOVQ %s, SI", f.at("a"))
+	g.in("MOVQ %s, R12", f.at("n"))
+	g.in("VBROADCASTSS %s, %s", f.at("m"), g.r(14))
+	for i := 0; i < 8; i++ {
+		g.zero(g.r(i))
+	}
+	g.in("XORQ BX, BX")
+	g.loop("l", "R12", 8, func(k int, m bool) {
+		t := g.r(8 + k%4)
+		g.ld(t, "SI", k, m)
+		g.in("VSUBPS %s, %s, %s", g.r(14), t, t)
+		if m {
+			if g.is512() {
+				g.in("VMOVAPS.Z %s, K1, %s", t, t)
+			} else {
+				g.in("VANDPS Y15, %s, %s", t, t)
+			}
+		}
+		g.in("VFMADD231PS %s, %s, %s", t, t, g.r(k))
+	})
+	for _, p := range [][2]int{{1, 0}, {3, 2}, {5, 4}, {7, 6}, {2, 0}, {6, 4}, {4, 0}} {
+		g.in("VADDPS %s, %s, %s", g.r(p[0]), g.r(p[1]), g.r(p[1]))
+	}
+	g.hsumPStoPD()
+	g.in("MOVSD X0, %s", f.ret)
+}
+
+// dotDev: Σ b·(a-m), as dot with a-m in place of a (the tail's masked
+// lanes of b are 0, so those of a-m do not count).
+func dotDev(g *gen, f *frame) {
+	g.in("MOVQ %s, SI", f.at("a"))
+	g.in("MOVQ %s, DX", f.at("b"))
+	g.in("MOVQ %s, R12", f.at("n"))
+	g.in("VBROADCASTSS %s, %s", f.at("m"), g.r(14))
+	for i := 0; i < 8; i++ {
+		g.zero(g.r(i))
+	}
+	g.in("XORQ BX, BX")
+	g.loop("l", "R12", 8, func(k int, m bool) {
+		t := g.r(8 + k%4)
+		g.ld(t, "SI", k, m)
+		g.in("VSUBPS %s, %s, %s", g.r(14), t, t)
+		g.in("VFMADD231PS %s, %s, %s", g.src(g.r(12), "DX", k, m), t, g.r(k))
+	})
+	for _, p := range [][2]int{{1, 0}, {3, 2}, {5, 4}, {7, 6}, {2, 0}, {6, 4}, {4, 0}} {
+		g.in("VADDPS %s, %s, %s", g.r(p[0]), g.r(p[1]), g.r(p[1]))
+	}
+	g.hsumPStoPD()
+	g.in("MOVSD X0, %s", f.ret)
+}
+
+// scaleShift: dst = (a-m)·s + b, three roundings as the reference loop.
+func scaleShift(g *gen, f *frame) {
+	g.in("MOVQ %s, DI", f.at("dst"))
+	g.in("MOVQ %s, SI", f.at("a"))
+	g.in("MOVQ %s, R12", f.at("n"))
+	g.in("VBROADCASTSS %s, %s", f.at("m"), g.r(14))
+	g.in("VBROADCASTSS %s, %s", f.at("s"), g.r(13))
+	g.in("VBROADCASTSS %s, %s", f.at("b"), g.r(12))
+	g.in("XORQ BX, BX")
+	g.loop("l", "R12", 4, func(k int, m bool) {
+		t := g.r(k)
+		g.ld(t, "SI", k, m)
+		g.in("VSUBPS %s, %s, %s", g.r(14), t, t)
+		g.in("VMULPS %s, %s, %s", g.r(13), t, t)
+		g.in("VADDPS %s, %s, %s", g.r(12), t, t)
+		g.st(t, "DI", k, m)
+	})
+}
+
+// affineDev: dst = (gs·g + xs·(x-m)) + c, rounded after each operation as
+// the reference loop.
+func affineDev(g *gen, f *frame) {
+	g.in("MOVQ %s, DI", f.at("dst"))
+	g.in("MOVQ %s, SI", f.at("grad"))
+	g.in("MOVQ %s, DX", f.at("x"))
+	g.in("MOVQ %s, R12", f.at("n"))
+	g.in("VBROADCASTSS %s, %s", f.at("gs"), g.r(8))
+	g.in("VBROADCASTSS %s, %s", f.at("m"), g.r(9))
+	g.in("VBROADCASTSS %s, %s", f.at("xs"), g.r(10))
+	g.in("VBROADCASTSS %s, %s", f.at("c"), g.r(11))
+	g.in("XORQ BX, BX")
+	g.loop("l", "R12", 4, func(k int, m bool) {
+		t, u := g.r(k), g.r(k+4)
+		g.ld(t, "DX", k, m)
+		g.in("VSUBPS %s, %s, %s", g.r(9), t, t)
+		g.in("VMULPS %s, %s, %s", g.r(10), t, t)
+		g.ld(u, "SI", k, m)
+		g.in("VMULPS %s, %s, %s", g.r(8), u, u)
+		g.in("VADDPS %s, %s, %s", t, u, u)
+		g.in("VADDPS %s, %s, %s", g.r(11), u, u)
+		g.st(u, "DI", k, m)
+	})
+}
+
 func axpy(g *gen, f *frame) {
 	g.in("MOVQ %s, DI", f.at("dst"))
 	g.in("MOVQ %s, SI", f.at("x"))
@@ -893,6 +1030,11 @@ var fns = []*fn{
 	{name: "addRowsReLU", params: ps("dst, a, row *float32; rows, n int"), disp: "dst, a, row []float32", call: "&dst[0], &a[0], &row[0], len(dst)/len(row), len(row)", gocall: "dst, a, row", emit: addRows(true)},
 	{name: "relu", params: ps("dst, a *float32; n int"), disp: "dst, a []float32", call: "&dst[0], &a[0], len(dst)", gocall: "dst, a", emit: relu},
 	{name: "reluGrad", params: ps("dst, grad, y *float32; n int"), disp: "dst, g, y []float32", call: "&dst[0], &g[0], &y[0], len(dst)", gocall: "dst, g, y", emit: reluGrad},
+	{name: "relu6Grad", params: ps("dst, grad, y *float32; n int"), disp: "dst, g, y []float32", call: "&dst[0], &g[0], &y[0], len(dst)", gocall: "dst, g, y", emit: relu6Grad},
+	{name: "sumSqDev", params: ps("a *float32; m float32; n int"), ret: "float64", disp: "a []float32, m float32", call: "&a[0], m, len(a)", gocall: "a, m", emit: sumSqDev},
+	{name: "dotDev", params: ps("a, b *float32; m float32; n int"), ret: "float64", disp: "a, b []float32, m float32", call: "&a[0], &b[0], m, len(a)", gocall: "a, b, m", emit: dotDev},
+	{name: "scaleShift", params: ps("dst, a *float32; m, s, b float32; n int"), disp: "dst, a []float32, m, s, b float32", call: "&dst[0], &a[0], m, s, b, len(dst)", gocall: "dst, a, m, s, b", emit: scaleShift},
+	{name: "affineDev", params: ps("dst, grad, x *float32; gs, m, xs, c float32; n int"), disp: "dst, g, x []float32, gs, m, xs, c float32", call: "&dst[0], &g[0], &x[0], gs, m, xs, c, len(dst)", gocall: "dst, g, x, gs, m, xs, c", emit: affineDev},
 	{name: "sum", params: ps("a *float32; n int"), ret: "float64", disp: "a []float32", call: "&a[0], len(a)", gocall: "a", emit: sum},
 	{name: "dot", params: ps("a, b *float32; n int"), ret: "float64", disp: "a, b []float32", call: "&a[0], &b[0], len(a)", gocall: "a, b", emit: dot},
 	{name: "max", params: ps("a *float32; n int"), ret: "float32", disp: "a []float32", call: "&a[0], len(a)", gocall: "a", emit: maxK},

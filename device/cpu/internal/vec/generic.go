@@ -392,3 +392,64 @@ func addScalarClampGo(dst, a []float32, s, lo, hi float32) {
 		dst[i] = v
 	}
 }
+
+func relu6GradGo(dst, g, y []float32) {
+	g, y = g[:len(dst)], y[:len(dst)]
+	for i := range dst {
+		v := g[i]
+		if y[i] <= 0 || y[i] >= 6 {
+			v = 0
+		}
+		dst[i] = v
+	}
+}
+
+// sumSqDevGo accumulates (a-m)² in four float32 partial sums, added in
+// float64 at the end (as dotGo).
+func sumSqDevGo(a []float32, m float32) float64 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		d0, d1, d2, d3 := a[i]-m, a[i+1]-m, a[i+2]-m, a[i+3]-m
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; i < len(a); i++ {
+		d := a[i] - m
+		s0 += d * d
+	}
+	return (float64(s0) + float64(s1)) + (float64(s2) + float64(s3))
+}
+
+// dotDevGo is dotGo of a-m and b.
+func dotDevGo(a, b []float32, m float32) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += (a[i] - m) * b[i]
+		s1 += (a[i+1] - m) * b[i+1]
+		s2 += (a[i+2] - m) * b[i+2]
+		s3 += (a[i+3] - m) * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += (a[i] - m) * b[i]
+	}
+	return (float64(s0) + float64(s1)) + (float64(s2) + float64(s3))
+}
+
+func scaleShiftGo(dst, a []float32, m, s, b float32) {
+	a = a[:len(dst)]
+	for i, v := range a {
+		dst[i] = (v-m)*s + b
+	}
+}
+
+func affineDevGo(dst, g, x []float32, gs, m, xs, c float32) {
+	g, x = g[:len(dst)], x[:len(dst)]
+	for i := range dst {
+		dst[i] = gs*g[i] + xs*(x[i]-m) + c
+	}
+}

@@ -209,6 +209,64 @@ func ReLUGrad(dst, g, y []float32) {
 	}
 }
 
+// ReLU6Grad is the gradient of ReLU6 (min(max(x, 0), 6)) given its output
+// y: dst[i] = g[i] if 0 < y[i] < 6, else 0, and g[i] where y[i] is NaN
+// (PyTorch's hardtanh backward). dst may be g or y.
+func ReLU6Grad(dst, g, y []float32) {
+	check3("ReLU6Grad", "y", dst, g, y)
+	if len(dst) > 0 {
+		relu6GradK(dst, g, y)
+	}
+}
+
+// SumSqDev returns Σ (a[i]-m)², the numerator of a variance about the mean
+// m, accumulated in float32 partial sums (many in assembly, four in Go)
+// that are added in float64 (0 for an empty a).
+func SumSqDev(a []float32, m float32) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	return sumSqDevK(a, m)
+}
+
+// DotDev returns Σ (a[i]-m)·b[i], accumulated as SumSqDev.
+func DotDev(a, b []float32, m float32) float64 {
+	if len(a) != len(b) {
+		panic(mismatch("DotDev", "a), len(b", len(a), len(b)))
+	}
+	if len(a) == 0 {
+		return 0
+	}
+	return dotDevK(a, b, m)
+}
+
+// ScaleShift sets dst[i] = (a[i]-m)·s + b, rounding after each operation
+// (a normalisation: subtract the mean, scale, shift). dst may be a.
+func ScaleShift(dst, a []float32, m, s, b float32) {
+	check2("ScaleShift", dst, a)
+	if len(dst) > 0 {
+		scaleShiftK(dst, a, m, s, b)
+	}
+}
+
+// AffineDev sets dst[i] = (gs·g[i] + xs·(x[i]-m)) + c, rounding after each
+// operation (a normalisation's input gradient). dst may be g or x.
+func AffineDev(dst, g, x []float32, gs, m, xs, c float32) {
+	check3("AffineDev", "x", dst, g, x)
+	if len(dst) > 0 {
+		affineDevK(dst, g, x, gs, m, xs, c)
+	}
+}
+
+// SumF64 is Sum without the final rounding to float32: the float64 sum,
+// for callers that go on accumulating in float64.
+func SumF64(a []float32) float64 {
+	if len(a) == 0 {
+		return 0
+	}
+	return sumK(a)
+}
+
 // Sum returns Σ a[i] (0 for an empty a). The sum is accumulated in float64,
 // in several partial sums (eight vectors of them in assembly, four in Go),
 // and rounded to float32 once at the end, so its error is at most half an ulp

@@ -101,6 +101,36 @@ func reluGradAVX2(dst *float32, grad *float32, y *float32, n int)
 func reluGradAVX512(dst *float32, grad *float32, y *float32, n int)
 
 //go:noescape
+func relu6GradAVX2(dst *float32, grad *float32, y *float32, n int)
+
+//go:noescape
+func relu6GradAVX512(dst *float32, grad *float32, y *float32, n int)
+
+//go:noescape
+func sumSqDevAVX2(a *float32, m float32, n int) float64
+
+//go:noescape
+func sumSqDevAVX512(a *float32, m float32, n int) float64
+
+//go:noescape
+func dotDevAVX2(a *float32, b *float32, m float32, n int) float64
+
+//go:noescape
+func dotDevAVX512(a *float32, b *float32, m float32, n int) float64
+
+//go:noescape
+func scaleShiftAVX2(dst *float32, a *float32, m float32, s float32, b float32, n int)
+
+//go:noescape
+func scaleShiftAVX512(dst *float32, a *float32, m float32, s float32, b float32, n int)
+
+//go:noescape
+func affineDevAVX2(dst *float32, grad *float32, x *float32, gs float32, m float32, xs float32, c float32, n int)
+
+//go:noescape
+func affineDevAVX512(dst *float32, grad *float32, x *float32, gs float32, m float32, xs float32, c float32, n int)
+
+//go:noescape
 func sumAVX2(a *float32, n int) float64
 
 //go:noescape
@@ -327,6 +357,61 @@ func reluGradK(dst, g, y []float32) {
 		reluGradAVX2(&dst[0], &g[0], &y[0], len(dst))
 	default:
 		reluGradGo(dst, g, y)
+	}
+}
+
+func relu6GradK(dst, g, y []float32) {
+	switch level {
+	case levelAVX512:
+		relu6GradAVX512(&dst[0], &g[0], &y[0], len(dst))
+	case levelAVX2:
+		relu6GradAVX2(&dst[0], &g[0], &y[0], len(dst))
+	default:
+		relu6GradGo(dst, g, y)
+	}
+}
+
+func sumSqDevK(a []float32, m float32) float64 {
+	switch level {
+	case levelAVX512:
+		return sumSqDevAVX512(&a[0], m, len(a))
+	case levelAVX2:
+		return sumSqDevAVX2(&a[0], m, len(a))
+	default:
+		return sumSqDevGo(a, m)
+	}
+}
+
+func dotDevK(a, b []float32, m float32) float64 {
+	switch level {
+	case levelAVX512:
+		return dotDevAVX512(&a[0], &b[0], m, len(a))
+	case levelAVX2:
+		return dotDevAVX2(&a[0], &b[0], m, len(a))
+	default:
+		return dotDevGo(a, b, m)
+	}
+}
+
+func scaleShiftK(dst, a []float32, m, s, b float32) {
+	switch level {
+	case levelAVX512:
+		scaleShiftAVX512(&dst[0], &a[0], m, s, b, len(dst))
+	case levelAVX2:
+		scaleShiftAVX2(&dst[0], &a[0], m, s, b, len(dst))
+	default:
+		scaleShiftGo(dst, a, m, s, b)
+	}
+}
+
+func affineDevK(dst, g, x []float32, gs, m, xs, c float32) {
+	switch level {
+	case levelAVX512:
+		affineDevAVX512(&dst[0], &g[0], &x[0], gs, m, xs, c, len(dst))
+	case levelAVX2:
+		affineDevAVX2(&dst[0], &g[0], &x[0], gs, m, xs, c, len(dst))
+	default:
+		affineDevGo(dst, g, x, gs, m, xs, c)
 	}
 }
 

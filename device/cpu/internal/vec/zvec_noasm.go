@@ -36,6 +36,16 @@ func reluK(dst, a []float32) { reluGo(dst, a) }
 
 func reluGradK(dst, g, y []float32) { reluGradGo(dst, g, y) }
 
+func relu6GradK(dst, g, y []float32) { relu6GradGo(dst, g, y) }
+
+func sumSqDevK(a []float32, m float32) float64 { return sumSqDevGo(a, m) }
+
+func dotDevK(a, b []float32, m float32) float64 { return dotDevGo(a, b, m) }
+
+func scaleShiftK(dst, a []float32, m, s, b float32) { scaleShiftGo(dst, a, m, s, b) }
+
+func affineDevK(dst, g, x []float32, gs, m, xs, c float32) { affineDevGo(dst, g, x, gs, m, xs, c) }
+
 func sumK(a []float32) float64 { return sumGo(a) }
 
 func dotK(a, b []float32) float64 { return dotGo(a, b) }
