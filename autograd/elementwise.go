@@ -1,8 +1,6 @@
 package autograd
 
 import (
-	"math"
-
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -201,13 +199,11 @@ func LeakyRelu(x *Var, slope float64) *Var {
 	}, x), "LeakyRelu", ScalarAttrs{slope})
 }
 
-// GELU returns x·Φ(x) with the exact (erf) normal CDF Φ.
+// GELU returns x·Φ(x) with the exact (erf) normal CDF Φ: one pass
+// forward and one backward on devices with device.GELUKernels.
 func GELU(x *Var) *Var {
-	cdf := x.Value.MulScalar(1 / math.Sqrt2).Erf().AddScalar(1).MulScalar(0.5)
-	return nameOp(record(x.Value.Mul(cdf), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
-		// d/dx = Φ(x) + x·φ(x), φ(x) = e^(-x²/2)/√(2π)
-		pdf := x.Value.Mul(x.Value).MulScalar(-0.5).Exp().MulScalar(1 / math.Sqrt(2*math.Pi))
-		return []*tensor.Tensor{g.Mul(cdf.Add(x.Value.Mul(pdf)))}
+	return nameOp(record(tensor.GELU(x.Value), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
+		return []*tensor.Tensor{tensor.GELUGrad(g, x.Value)}
 	}, x), "GELU")
 }
 

@@ -102,6 +102,20 @@ type BatchNormKernels interface {
 	BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
 }
 
+// GELUKernels is an optional kernel set of a device whose Kernels() value
+// implements it: GELU (x·Φ(x), Φ the standard normal CDF in its erf form,
+// torch.nn.GELU's default) and its gradient, each in one pass. autograd's
+// GELU finds it by type assertion and otherwise composes GELU from
+// elementwise operations. Buffers are dense and of one floating-point type.
+type GELUKernels interface {
+	// GELU computes y = x·Φ(x) for n elements; y may be x.
+	GELU(y, x Buffer, n int)
+
+	// GELUGrad computes dx = dy·(Φ(x) + x·φ(x)), φ the standard normal
+	// density, for n elements; dx may be dy.
+	GELUGrad(dx, dy, x Buffer, n int)
+}
+
 // IndexError reports an index (such as a class label) outside [0, N): the
 // one at position Pos has value Value.
 type IndexError struct {

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/hora-dl/hora/device"
 )
@@ -211,3 +212,37 @@ func (t *Tensor) SameShape(u *Tensor) bool { return sameDims(t.shape, u.shape) }
 
 // HasShape reports whether t has the given shape.
 func (t *Tensor) HasShape(shape []int) bool { return sameDims(t.shape, shape) }
+
+// GELU returns x·Φ(x) (Φ the standard normal CDF, erf form) in one pass on
+// a device with device.GELUKernels, else composed from elementwise
+// operations.
+func GELU(x *Tensor) *Tensor {
+	if gk, ok := x.kernels().(device.GELUKernels); ok && fused(x) != nil {
+		out := newOut(false, x.DType(), x.shape, x)
+		gk.GELU(out.buf, x.buf, x.Len())
+		return out
+	}
+	return x.Mul(geluCDF(x))
+}
+
+// GELUGrad returns dy·(Φ(x) + x·φ(x)), the gradient of GELU at x (φ the
+// standard normal density), in one pass where the device has
+// device.GELUKernels.
+func GELUGrad(dy, x *Tensor) *Tensor {
+	if !sameShape(dy, x) {
+		panic(fmt.Sprintf("tensor: GELUGrad: gradient %v and input %v differ", dy.shape, x.shape))
+	}
+	if gk, ok := x.kernels().(device.GELUKernels); ok && fused(dy, x) != nil {
+		out := newOut(false, x.DType(), x.shape, dy, x)
+		gk.GELUGrad(out.buf, dy.buf, x.buf, x.Len())
+		return out
+	}
+	// φ(x) = e^(-x²/2)/√(2π)
+	pdf := x.Mul(x).MulScalar(-0.5).Exp().MulScalar(1 / math.Sqrt(2*math.Pi))
+	return dy.Mul(geluCDF(x).Add(x.Mul(pdf)))
+}
+
+// geluCDF is Φ(x) = (1 + erf(x/√2))/2.
+func geluCDF(x *Tensor) *Tensor {
+	return x.MulScalar(1 / math.Sqrt2).Erf().AddScalar(1).MulScalar(0.5)
+}

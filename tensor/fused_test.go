@@ -2,6 +2,7 @@ package tensor_test
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -106,4 +107,46 @@ func TestConv2DBiasActMaxPoolMatchesComposition(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGELU checks the one-pass GELU and its gradient against the erf
+// formulas in float64, element by element, over the normal range, the
+// tails and the specials; a strided input takes the composed path and must
+// agree too.
+func TestGELU(t *testing.T) {
+	xs := []float64{-10, -6, -3.5, -1, -0.25, -1e-8, 0, 1e-8, 0.5, 1, 2.5, 7, 40, math.Inf(1), math.Inf(-1), math.NaN()}
+	dys := make([]float64, len(xs))
+	for i := range dys {
+		dys[i] = 1.5 - 0.25*float64(i%5)
+	}
+	cdf := func(x float64) float64 { return 0.5 * (1 + math.Erf(x/math.Sqrt2)) }
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		x := tensor.FromFloat64(xs, 4, 4).Cast(dt)
+		dy := tensor.FromFloat64(dys, 4, 4).Cast(dt)
+		y, dx := tensor.GELU(x).Values(), tensor.GELUGrad(dy, x).Values()
+		xT := tensor.FromFloat64(xs, 4, 4).Cast(dt).T().T() // same values, a strided view
+		yT, dxT := tensor.GELU(xT).Values(), tensor.GELUGrad(dy, xT).Values()
+		for i, v := range xs {
+			v = float64(float32(v)) // the float32 input's value
+			wantY := v * cdf(v)
+			wantDx := dys[i] * (cdf(v) + v*math.Exp(-v*v/2)/math.Sqrt(2*math.Pi))
+			switch {
+			case math.IsNaN(v):
+				assert.True(t, math.IsNaN(y[i]) && math.IsNaN(dx[i]), "%v GELU(NaN)", dt)
+				continue
+			case math.IsInf(v, -1): // -Inf·0, as in PyTorch
+				assert.True(t, math.IsNaN(y[i]) && math.IsNaN(dx[i]), "%v GELU(-Inf) = %v, %v", dt, y[i], dx[i])
+				continue
+			case math.IsInf(v, 1):
+				assert.Equal(t, v, y[i], "%v GELU(+Inf)", dt)
+				continue
+			}
+			tol := 1e-6 * math.Max(1, math.Abs(wantY))
+			assert.InDelta(t, wantY, y[i], tol, "%v GELU(%v)", dt, v)
+			assert.InDelta(t, wantDx, dx[i], 1e-6*math.Max(1, math.Abs(wantDx)), "%v GELU'(%v)", dt, v)
+			assert.InDelta(t, y[i], yT[i], 1e-6*math.Max(1, math.Abs(wantY)), "%v strided GELU(%v)", dt, v)
+			assert.InDelta(t, dx[i], dxT[i], 1e-6*math.Max(1, math.Abs(wantDx)), "%v strided GELU'(%v)", dt, v)
+		}
+	}
+	assert.Panics(t, func() { tensor.GELUGrad(tensor.Zeros(2, 3), tensor.Zeros(3, 2)) })
 }

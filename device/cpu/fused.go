@@ -721,3 +721,82 @@ func (a *batchNormGradArgs[T]) run(lo, hi int) {
 		}
 	}
 }
+
+// The CPU device implements the optional one-pass GELU.
+var _ device.GELUKernels = kernels{}
+
+// GELU computes y = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2, each element in
+// float64.
+func (k kernels) GELU(y, x device.Buffer, n int) {
+	noHalf("GELU", y, x)
+	switch buf(y).dt {
+	case device.Float32:
+		launch(k.d, n, 8, geluArgs[float32]{y: buf(y).f32[:n], x: buf(x).f32[:n]})
+	case device.Float64:
+		launch(k.d, n, 8, geluArgs[float64]{y: buf(y).f64[:n], x: buf(x).f64[:n]})
+	default:
+		panic(dtypeMsg("GELU", buf(y).dt))
+	}
+}
+
+// GELUGrad computes dx = dy·(Φ(x) + x·φ(x)), φ(x) = e^(-x²/2)/√(2π), each
+// element in float64.
+func (k kernels) GELUGrad(dx, dy, x device.Buffer, n int) {
+	noHalf("GELUGrad", dx, dy, x)
+	switch buf(dx).dt {
+	case device.Float32:
+		launch(k.d, n, 16, geluArgs[float32]{y: buf(dx).f32[:n], x: buf(x).f32[:n], dy: buf(dy).f32[:n]})
+	case device.Float64:
+		launch(k.d, n, 16, geluArgs[float64]{y: buf(dx).f64[:n], x: buf(x).f64[:n], dy: buf(dy).f64[:n]})
+	default:
+		panic(dtypeMsg("GELUGrad", buf(dx).dt))
+	}
+}
+
+// geluArgs are GELU's arguments (dy nil), or GELUGrad's (y is dx).
+type geluArgs[T float] struct{ y, x, dy []T }
+
+func (a *geluArgs[T]) run(lo, hi int) {
+	const invSqrt2, invSqrt2Pi = 1 / math.Sqrt2, 0.3989422804014327 // 1/√(2π)
+	x, y := a.x[lo:hi], a.y[lo:hi]
+	if a.dy == nil {
+		for i, v := range x {
+			f := float64(v)
+			y[i] = T(f * 0.5 * (1 + math.Erf(f*invSqrt2)))
+		}
+		return
+	}
+	dy := a.dy[lo:hi]
+	if x32, ok := any(x).([]float32); ok {
+		geluGrad32(any(y).([]float32), any(dy).([]float32), x32)
+		return
+	}
+	for i, v := range x {
+		f := float64(v)
+		cdf := 0.5 * (1 + math.Erf(f*invSqrt2))
+		pdf := math.Exp(-0.5*f*f) * invSqrt2Pi
+		y[i] = T(float64(dy[i]) * (cdf + f*pdf))
+	}
+}
+
+// geluGrad32 is GELUGrad's float32 loop: e^(-x²/2) by vec.Exp for blocks
+// of 256 elements (float32, within 2 ulp), the rest per element in
+// float64.
+func geluGrad32(dx, dy, x []float32) {
+	const invSqrt2, invSqrt2Pi = 1 / math.Sqrt2, 0.3989422804014327
+	var e [256]float32
+	for lo := 0; lo < len(x); lo += len(e) {
+		xs := x[lo:min(lo+len(e), len(x))]
+		es := e[:len(xs)]
+		for i, v := range xs {
+			es[i] = -0.5 * v * v
+		}
+		vec.Exp(es, es)
+		d, g := dx[lo:lo+len(xs)], dy[lo:lo+len(xs)]
+		for i, v := range xs {
+			f := float64(v)
+			cdf := 0.5 * (1 + math.Erf(f*invSqrt2))
+			d[i] = float32(float64(g[i]) * (cdf + f*float64(es[i])*invSqrt2Pi))
+		}
+	}
+}
