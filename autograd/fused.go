@@ -311,3 +311,86 @@ func BatchNormInference(x, weight, bias *Var, mean, variance *tensor.Tensor, eps
 		}
 	}, in[:n]...), "BatchNormInference", NormAttrs{Eps: eps, Mean: mean, Variance: variance})
 }
+
+// LayerNorm normalises x over its last k axes: (x - mean)/√(variance+eps),
+// the mean and biased variance taken over those axes, then times weight
+// plus bias (both of the shape of those axes, or both nil), as
+// torch.nn.LayerNorm. On a device with device.LayerNormKernels and with
+// an affine transform it is one operation, a few passes over memory each
+// way (recorded as LayerNorm, ONNX LayerNormalization); otherwise it is
+// composed of recorded elementwise operations and reductions.
+func LayerNorm(x *Var, k int, weight, bias *Var, eps float64) *Var {
+	s := x.Value.Shape()
+	if k < 1 || k > len(s) || (weight == nil) != (bias == nil) ||
+		(weight != nil && (!weight.Value.HasShape(s[len(s)-k:]) || !bias.Value.HasShape(s[len(s)-k:]))) {
+		var ws, bs []int
+		if weight != nil {
+			ws = weight.Value.Shape()
+		}
+		if bias != nil {
+			bs = bias.Value.Shape()
+		}
+		panic(fmt.Sprintf("autograd: LayerNorm: input %v over its last %d axes takes a weight and a bias of shape %v, or neither; found %v and %v",
+			s, k, s[len(s)-max(0, min(k, len(s))):], ws, bs))
+	}
+	if lk := layerNormKernels(x, weight, bias); lk != nil {
+		return layerNormFused(lk, x, k, weight, bias, eps)
+	}
+	axes := make([]int, k)
+	for i := range axes {
+		axes[i] = len(s) - k + i
+	}
+	mean := MeanAxes(x, axes, true)
+	d := Sub(x, mean)
+	v := MeanAxes(Mul(d, d), axes, true)
+	y := Div(d, Sqrt(AddScalar(v, eps)))
+	if weight == nil {
+		return y
+	}
+	return Add(Mul(y, weight), bias)
+}
+
+// layerNormKernels returns the layer normalisation kernels of x's device
+// when it has them and they apply: x is not empty, there is an affine
+// transform, and x, weight and bias share one floating-point type and the
+// device. It returns nil otherwise.
+func layerNormKernels(x, weight, bias *Var) device.LayerNormKernels {
+	k, ok := x.Value.Device().Kernels().(device.LayerNormKernels)
+	dt := x.Value.DType()
+	if !ok || !dt.IsFloat() || x.Value.Len() == 0 || weight == nil {
+		return nil
+	}
+	for _, p := range []*tensor.Tensor{weight.Value, bias.Value} {
+		if p.DType() != dt || p.Device() != x.Value.Device() {
+			return nil
+		}
+	}
+	return k
+}
+
+// layerNormFused is LayerNorm computed by the device's kernels lk, forward
+// and backward.
+func layerNormFused(lk device.LayerNormKernels, x *Var, k int, weight, bias *Var, eps float64) *Var {
+	xv := x.Value.Contiguous()
+	s, dt := xv.Shape(), xv.DType()
+	cols := device.NumElements(s[len(s)-k:])
+	rows := xv.Len() / cols
+	wv, bv := weight.Value.Contiguous(), bias.Value.Contiguous()
+	y := tensor.Empty(dt, s, xv)
+	mean, rstd := tensor.Empty(dt, []int{rows}, xv), tensor.Empty(dt, []int{rows}, xv)
+	lk.LayerNorm(y.Buffer(), mean.Buffer(), rstd.Buffer(), xv.Buffer(), wv.Buffer(), bv.Buffer(), rows, cols, eps)
+	out := recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+		g = g.Contiguous()
+		dx := tensor.Empty(dt, s, g, xv)
+		var dw, db *tensor.Tensor
+		if needs[1] || needs[2] {
+			dw, db = tensor.Empty(dt, wv.Shape(), g, xv), tensor.Empty(dt, wv.Shape(), g, xv)
+		}
+		lk.LayerNormGrad(dx.Buffer(), buffer(dw), buffer(db), g.Buffer(), xv.Buffer(), mean.Buffer(), rstd.Buffer(), wv.Buffer(), rows, cols)
+		grads[0] = dx
+		if dw != nil {
+			grads[1], grads[2] = dw, db
+		}
+	}, x, weight, bias)
+	return describeOp(out, "LayerNorm", LayerNormAttrs{Axis: len(s) - k, Eps: eps})
+}

@@ -188,6 +188,7 @@ func recordInto(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bo
 //	MaxPool2D AvgPool2D                       tensor.PoolOptions
 //	BatchNorm                                 NormAttrs (batch statistics; input[, weight, bias])
 //	BatchNormInference                        NormAttrs (given statistics; input[, weight, bias])
+//	LayerNorm                                 LayerNormAttrs (input, weight, bias)
 //	SoftmaxCrossEntropy                       IndexAttrs (Index: the labels; Axis: -1)
 //	Flatten Softmax LogSoftmax Concat
 //	Squeeze Unsqueeze                         AxisAttrs
@@ -309,6 +310,14 @@ type ConvAttrs struct {
 	Conv tensor.ConvOptions
 	Act  device.Activation
 	Pool tensor.PoolOptions
+}
+
+// LayerNormAttrs is the OpInfo.Attrs of LayerNorm: the normalisation is
+// over the axes from Axis (non-negative) to the last, with Eps added to
+// the variance (ONNX LayerNormalization's axis and epsilon).
+type LayerNormAttrs struct {
+	Axis int
+	Eps  float64
 }
 
 // NormAttrs is the OpInfo.Attrs of BatchNorm and BatchNormInference: the

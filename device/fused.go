@@ -102,6 +102,26 @@ type BatchNormKernels interface {
 	BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
 }
 
+// LayerNormKernels is an optional kernel set of a device whose Kernels()
+// value implements it: layer normalisation of each row of a rows×cols
+// matrix (the last axes of a tensor), forward and backward, each in a few
+// passes over memory. autograd's LayerNorm finds it by type assertion and
+// otherwise composes the normalisation from elementwise operations and
+// reductions. All buffers are dense and of one floating-point type.
+type LayerNormKernels interface {
+	// LayerNorm sets y = (x-mean)·rstd·weight + bias for each row of x,
+	// rstd = 1/√(variance+eps) with the row's biased variance, and writes
+	// each row's mean and rstd (rows elements each). weight and bias (cols
+	// elements) are both nil or both set.
+	LayerNorm(y, mean, rstd, x, weight, bias Buffer, rows, cols int, eps float64)
+
+	// LayerNormGrad computes, from the output gradient dy and the mean and
+	// rstd LayerNorm wrote, the input gradient dx, and unless nil
+	// dweight = Σ_rows dy·x̂ and dbias = Σ_rows dy (x̂ = (x-mean)·rstd).
+	// weight may be nil (no affine transform).
+	LayerNormGrad(dx, dweight, dbias, dy, x, mean, rstd, weight Buffer, rows, cols int)
+}
+
 // GELUKernels is an optional kernel set of a device whose Kernels() value
 // implements it: GELU (x·Φ(x), Φ the standard normal CDF in its erf form,
 // torch.nn.GELU's default) and its gradient, each in one pass. autograd's

@@ -213,16 +213,8 @@ func (ln *LayerNorm) Forward(x *autograd.Var) *autograd.Var {
 	if len(s) < k || !slices.Equal(s[len(s)-k:], ln.shape) {
 		panic(fmt.Sprintf("layers: LayerNorm(%v): input shape %v does not end in %v", ln.shape, s, ln.shape))
 	}
-	axes := make([]int, k)
-	for i := range axes {
-		axes[i] = len(s) - k + i
-	}
-	mean := autograd.MeanAxes(x, axes, true)
-	d := autograd.Sub(x, mean)
-	v := autograd.MeanAxes(autograd.Mul(d, d), axes, true)
-	y := autograd.Div(d, autograd.Sqrt(autograd.AddScalar(v, ln.eps)))
 	if ln.weight == nil {
-		return y
+		return autograd.LayerNorm(x, k, nil, nil, ln.eps)
 	}
-	return autograd.Add(autograd.Mul(y, ln.weight.Var), ln.bias.Var)
+	return autograd.LayerNorm(x, k, ln.weight.Var, ln.bias.Var, ln.eps)
 }

@@ -760,6 +760,9 @@ func (e *exporter) translate(info *autograd.OpInfo, ins []string, out string) er
 		return e.batchNormInference(info, ins, out)
 	case "BatchNorm":
 		return e.batchNorm(info, ins, out)
+	case "LayerNorm":
+		a := info.Attrs.(autograd.LayerNormAttrs)
+		e.chain("LayerNormalization", out, ins, exportAttrInt("axis", a.Axis), exportAttrFloat("epsilon", a.Eps))
 	case "Reshape":
 		return e.reshape(ins[0], out)
 	case "Flatten":

@@ -725,8 +725,9 @@ func (a *batchNormGradArgs[T]) run(lo, hi int) {
 // The CPU device implements the optional one-pass GELU.
 var _ device.GELUKernels = kernels{}
 
-// GELU computes y = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2, each element in
-// float64.
+// GELU computes y = x·Φ(x), Φ(x) = (1 + erf(x/√2))/2: float64 elements
+// one by one with math.Erf, float32 ones in blocks through package vec's
+// loops (vec.Erf's approximation, a few ulp).
 func (k kernels) GELU(y, x device.Buffer, n int) {
 	noHalf("GELU", y, x)
 	switch buf(y).dt {
@@ -739,8 +740,8 @@ func (k kernels) GELU(y, x device.Buffer, n int) {
 	}
 }
 
-// GELUGrad computes dx = dy·(Φ(x) + x·φ(x)), φ(x) = e^(-x²/2)/√(2π), each
-// element in float64.
+// GELUGrad computes dx = dy·(Φ(x) + x·φ(x)), φ(x) = e^(-x²/2)/√(2π), as
+// GELU does: float64 with package math, float32 through package vec.
 func (k kernels) GELUGrad(dx, dy, x device.Buffer, n int) {
 	noHalf("GELUGrad", dx, dy, x)
 	switch buf(dx).dt {
@@ -760,6 +761,10 @@ func (a *geluArgs[T]) run(lo, hi int) {
 	const invSqrt2, invSqrt2Pi = 1 / math.Sqrt2, 0.3989422804014327 // 1/√(2π)
 	x, y := a.x[lo:hi], a.y[lo:hi]
 	if a.dy == nil {
+		if x32, ok := any(x).([]float32); ok {
+			gelu32(any(y).([]float32), x32)
+			return
+		}
 		for i, v := range x {
 			f := float64(v)
 			y[i] = T(f * 0.5 * (1 + math.Erf(f*invSqrt2)))
@@ -779,24 +784,44 @@ func (a *geluArgs[T]) run(lo, hi int) {
 	}
 }
 
-// geluGrad32 is GELUGrad's float32 loop: e^(-x²/2) by vec.Exp for blocks
-// of 256 elements (float32, within 2 ulp), the rest per element in
-// float64.
+// geluBlock is the number of elements the float32 GELU loops take at a
+// time through package vec's loops (two blocks of scratch stay in L1).
+const geluBlock = 256
+
+// gelu32 is GELU's float32 loop: y = x·(1 + erf(x/√2))/2 with vec.Erf (a
+// few ulp of float32), in blocks of geluBlock elements.
+func gelu32(y, x []float32) {
+	var t [geluBlock]float32
+	for lo := 0; lo < len(x); lo += geluBlock {
+		xs := x[lo:min(lo+geluBlock, len(x))]
+		ys, ts := y[lo:lo+len(xs)], t[:len(xs)]
+		vec.MulScalar(ts, xs, 1/math.Sqrt2)
+		vec.Erf(ts, ts)
+		vec.AddScalar(ts, ts, 1)
+		vec.Mul(ts, ts, xs)
+		vec.MulScalar(ys, ts, 0.5)
+	}
+}
+
+// geluGrad32 is GELUGrad's float32 loop:
+// dx = dy·((1 + erf(x/√2))/2 + x·e^(-x²/2)/√(2π)) with vec.Erf and vec.Exp,
+// in blocks of geluBlock elements.
 func geluGrad32(dx, dy, x []float32) {
-	const invSqrt2, invSqrt2Pi = 1 / math.Sqrt2, 0.3989422804014327
-	var e [256]float32
-	for lo := 0; lo < len(x); lo += len(e) {
-		xs := x[lo:min(lo+len(e), len(x))]
-		es := e[:len(xs)]
-		for i, v := range xs {
-			es[i] = -0.5 * v * v
-		}
-		vec.Exp(es, es)
-		d, g := dx[lo:lo+len(xs)], dy[lo:lo+len(xs)]
-		for i, v := range xs {
-			f := float64(v)
-			cdf := 0.5 * (1 + math.Erf(f*invSqrt2))
-			d[i] = float32(float64(g[i]) * (cdf + f*float64(es[i])*invSqrt2Pi))
-		}
+	const invSqrt2Pi = 0.3989422804014327 // 1/√(2π)
+	var cdf, pdf [geluBlock]float32
+	for lo := 0; lo < len(x); lo += geluBlock {
+		xs := x[lo:min(lo+geluBlock, len(x))]
+		c, p := cdf[:len(xs)], pdf[:len(xs)]
+		vec.MulScalar(c, xs, 1/math.Sqrt2)
+		vec.Erf(c, c)
+		vec.AddScalar(c, c, 1)
+		vec.MulScalar(c, c, 0.5)
+		vec.Mul(p, xs, xs)
+		vec.MulScalar(p, p, -0.5)
+		vec.Exp(p, p)
+		vec.Mul(p, p, xs)
+		vec.MulScalar(p, p, invSqrt2Pi)
+		vec.Add(c, c, p)
+		vec.Mul(dx[lo:lo+len(xs)], dy[lo:lo+len(xs)], c)
 	}
 }

@@ -791,6 +791,68 @@ var expConsts = []struct {
 	{"bias", 127},
 }
 
+// erfConsts are the clamp bounds and the coefficients of erf's rational
+// approximation x·P(x²)/Q(x²) on [-4, 4] (erfGo has the same form; beyond
+// ±4, erf is ±1 in float32), each repeated over 32 bytes like expConsts.
+var erfConsts = []struct {
+	name string
+	v    float32
+}{
+	{"lo", -4}, {"hi", 4},
+	{"a13", -2.72614225801306e-10}, {"a11", 2.77068142495902e-08}, {"a9", -2.10102402082508e-06},
+	{"a7", -5.69250639462346e-05}, {"a5", -7.34990630326855e-04}, {"a3", -2.95459980854025e-03},
+	{"a1", -1.60960333262415e-02},
+	{"b8", -1.45660718464996e-05}, {"b6", -2.13374055278905e-04}, {"b4", -1.68282697438203e-03},
+	{"b2", -7.37332916720468e-03}, {"b0", -1.42647390514189e-02},
+}
+
+// erfK: dst = erf(a) by the rational approximation of erfConsts: the
+// input clamped to [-4, 4] (a NaN passes), the odd numerator and the even
+// denominator by Horner's rule with FMA, one division.
+func erfK(g *gen, f *frame) {
+	g.in("MOVQ %s, DI", f.at("dst"))
+	g.in("MOVQ %s, SI", f.at("a"))
+	g.in("MOVQ %s, R12", f.at("n"))
+	cst := map[string]string{}
+	unroll := 2
+	if g.is512() {
+		g.in("LEAQ erfTab<>(SB), AX")
+		for i, c := range erfConsts {
+			reg := g.r(16 + i)
+			g.in("VBROADCASTSS %d(AX), %s", 32*i, reg)
+			cst[c.name] = reg
+		}
+		unroll = 3
+	} else {
+		for i, c := range erfConsts {
+			cst[c.name] = fmt.Sprintf("erfTab<>+%d(SB)", 32*i)
+		}
+		// The clamps' first operand must be a register.
+		g.in("VMOVUPS %s, Y13", cst["lo"])
+		g.in("VMOVUPS %s, Y14", cst["hi"])
+		cst["lo"], cst["hi"] = "Y13", "Y14"
+	}
+	g.in("XORQ BX, BX")
+	g.loop("l", "R12", unroll, func(k int, m bool) {
+		x, x2, p, q := g.r(4*k), g.r(4*k+1), g.r(4*k+2), g.r(4*k+3)
+		g.ld(x, "SI", k, m)
+		g.in("VMAXPS %s, %s, %s", x, cst["lo"], x)
+		g.in("VMINPS %s, %s, %s", x, cst["hi"], x)
+		g.in("VMULPS %s, %s, %s", x, x, x2)
+		g.in("VMOVUPS %s, %s", cst["a13"], p)
+		for _, c := range []string{"a11", "a9", "a7", "a5", "a3", "a1"} {
+			g.in("VFMADD213PS %s, %s, %s", cst[c], x2, p)
+		}
+		g.in("VMULPS %s, %s, %s", x, p, p)
+		g.in("VMOVUPS %s, %s", cst["b8"], q)
+		for _, c := range []string{"b6", "b4", "b2", "b0"} {
+			g.in("VFMADD213PS %s, %s, %s", cst[c], x2, q)
+		}
+		g.in("VDIVPS %s, %s, %s", q, p, p)
+		g.st(p, "DI", k, m)
+	})
+}
+
 // exp: dst = exp(a [+ shift]) [and return the float32 sum of dst].
 //
 // x is clamped to [-104, 88.8] (NaN passes: it is the second source of
@@ -1040,6 +1102,7 @@ var fns = []*fn{
 	{name: "max", params: ps("a *float32; n int"), ret: "float32", disp: "a []float32", call: "&a[0], len(a)", gocall: "a", emit: maxK},
 	{name: "index", params: ps("a *float32; v float32; n, nan int"), ret: "int", disp: "a []float32, v float32, nan int", call: "&a[0], v, len(a), nan", gocall: "a, v, nan", emit: index},
 	{name: "sumRows", params: ps("dst, a *float32; rows, n int"), disp: "dst, a []float32", call: "&dst[0], &a[0], len(a)/len(dst), len(dst)", gocall: "dst, a", emit: sumRows},
+	{name: "erf", params: ps("dst, a *float32; n int"), disp: "dst, a []float32", call: "&dst[0], &a[0], len(dst)", gocall: "dst, a", emit: erfK},
 	{name: "exp", params: ps("dst, a *float32; n int"), disp: "dst, a []float32", call: "&dst[0], &a[0], len(dst)", gocall: "dst, a", emit: expK(false, false)},
 	{name: "expShiftSum", params: ps("dst, a *float32; shift float32; n int"), ret: "float32", disp: "dst, a []float32, shift float32", call: "&dst[0], &a[0], shift, len(dst)", gocall: "dst, a, shift", emit: expK(true, true)},
 	{name: "sgd", params: ps("param, grad, buf *float32; c *sgdConsts; n, variant int"), disp: "param, grad, buf []float32, c *sgdConsts, variant int", call: "&param[0], &grad[0], bufPtr(buf), c, len(param), variant", gocall: "param, grad, buf, c, variant", emit: sgd},
@@ -1066,6 +1129,12 @@ func main() {
 		}
 	}
 	fmt.Fprintf(&s, "GLOBL expTab<>(SB), RODATA|NOPTR, $%d\n", 32*len(expConsts))
+	for i, c := range erfConsts {
+		for j := 0; j < 8; j++ {
+			fmt.Fprintf(&s, "DATA erfTab<>+%d(SB)/4, $0x%08x\n", 32*i+4*j, math.Float32bits(c.v))
+		}
+	}
+	fmt.Fprintf(&s, "GLOBL erfTab<>(SB), RODATA|NOPTR, $%d\n", 32*len(erfConsts))
 
 	var goDecl, goDisp, noasm bytes.Buffer
 	for _, f := range fns {

@@ -453,3 +453,30 @@ func affineDevGo(dst, g, x []float32, gs, m, xs, c float32) {
 		dst[i] = gs*g[i] + xs*(x[i]-m) + c
 	}
 }
+
+// erfGo is erfK's approximation in Go: x·P(x²)/Q(x²) for x clamped to
+// [-4, 4] (the coefficients are asmgen.go's erfConsts).
+func erfGo(dst, a []float32) {
+	a = a[:len(dst)]
+	for i, v := range a {
+		x := v
+		if x < -4 {
+			x = -4
+		}
+		if x > 4 {
+			x = 4
+		}
+		x2 := x * x
+		p := x2*-2.72614225801306e-10 + 2.77068142495902e-08
+		p = x2*p - 2.10102402082508e-06
+		p = x2*p - 5.69250639462346e-05
+		p = x2*p - 7.34990630326855e-04
+		p = x2*p - 2.95459980854025e-03
+		p = x2*p - 1.60960333262415e-02
+		q := x2*-1.45660718464996e-05 - 2.13374055278905e-04
+		q = x2*q - 1.68282697438203e-03
+		q = x2*q - 7.37332916720468e-03
+		q = x2*q - 1.42647390514189e-02
+		dst[i] = x * p / q
+	}
+}

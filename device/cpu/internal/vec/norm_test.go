@@ -113,3 +113,35 @@ func TestScaleShiftAffineDev(t *testing.T) {
 		assert.Panics(t, func() { AffineDev(make([]float32, 2), make([]float32, 2), make([]float32, 3), 1, 0, 1, 0) })
 	})
 }
+
+// TestErf checks the approximation against math.Erf on a fine grid and at
+// the specials, for every kernel, and that no element outside dst is
+// written.
+func TestErf(t *testing.T) {
+	forKernels(t, func(t *testing.T) {
+		const n = 120001
+		a := newGuarded(n, 1)
+		for i := range a.s {
+			a.s[i] = float32(-6 + 12*float64(i)/(n-1))
+		}
+		dst := newGuarded(n, 0)
+		Erf(dst.s, a.s)
+		dst.check(t)
+		for i, v := range a.s {
+			want := math.Erf(float64(v))
+			require.InDelta(t, want, float64(dst.s[i]), 5e-7*math.Max(math.Abs(want), 1e-3), "erf(%v)", v)
+		}
+		for _, n := range testLengths {
+			a := randSlice(rng(40), n, 1, 3, false)
+			d := newGuarded(n, 0)
+			Erf(d.s, a.s)
+			d.check(t)
+		}
+		sp := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, 1e-30}
+		out := make([]float32, len(sp))
+		Erf(out, sp)
+		assert.True(t, isNaN(out[0]))
+		assert.Equal(t, []float32{1, -1, 0}, out[1:4])
+		assert.InDelta(t, 2/math.SqrtPi*1e-30, float64(out[4]), 1e-36)
+	})
+}

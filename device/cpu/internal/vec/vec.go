@@ -209,6 +209,17 @@ func ReLUGrad(dst, g, y []float32) {
 	}
 }
 
+// Erf sets dst[i] = erf(a[i]) by a rational approximation (the same in
+// assembly and Go) whose error is below 5e-7 absolute and relative, a few
+// float32 ulp: fast, for GELU, not the correctly rounded erf of package
+// math. A NaN gives NaN; beyond ±4 the result is ±1. dst may be a.
+func Erf(dst, a []float32) {
+	check2("Erf", dst, a)
+	if len(dst) > 0 {
+		erfK(dst, a)
+	}
+}
+
 // ReLU6Grad is the gradient of ReLU6 (min(max(x, 0), 6)) given its output
 // y: dst[i] = g[i] if 0 < y[i] < 6, else 0, and g[i] where y[i] is NaN
 // (PyTorch's hardtanh backward). dst may be g or y.

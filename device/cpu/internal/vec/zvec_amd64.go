@@ -161,6 +161,12 @@ func sumRowsAVX2(dst *float32, a *float32, rows int, n int)
 func sumRowsAVX512(dst *float32, a *float32, rows int, n int)
 
 //go:noescape
+func erfAVX2(dst *float32, a *float32, n int)
+
+//go:noescape
+func erfAVX512(dst *float32, a *float32, n int)
+
+//go:noescape
 func expAVX2(dst *float32, a *float32, n int)
 
 //go:noescape
@@ -467,6 +473,17 @@ func sumRowsK(dst, a []float32) {
 		sumRowsAVX2(&dst[0], &a[0], len(a)/len(dst), len(dst))
 	default:
 		sumRowsGo(dst, a)
+	}
+}
+
+func erfK(dst, a []float32) {
+	switch level {
+	case levelAVX512:
+		erfAVX512(&dst[0], &a[0], len(dst))
+	case levelAVX2:
+		erfAVX2(&dst[0], &a[0], len(dst))
+	default:
+		erfGo(dst, a)
 	}
 }
 

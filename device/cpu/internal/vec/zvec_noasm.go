@@ -56,6 +56,8 @@ func indexK(a []float32, v float32, nan int) int { return indexGo(a, v, nan) }
 
 func sumRowsK(dst, a []float32) { sumRowsGo(dst, a) }
 
+func erfK(dst, a []float32) { erfGo(dst, a) }
+
 func expK(dst, a []float32) { expGo(dst, a) }
 
 func expShiftSumK(dst, a []float32, shift float32) float32 { return expShiftSumGo(dst, a, shift) }

@@ -82,3 +82,55 @@ func requireClose(t *testing.T, want []float64, got []float32, rel float64, msg 
 		require.InDelta(t, want[i], float64(got[i]), rel*scale, append([]any{msg + " [%d]"}, append(args, i)...)...)
 	}
 }
+
+// TestLayerNormFloat32 checks LayerNorm's float32 kernels (package vec's
+// loops) against the float64 ones on the same values: each row's mean and
+// rstd, the output and the three gradients, around the vector width.
+func TestLayerNormFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	d := New()
+	k := d.Kernels().(kernels)
+	for _, cols := range []int{1, 7, 16, 17, 64, 130} {
+		for _, rows := range []int{1, 5, 33} {
+			for _, affine := range []bool{false, true} {
+				n := rows * cols
+				x, dy := make([]float32, n), make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64()*3 + 2)
+					dy[i] = float32(rng.NormFloat64())
+				}
+				var w, b []float32
+				if affine {
+					w, b = make([]float32, cols), make([]float32, cols)
+					for i := range w {
+						w[i], b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+					}
+				}
+				a32 := layerNormArgs[float32]{y: make([]float32, n), x: x, mean: make([]float32, rows), rstd: make([]float32, rows), weight: w, bias: b, cols: cols, eps: 1e-5}
+				a64 := layerNormArgs[float64]{y: make([]float64, n), x: widen(x), mean: make([]float64, rows), rstd: make([]float64, rows), weight: widen(w), bias: widen(b), cols: cols, eps: 1e-5}
+				a32.run(0, rows)
+				a64.run(0, rows)
+				requireClose(t, a64.mean, a32.mean, 1e-6, "mean cols=%d rows=%d", cols, rows)
+				requireClose(t, a64.rstd, a32.rstd, 1e-5, "rstd cols=%d rows=%d", cols, rows)
+				requireClose(t, a64.y, a32.y, 1e-5, "y cols=%d rows=%d affine=%v", cols, rows, affine)
+
+				g32, g64 := a32, a64
+				g32.y, g64.y = dy, widen(dy)
+				g64.mean, g64.rstd = widen(a32.mean), widen(a32.rstd)
+				dx32, dx64 := make([]float32, n), make([]float64, n)
+				var dw32, db32 []float32
+				var dw64, db64 []float64
+				if affine {
+					dw32, db32, dw64, db64 = make([]float32, cols), make([]float32, cols), make([]float64, cols), make([]float64, cols)
+				}
+				layerNormGrad(k.d, g32, dx32, dw32, db32, rows)
+				layerNormGrad(k.d, g64, dx64, dw64, db64, rows)
+				requireClose(t, dx64, dx32, 1e-5, "dx cols=%d rows=%d affine=%v", cols, rows, affine)
+				if affine {
+					requireClose(t, dw64, dw32, 1e-5, "dweight cols=%d rows=%d", cols, rows)
+					requireClose(t, db64, db32, 1e-5, "dbias cols=%d rows=%d", cols, rows)
+				}
+			}
+		}
+	}
+}
