@@ -27,7 +27,8 @@ BENCH_APT := python3-torch python3-numpy
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # make bench: REPEAT=N reports the median of N runs of every measurement;
-# BENCH=quick skips the training epochs. bench/run.sh sets PyTorch's
+# BENCH=quick skips the training epochs and the zoo group; BENCH_GROUPS
+# picks groups (bench/run.sh). bench/run.sh sets PyTorch's
 # fastest environment on this machine (see BENCHMARKS.md).
 REPEAT    ?= 1
 BENCH     ?= full
@@ -233,8 +234,9 @@ bench-gpu:
 	fi
 
 # bench measures Hora and PyTorch on the same workloads (sgemm, the MLP's
-# GEMMs, training steps, CNN inference, one training epoch of each shipped
-# config) in one run and prints one table; see BENCHMARKS.md.
+# GEMMs, training steps, CNN inference, one training epoch of the MLP and
+# the CNN, the zoo models' training steps against their PyTorch twins) in
+# one run and prints one table; see BENCHMARKS.md.
 bench: bench-deps build
 	$(GO) build -o $(BIN)/hora-bench ./bench/hora
 	@REPEAT=$(REPEAT) BENCH=$(BENCH) bench/run.sh

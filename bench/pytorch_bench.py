@@ -17,6 +17,10 @@ Groups (the same as hora-bench's):
   inference        the CNN's forward pass on a batch of 128, eval mode, no_grad
   mlp-epoch        one epoch of configs/fashion-mnist-mlp.yaml: samples/s of
   cnn-epoch        the first epoch with the data in memory, and test accuracy
+  zoo              one training step of each zoo model (LeNet-5, ResNet-8,
+                   ResNet-20, MobileNet, the Transformer classifier, the
+                   character-level LM) at its config's batch size, samples/s,
+                   and its parameter count: the twins of bench/zoo_twins.py
   sgemm-openblas2  sgemm 1024 and 2048 again, meant to run with
                    OPENBLAS_NUM_THREADS=2 (bench/run.sh does), reported as
                    extra rows next to Hora's sgemm
@@ -45,7 +49,8 @@ BATCH = 128
 MIN_TIME = float(os.environ.get("BENCH_MIN_TIME", "0.5"))  # seconds per GEMM / inference measurement
 STEP_TIME = 1.0  # seconds per training-step measurement, as Go's testing.Benchmark
 WARMUP_STEPS = 3  # as bench/hora's warmUpSteps
-GROUPS = ["sgemm", "mlp-gemm", "train-step", "inference", "mlp-epoch", "cnn-epoch", "sgemm-openblas2"]
+ZOO_TIME = float(os.environ.get("BENCH_ZOO_TIME", "3"))  # seconds per zoo step measurement, as hora-bench -zoo-time
+GROUPS = ["sgemm", "mlp-gemm", "train-step", "inference", "mlp-epoch", "cnn-epoch", "zoo", "sgemm-openblas2"]
 
 
 def emit(workload, unit, value, **extra):
@@ -194,6 +199,19 @@ def epoch(name, seed=1):
     emit(f"{name} test accuracy (1 epoch)", "accuracy", correct / len(yte))
 
 
+def zoo():
+    """The zoo configs' training steps on their PyTorch twins, as bench/hora's zoo group."""
+    import zoo_twins  # bench/, beside this file
+    for file in zoo_twins.ZOO:
+        j = zoo_twins.Job(file)
+        emit(f"zoo {j.name} params", "parameters", j.params())
+        j.model.train()
+        for _ in range(WARMUP_STEPS):
+            j.step()
+        per_sec = measure(j.step, ZOO_TIME)
+        emit(f"zoo {j.name} train step", "samples/s", per_sec * j.batch)
+
+
 def blas_library():
     """The file name of the BLAS library torch.mm runs in (Debian's torch links the generic libblas.so.3)."""
     torch.mm(torch.ones(2, 2), torch.ones(2, 2))
@@ -231,6 +249,8 @@ def main(groups):
             inference()
         elif g in ("mlp-epoch", "cnn-epoch"):
             epoch(g.split("-")[0])
+        elif g == "zoo":
+            zoo()
 
 
 if __name__ == "__main__":

@@ -5,9 +5,9 @@
 #
 # Environment:
 #   REPEAT=N      run every measurement N times and report the median [1]
-#   BENCH=quick   skip the two training epochs (the slow part) [full]
+#   BENCH=quick   skip the two training epochs and the zoo (the slow part) [full]
 #   BENCH_GROUPS  the groups to run, space separated, overriding BENCH
-#                 (sgemm mlp-gemm train-step inference mlp-epoch cnn-epoch)
+#                 (sgemm mlp-gemm train-step inference mlp-epoch cnn-epoch zoo)
 #   BENCH_JSON=F  also keep the raw JSON lines in file F
 #   PYTHON        the Python with torch [/usr/bin/python3, Debian's python3-torch]
 #
@@ -23,7 +23,7 @@ repeat=${REPEAT:-1}
 python=${PYTHON:-/usr/bin/python3}
 torch_env=(OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX MALLOC_MMAP_THRESHOLD_=30000000 MALLOC_TRIM_THRESHOLD_=1000000000)
 case ${BENCH:-full} in
-full) groups="sgemm mlp-gemm train-step inference mlp-epoch cnn-epoch" ;;
+full) groups="sgemm mlp-gemm train-step inference mlp-epoch cnn-epoch zoo" ;;
 quick) groups="sgemm mlp-gemm train-step inference" ;;
 *) echo "bench/run.sh: BENCH=$BENCH: expected full or quick" >&2; exit 2 ;;
 esac

@@ -130,7 +130,8 @@ func loadText(cfg *Config, vocab string) (*datasets, error) {
 }
 
 // buildModel returns the model the config names, for the data sets ds,
-// initialised from rng.
+// initialised from rng. A language model's vocabulary is lm's, or without
+// lm (NewModel) in.Classes characters.
 func buildModel(cfg *Config, in ModelInput, lm *languageModel) (layers.Layer, error) {
 	if reg, ok := modelRegistry.lookup(cfg.Model.Name); ok {
 		return buildRegistered(cfg, reg, in)
@@ -200,7 +201,11 @@ func buildModel(cfg *Config, in ModelInput, lm *languageModel) (layers.Layer, er
 		}
 		return wrap(models.NewTransformerClassifier(tc, rng))
 	case "charlm":
-		return wrap(models.NewCharLM(models.CharLMConfig{Vocab: lm.vocab.Size(), Context: m.Context,
+		vocab := classes // NewModel's: the vocabulary's size
+		if lm != nil {
+			vocab = lm.vocab.Size()
+		}
+		return wrap(models.NewCharLM(models.CharLMConfig{Vocab: vocab, Context: m.Context,
 			Dim: m.Dim, Heads: m.Heads, Layers: m.Layers, FF: m.FF, Dropout: m.Dropout}, rng))
 	case "onnx":
 		return importModel(cfg, in)
@@ -216,11 +221,13 @@ func (ds *datasets) modelInput(cfg *Config, rng *rand.Rand) ModelInput {
 // NewModel builds the model the config names (built in, registered with
 // RegisterModel, or imported from model.file) for samples of sampleShape
 // and classes classes, initialised as a training run initialises it (from
-// the config's seed). Language models, which need their text, are not
-// built here.
+// the config's seed). For a character-level language model (model
+// charlm), sampleShape is the window of token ids, [T] with 1 ≤ T ≤
+// model.context, and classes is the size of the vocabulary: the model a
+// run builds for a text of that many distinct characters.
 func NewModel(cfg *Config, sampleShape []int, classes int) (layers.Layer, error) {
-	if cfg.Model.Name == "charlm" {
-		return nil, fmt.Errorf("%s: model charlm: NewModel builds image classifiers; a language model needs its text (train it with the train command)", cfg.File())
+	if cfg.Model.Name == "charlm" && (len(sampleShape) != 1 || sampleShape[0] < 1 || sampleShape[0] > cfg.Model.Context) {
+		return nil, fmt.Errorf("%s: model charlm: expected samples of [T] token ids with 1 ≤ T ≤ model.context (%d), found %v", cfg.File(), cfg.Model.Context, sampleShape)
 	}
 	in := ModelInput{SampleShape: slices.Clone(sampleShape), Classes: classes, Rand: rand.New(rand.NewPCG(cfg.Seed, 1)), Config: cfg}
 	return buildModel(cfg, in, nil)

@@ -6,15 +6,19 @@
 //
 // Usage (from the repository root, after `make build`):
 //
-//	hora-bench [-min-time 0.5s] [-train bin/train] [-configs configs] [GROUP ...]
+//	hora-bench [-min-time 0.5s] [-zoo-time 3s] [-train bin/train] [-configs configs] [GROUP ...]
 //
-// The groups are sgemm, mlp-gemm, train-step, inference, mlp-epoch and
-// cnn-epoch; none named runs them all. The epoch groups run the real
-// trainer (bin/train) for one epoch and read samples_per_sec and
+// The groups are sgemm, mlp-gemm, train-step, inference, mlp-epoch,
+// cnn-epoch and zoo; none named runs them all. The epoch groups run the
+// real trainer (bin/train) for one epoch and read samples_per_sec and
 // test_accuracy from its metrics.jsonl. The train-step group measures one
 // steady-state training step with testing.Benchmark (samples/s,
 // allocations and bytes per step); the same benchmarks run under
-// `go test -bench . ./bench/hora`.
+// `go test -bench . ./bench/hora`. The zoo group measures the trainer's
+// step of each zoo config (LeNet-5, ResNet-8, ResNet-20, MobileNet, the
+// Transformer classifier, the character-level language model) at the
+// config's batch size, and prints each model's parameter count, against
+// the PyTorch twins of bench/zoo_twins.py.
 package main
 
 import (
@@ -39,7 +43,7 @@ import (
 )
 
 // groups lists the workload groups in the order they run.
-var groups = []string{"sgemm", "mlp-gemm", "train-step", "inference", "mlp-epoch", "cnn-epoch"}
+var groups = []string{"sgemm", "mlp-gemm", "train-step", "inference", "mlp-epoch", "cnn-epoch", "zoo"}
 
 // row is one measurement, one line of output.
 type row struct {
@@ -59,8 +63,9 @@ type info struct {
 type bench struct {
 	out     *json.Encoder
 	minTime time.Duration
-	train   string // path of bin/train
-	configs string // folder of the shipped configs
+	zooTime time.Duration // least time each zoo training step is measured
+	train   string        // path of bin/train
+	configs string        // folder of the shipped configs
 }
 
 func main() {
@@ -73,6 +78,7 @@ func main() {
 func run(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("hora-bench", flag.ContinueOnError)
 	minTime := fs.Duration("min-time", 500*time.Millisecond, "least time each GEMM and inference measurement runs")
+	zooTime := fs.Duration("zoo-time", zooMinTime, "least time each zoo training step is measured")
 	train := fs.String("train", "bin/train", "the trainer binary, for the epoch groups")
 	configs := fs.String("configs", "configs", "folder of fashion-mnist-{mlp,cnn}.yaml, for the epoch groups")
 	fs.Usage = func() {
@@ -91,7 +97,7 @@ func run(args []string, stdout io.Writer) error {
 			return fmt.Errorf("unknown group %q (known: %s)", g, strings.Join(groups, ", "))
 		}
 	}
-	b := &bench{out: json.NewEncoder(stdout), minTime: *minTime, train: *train, configs: *configs}
+	b := &bench{out: json.NewEncoder(stdout), minTime: *minTime, zooTime: *zooTime, train: *train, configs: *configs}
 	if err := b.out.Encode(info{Framework: "hora", Info: "gemm backend", Value: gemmBackend()}); err != nil {
 		return err
 	}
@@ -121,6 +127,8 @@ func run(args []string, stdout io.Writer) error {
 			err = b.epoch("mlp")
 		case "cnn-epoch":
 			err = b.epoch("cnn")
+		case "zoo":
+			err = b.zoo()
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", g, err)
