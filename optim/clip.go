@@ -13,7 +13,10 @@ import (
 // (PyTorch 1.13), and returns the norm before clipping. Parameters whose
 // Grad is nil are ignored; with no gradient at all it returns 0.
 //
-// The norm is that of all gradients concatenated, accumulated in float64.
+// The norm is that of all gradients concatenated: each gradient's sum of
+// squares is taken in its own type, as PyTorch does (float32 squares,
+// which the CPU device sums in float64; a gradient above 1.8e19 then
+// gives an infinite norm), and the sums are added in float64.
 // The gradients are multiplied by maxNorm/(total+1e-6) when that is below
 // 1 and left alone otherwise.
 //
@@ -31,7 +34,12 @@ func ClipGradNorm(params []*autograd.Param, maxNorm float64) (totalNorm float64)
 		if p == nil || p.Var == nil || p.Grad == nil {
 			continue
 		}
-		g := p.Grad.Cast(device.Float64)
+		g := p.Grad
+		if !g.DType().IsFloat() {
+			g = g.Cast(device.Float32) // float16 is a storage type
+		}
+		// In the gradient's own type, as torch.nn.utils.clip_grad_norm_
+		// (the CPU device sums in float64 anyway).
 		sumSq += g.Mul(g).SumAll().Item()
 	}
 	total := math.Sqrt(sumSq)

@@ -48,6 +48,33 @@ func BenchmarkTrainStepMLP(b *testing.B) { benchTrainStep(newJob(b, "mlp"))(b) }
 
 func BenchmarkTrainStepCNN(b *testing.B) { benchTrainStep(newJob(b, "cnn"))(b) }
 
+// BenchmarkTrainStepZoo times the trainer's step of every zoo config, as
+// the zoo group of make bench, one sub-benchmark per model (named as
+// model.name), for profiles:
+//
+//	go test -run '^$' -bench TrainStepZoo/mobilenet -cpuprofile cpu.out ./bench/hora
+func BenchmarkTrainStepZoo(b *testing.B) {
+	for _, file := range zooConfigs {
+		j, err := newZooJob(file)
+		require.NoError(b, err)
+		b.Run(j.Config.Model.Name, func(b *testing.B) {
+			layers.Train(j.Model)
+			for range warmUpSteps {
+				_, _, err := j.Step()
+				require.NoError(b, err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				_, _, err := j.Step()
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(j.Samples())*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+		})
+		require.NoError(b, j.Close())
+	}
+}
+
 func BenchmarkInferenceCNN(b *testing.B) {
 	j := newJob(b, "cnn")
 	layers.Eval(j.Model)
