@@ -202,7 +202,7 @@ func Softmax(x *Var, axis int) *Var {
 	y := x.Value.Softmax(axis)
 	return describeOp(record(y, func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
 		// y ⊙ (g - Σ g⊙y)
-		return []*tensor.Tensor{y.Mul(g.Sub(g.Mul(y).Sum(axis, true)))}
+		return []*tensor.Tensor{tensor.SoftmaxGrad(g, y, axis)}
 	}, x), "Softmax", AxisAttrs{opAxis(axis, y.Rank())})
 }
 

@@ -122,6 +122,23 @@ type LayerNormKernels interface {
 	LayerNormGrad(dx, dweight, dbias, dy, x, mean, rstd, weight Buffer, rows, cols int)
 }
 
+// SoftmaxKernels is an optional kernel set of a device whose Kernels()
+// value implements it: the softmax of each row of a rows×cols matrix (a
+// tensor's last axis) and its gradient, each in a few passes per row.
+// Tensor.Softmax finds it by type assertion and otherwise composes the
+// softmax from reductions and elementwise operations. Buffers are dense
+// and of one floating-point type.
+type SoftmaxKernels interface {
+	// Softmax sets each row of y to e^(x-max)/Σ e^(x-max) of that row of
+	// x, max the row's largest element (NaN in a row gives NaN). y may
+	// be x.
+	Softmax(y, x Buffer, rows, cols int)
+
+	// SoftmaxGrad sets dx = y·(dy - Σ_row dy·y) from the softmax's output
+	// y and its gradient dy. dx may be dy.
+	SoftmaxGrad(dx, dy, y Buffer, rows, cols int)
+}
+
 // GELUKernels is an optional kernel set of a device whose Kernels() value
 // implements it: GELU (x·Φ(x), Φ the standard normal CDF in its erf form,
 // torch.nn.GELU's default) and its gradient, each in one pass. autograd's

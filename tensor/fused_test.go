@@ -150,3 +150,55 @@ func TestGELU(t *testing.T) {
 	}
 	assert.Panics(t, func() { tensor.GELUGrad(tensor.Zeros(2, 3), tensor.Zeros(3, 2)) })
 }
+
+// TestSoftmaxKernel checks the one-kernel softmax over the last axis and
+// its gradient against the composed formulas (which a transposed view
+// takes), in both float types, with masked (-Inf) entries, a fully masked
+// row (NaN, as PyTorch) and large logits.
+func TestSoftmaxKernel(t *testing.T) {
+	inf := math.Inf(-1)
+	vals := []float64{
+		1, 2, 3, 4, 5,
+		0, inf, 2, inf, -1,
+		inf, inf, inf, inf, inf,
+		1000, 999, -1000, 0, 1,
+		-3, 0.5, 0.25, 7, 2,
+		0.1, 0.2, 0.3, 0.4, 0.5,
+	}
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		x := tensor.FromFloat64(vals, 6, 5).Cast(dt)
+		xT := tensor.FromFloat64(vals, 6, 5).Cast(dt).T().Contiguous().T() // strided: composed
+		y, yT := x.Softmax(-1), xT.Softmax(1)
+		yv, yTv := y.Values(), yT.Values()
+		for i := range yv {
+			if i/5 == 2 {
+				assert.True(t, math.IsNaN(yv[i]) && math.IsNaN(yTv[i]), "%v fully masked row: %v, %v", dt, yv[i], yTv[i])
+				continue
+			}
+			assert.InDelta(t, yTv[i], yv[i], 1e-7, "%v softmax [%d]", dt, i)
+		}
+		for r := 0; r < 6; r++ {
+			if r == 2 {
+				continue
+			}
+			var s float64
+			for _, v := range yv[r*5 : r*5+5] {
+				s += v
+			}
+			assert.InDelta(t, 1, s, 1e-6, "%v row %d sums to 1", dt, r)
+		}
+		dy := tensor.RandNormal(rand.New(rand.NewPCG(1, 2)), 0, 1, 6, 5).Cast(dt)
+		g, gT := tensor.SoftmaxGrad(dy, y, -1), tensor.SoftmaxGrad(dy, yT, 1)
+		gv, gTv := g.Values(), gT.Values()
+		for i := range gv {
+			if i/5 == 2 {
+				continue
+			}
+			assert.InDelta(t, gTv[i], gv[i], 1e-6, "%v softmax gradient [%d]", dt, i)
+		}
+	}
+	// Another axis than the last is composed, and the same.
+	x := tensor.RandNormal(rand.New(rand.NewPCG(3, 4)), 0, 2, 3, 4, 5)
+	assertNear(t, x.Exp().Div(x.Exp().Sum(1, true)), x.Softmax(1), "axis 1")
+	assert.Panics(t, func() { tensor.SoftmaxGrad(tensor.Zeros(2, 3), tensor.Zeros(3, 2), -1) })
+}

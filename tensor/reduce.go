@@ -150,10 +150,45 @@ func (t *Tensor) Var(axis int, unbiased, keep bool) *Tensor {
 	return t.VarAxes([]int{axis}, unbiased, keep)
 }
 
-// Softmax returns exp(t) normalised to sum to 1 along axis.
+// Softmax returns exp(t) normalised to sum to 1 along axis (the maximum
+// subtracted first). Over the last axis of a dense tensor on a device with
+// device.SoftmaxKernels it is one kernel, a few passes per row.
 func (t *Tensor) Softmax(axis int) *Tensor {
+	if sk, rows, cols := t.softmaxKernels(axis); sk != nil {
+		out := newOut(false, t.DType(), t.shape, t)
+		sk.Softmax(out.buf, t.buf, rows, cols)
+		return out
+	}
 	e := t.Sub(t.Max(axis, true)).Exp()
 	return e.Div(e.Sum(axis, true))
+}
+
+// SoftmaxGrad returns y·(dy - Σ dy·y) summed along axis: the gradient of
+// Softmax(axis) whose output is y, for the output gradient dy. Over the
+// last axis of dense tensors on a device with device.SoftmaxKernels it is
+// one kernel.
+func SoftmaxGrad(dy, y *Tensor, axis int) *Tensor {
+	if !sameShape(dy, y) {
+		panic(fmt.Sprintf("tensor: SoftmaxGrad: gradient %v and output %v differ", dy.shape, y.shape))
+	}
+	if sk, rows, cols := y.softmaxKernels(axis); sk != nil && fused(y, dy) != nil {
+		out := newOut(false, y.DType(), y.shape, dy, y)
+		sk.SoftmaxGrad(out.buf, dy.buf, y.buf, rows, cols)
+		return out
+	}
+	return y.Mul(dy.Sub(dy.Mul(y).Sum(axis, true)))
+}
+
+// softmaxKernels returns t's device's softmax kernels and t's rows and
+// columns when axis is t's last, t is dense, not empty and of a float
+// type; nil otherwise.
+func (t *Tensor) softmaxKernels(axis int) (device.SoftmaxKernels, int, int) {
+	sk, ok := t.kernels().(device.SoftmaxKernels)
+	if !ok || t.Rank() == 0 || t.axis(axis) != t.Rank()-1 || t.Len() == 0 || fused(t) == nil {
+		return nil, 0, 0
+	}
+	cols := t.shape[t.Rank()-1]
+	return sk, t.Len() / cols, cols
 }
 
 // LogSoftmax returns log(Softmax(t)) computed stably.

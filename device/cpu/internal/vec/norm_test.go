@@ -145,3 +145,52 @@ func TestErf(t *testing.T) {
 		assert.InDelta(t, 2/math.SqrtPi*1e-30, float64(out[4]), 1e-36)
 	})
 }
+
+// TestSoftmax checks Softmax and SoftmaxGrad against float64 references
+// for every kernel and length, and that nothing outside dst is written.
+func TestSoftmax(t *testing.T) {
+	forKernels(t, func(t *testing.T) {
+		r := rng(50)
+		for _, n := range testLengths {
+			if n == 0 {
+				continue
+			}
+			a := randSlice(r, n, 1, 20, false)
+			g := randSlice(r, n, 0, 1, false)
+			m := math.Inf(-1)
+			for _, v := range a.s {
+				m = math.Max(m, float64(v))
+			}
+			want := make([]float64, n)
+			var s float64
+			for i, v := range a.s {
+				want[i] = math.Exp(float64(v) - m)
+				s += want[i]
+			}
+			for i := range want {
+				want[i] /= s
+			}
+			y := newGuarded(n, 0)
+			Softmax(y.s, a.s)
+			y.check(t)
+			for i := range want {
+				require.InDelta(t, want[i], float64(y.s[i]), 1e-5*math.Max(want[i], 1e-2), "softmax n=%d [%d]", n, i)
+			}
+			var d float64
+			for i := range want {
+				d += float64(g.s[i]) * float64(y.s[i])
+			}
+			dx := newGuarded(n, 1)
+			SoftmaxGrad(dx.s, g.s, y.s)
+			dx.check(t)
+			for i := range want {
+				w := float64(y.s[i]) * (float64(g.s[i]) - d)
+				require.InDelta(t, w, float64(dx.s[i]), 1e-6, "softmax gradient n=%d [%d]", n, i)
+			}
+		}
+		out := make([]float32, 3)
+		Softmax(out, []float32{1, float32(math.NaN()), 2})
+		assert.True(t, isNaN(out[0]) && isNaN(out[2]))
+		Softmax(nil, nil)
+	})
+}

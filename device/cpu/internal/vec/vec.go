@@ -421,6 +421,31 @@ func SoftmaxCrossEntropy(logits []float32, classes int, labels []int64, grad []f
 	return loss + math.Log(prod)
 }
 
+// Softmax sets dst to the softmax of a: e^(a[i]-max)/Σ e^(a[j]-max). NaN
+// anywhere in a (or a row of -Inf only) gives NaN everywhere, as the
+// composed formula. dst may be a.
+func Softmax(dst, a []float32) {
+	check2("Softmax", dst, a)
+	if len(dst) == 0 {
+		return
+	}
+	m := maxK(a)
+	s := expShiftSumK(dst, a, -m)
+	mulScalarK(dst, dst, 1/s)
+}
+
+// SoftmaxGrad sets dst = y·(g - Σ g·y), the gradient of a softmax whose
+// output is y, for the output gradient g. dst may be g or y.
+func SoftmaxGrad(dst, g, y []float32) {
+	check3("SoftmaxGrad", "y", dst, g, y)
+	if len(dst) == 0 {
+		return
+	}
+	d := float32(dotK(g, y))
+	addScalarK(dst, g, -d)
+	mulK(dst, dst, y)
+}
+
 // decimal widens a float32 hyperparameter to the float64 that Python would
 // have had: the float64 nearest to the shortest decimal that rounds to x
 // (0.999 rather than float32(0.999) = 0.99900001287...), so that PyTorch's
