@@ -54,7 +54,11 @@ func ClipGradNorm(params []*autograd.Param, maxNorm float64) (totalNorm float64)
 		if p == nil || p.Var == nil || p.Grad == nil {
 			continue
 		}
-		p.Grad.CopyFrom(p.Grad.MulScalar(coef))
+		if p.Grad.IsContiguous() {
+			p.Grad.MulScalarInPlace(coef)
+		} else {
+			p.Grad.CopyFrom(p.Grad.MulScalar(coef))
+		}
 	}
 	return total
 }

@@ -228,6 +228,19 @@ func (t *Tensor) AddInPlace(u *Tensor) {
 	t.kernels().Binary(device.Add, t.buf, t.buf, l, u.buf, u.broadcastLayout(t.shape, "AddInPlace", t))
 }
 
+// MulScalarInPlace multiplies t by s elementwise in place: t *= s. t must
+// be dense (IsContiguous).
+func (t *Tensor) MulScalarInPlace(s float64) {
+	sameFloat("MulScalarInPlace", t)
+	t.checkLive()
+	if !t.IsContiguous() {
+		panic(fmt.Sprintf("tensor: MulScalarInPlace into a non-contiguous %v view", t.shape))
+	}
+	if n := t.Len(); n > 0 {
+		t.kernels().Unary(device.MulScalar, t.buf, t.buf, n, s)
+	}
+}
+
 // SameLayout reports whether t and u are dense tensors of the same device,
 // type and shape.
 func (t *Tensor) SameLayout(u *Tensor) bool {

@@ -4,6 +4,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -42,4 +45,13 @@ func TestModRem(t *testing.T) {
 	// Broadcasting.
 	assertValues(t, a.Mod(tensor.Scalar(4)), []int{5}, []float64{3, 1, 3, 1, 1.5}, 0)
 	assertPanicsWith(t, func() { a.Mod(tensor.Zeros(2)) }, "Mod", "[5]", "[2]")
+}
+
+func TestMulScalarInPlace(t *testing.T) {
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		x := tensor.FromFloat64([]float64{1, -2, 3.5, 0, 8, -0.25}, 2, 3).Cast(dt)
+		x.MulScalarInPlace(-2)
+		assert.Equal(t, []float64{-2, 4, -7, 0, -16, 0.5}, x.Values(), "%v", dt)
+	}
+	assert.Panics(t, func() { tensor.Zeros(2, 3).T().MulScalarInPlace(2) }, "a strided view")
 }
