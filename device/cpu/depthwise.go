@@ -36,6 +36,7 @@ type depthwiseArgs[T float] struct {
 
 func (a *depthwiseArgs[T]) run(lo, hi int) {
 	g := newDWGeom(a.s)
+	taps := g.taps()
 	sc := getScratch[T](g.scratch())
 	defer putScratch(sc)
 	ph, out := sc.s[:g.phaseLen*g.nPhase], sc.s[g.phaseLen*g.nPhase:]
@@ -53,11 +54,9 @@ func (a *depthwiseArgs[T]) run(lo, hi int) {
 			i1 := min(i0+g.rows, s.oh)
 			blk := out[:(i1-i0)*g.wq]
 			clear(blk)
-			for kh := 0; kh < s.KH; kh++ {
-				for kw := 0; kw < s.KW; kw++ {
-					at := g.tapOffset(kh, kw) + i0*g.wq
-					axpyT(blk, wc[kh*s.KW+kw], ph[at:at+len(blk)])
-				}
+			for t, at := range taps {
+				at += i0 * g.wq
+				axpyT(blk, wc[t], ph[at:at+len(blk)])
 			}
 			for i := i0; i < i1; i++ {
 				row, src := yp[i*s.ow:(i+1)*s.ow], blk[(i-i0)*g.wq:][:s.ow]
@@ -110,6 +109,17 @@ func (g dwGeom) tapOffset(kh, kw int) int {
 	return phase*g.phaseLen + (dh/s.StrideH)*g.wq + dw/s.StrideW
 }
 
+// taps returns tapOffset for every tap, in (kh, kw) order.
+func (g dwGeom) taps() []int {
+	at := make([]int, 0, g.s.KH*g.s.KW)
+	for kh := 0; kh < g.s.KH; kh++ {
+		for kw := 0; kw < g.s.KW; kw++ {
+			at = append(at, g.tapOffset(kh, kw))
+		}
+	}
+	return at
+}
+
 // fillPhases writes the padded phases of g for the H×W plane x into ph.
 func fillPhases[T float](g dwGeom, ph, x []T) {
 	s := g.s
@@ -149,4 +159,118 @@ func axpyT[T float](dst []T, alpha T, x []T) {
 	for i := range dst {
 		dst[i] += alpha * x[i]
 	}
+}
+
+// conv2dDepthwiseGradInput computes the input gradient of a depthwise
+// convolution, the adjoint of conv2dDepthwise's loop, one N×C plane per
+// task index: the plane's output gradient laid out wq wide (zeros past
+// OW), each kernel tap one axpy into the gradient of the padded phases,
+// which are then gathered back into dx (the padding's share dropped).
+func conv2dDepthwiseGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
+	launch(dev, s.N*s.C, s.l*s.KH*s.KW, depthwiseGradArgs[T]{s: s, dx: dx, dy: dy, w: w})
+}
+
+// conv2dDepthwiseGradWeight computes the weight gradient of a depthwise
+// convolution, one channel per task index: for each image in order, the
+// plane's padded phases and its output gradient laid out wq wide, each
+// tap's gradient one dot product of the two. The images' sums are added
+// in float64 in image order, whatever the number of workers.
+func conv2dDepthwiseGradWeight[T float](dev *Device, s convShape, dw, dy, x []T) {
+	launch(dev, s.C, s.N*s.l*s.KH*s.KW, depthwiseGradArgs[T]{s: s, dw: dw, dy: dy, x: x})
+}
+
+// depthwiseGradArgs are the arguments of the depthwise gradients: dx and
+// w for the input's, dw and x for the weight's.
+type depthwiseGradArgs[T float] struct {
+	s                convShape
+	dx, dy, w, dw, x []T
+}
+
+func (a *depthwiseGradArgs[T]) run(lo, hi int) {
+	s, kk := a.s, a.s.KH*a.s.KW
+	g := newDWGeom(s)
+	taps := g.taps()
+	span := s.oh * g.wq // the output rows, wq wide
+	sc := getScratch[T](g.phaseLen*g.nPhase + span)
+	defer putScratch(sc)
+	ph, dyq := sc.s[:g.phaseLen*g.nPhase], sc.s[g.phaseLen*g.nPhase:]
+	// spread lays the output gradient of plane out wq wide into dyq.
+	spread := func(plane int) {
+		clear(dyq)
+		src := a.dy[plane*s.l : (plane+1)*s.l]
+		for i := 0; i < s.oh; i++ {
+			copy(dyq[i*g.wq:][:s.ow], src[i*s.ow:(i+1)*s.ow])
+		}
+	}
+	if a.dx != nil {
+		for plane := lo; plane < hi; plane++ {
+			c := plane % s.C
+			spread(plane)
+			clear(ph)
+			for t, at := range taps {
+				axpyT(ph[at:at+span], a.w[c*kk+t], dyq)
+			}
+			gatherPhases(g, a.dx[plane*s.inPlane:(plane+1)*s.inPlane], ph)
+		}
+		return
+	}
+	var acc [64]float64 // the taps' sums (a larger kernel allocates them)
+	for c := lo; c < hi; c++ {
+		sums := acc[:]
+		if kk > len(acc) {
+			sums = make([]float64, kk)
+		}
+		sums = sums[:kk]
+		clear(sums)
+		for n := 0; n < s.N; n++ {
+			plane := n*s.C + c
+			fillPhases(g, ph, a.x[plane*s.inPlane:(plane+1)*s.inPlane])
+			spread(plane)
+			for t, at := range taps {
+				sums[t] += dotT(dyq, ph[at:at+span])
+			}
+		}
+		for t, v := range sums {
+			a.dw[c*kk+t] = T(v)
+		}
+	}
+}
+
+// gatherPhases is the adjoint of fillPhases: it sets the H×W plane dx to
+// the elements of the phases ph that hold the input (not the padding).
+func gatherPhases[T float](g dwGeom, dx, ph []T) {
+	s := g.s
+	if s.StrideH == 1 && s.StrideW == 1 {
+		for h := 0; h < s.H; h++ {
+			copy(dx[h*s.W:(h+1)*s.W], ph[(h+s.PadH)*g.wq+s.PadW:][:s.W])
+		}
+		return
+	}
+	for h := 0; h < s.H; h++ {
+		hp := h + s.PadH
+		out := dx[h*s.W : (h+1)*s.W]
+		for rc := 0; rc < s.StrideW; rc++ {
+			w0 := ((rc-s.PadW)%s.StrideW + s.StrideW) % s.StrideW
+			if w0 >= s.W {
+				continue
+			}
+			phase := (hp%s.StrideH)*s.StrideW + rc
+			src := ph[phase*g.phaseLen+(hp/s.StrideH)*g.wq+(w0+s.PadW)/s.StrideW:]
+			for w, k := w0, 0; w < s.W; w, k = w+s.StrideW, k+1 {
+				out[w] = src[k]
+			}
+		}
+	}
+}
+
+// dotT returns Σ a[i]·b[i] (vec.Dot's float32 partial sums for float32).
+func dotT[T float](a, b []T) float64 {
+	if a32, ok := any(a).([]float32); ok {
+		return float64(vec.Dot(a32, any(b).([]float32)[:len(a32)]))
+	}
+	var s float64
+	for i, v := range a {
+		s += float64(v) * float64(b[i])
+	}
+	return s
 }

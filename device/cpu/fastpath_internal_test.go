@@ -84,6 +84,29 @@ func testDepthwise[T float](t *testing.T, dev *Device, rng *rand.Rand, p device.
 	}
 }
 
+// testDepthwiseGrads checks the direct depthwise gradients against the
+// im2col ones they replace.
+func testDepthwiseGrads[T float](t *testing.T, dev *Device, rng *rand.Rand, p device.ConvParams) {
+	s := newConvShape(p)
+	x := randVals[T](rng, p.N*p.C*p.H*p.W, -1, 1)
+	w := randVals[T](rng, p.OutC*p.KH*p.KW, -1, 1)
+	dy := randVals[T](rng, p.N*p.OutC*s.l, -1, 1)
+	want, got := make([]T, len(x)), make([]T, len(x))
+	for i := range got {
+		got[i] = T(math.NaN()) // every element must be written
+	}
+	conv2dGradInputIm2col(dev, s, want, dy, w)
+	conv2dGradInput(dev, s, got, dy, w)
+	checkCloseRel(t, got, want, float64(p.KH*p.KW), fmt.Sprintf("Conv2DGradInput %+v", p))
+	wantW, gotW := make([]T, len(w)), make([]T, len(w))
+	for i := range gotW {
+		gotW[i] = T(math.NaN())
+	}
+	conv2dGradWeightIm2col(dev, s, wantW, dy, x)
+	conv2dGradWeight(dev, s, gotW, dy, x)
+	checkCloseRel(t, gotW, wantW, float64(p.N*s.l), fmt.Sprintf("Conv2DGradWeight %+v", p))
+}
+
 func TestDepthwiseMatchesIm2col(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -94,6 +117,8 @@ func TestDepthwiseMatchesIm2col(t *testing.T) {
 			t.Run(fmt.Sprintf("%d/%+v", threads, p), func(t *testing.T) {
 				testDepthwise[float32](t, dev, rng, p)
 				testDepthwise[float64](t, dev, rng, p)
+				testDepthwiseGrads[float32](t, dev, rng, p)
+				testDepthwiseGrads[float64](t, dev, rng, p)
 			})
 		}
 	}

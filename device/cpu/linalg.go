@@ -530,6 +530,16 @@ func (k kernels) Conv2DGradInput(p device.ConvParams, dx, dy, w device.Buffer) {
 }
 
 func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
+	if s.depthwise() {
+		conv2dDepthwiseGradInput(dev, s, dx, dy, w)
+		return
+	}
+	conv2dGradInputIm2col(dev, s, dx, dy, w)
+}
+
+// conv2dGradInputIm2col computes Conv2DGradInput through a GEMM and col2im
+// per group of images and channels.
+func conv2dGradInputIm2col[T float](dev *Device, s convShape, dx, dy, w []T) {
 	gi := s.imagesPerGEMM()
 	launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, convGradInputArgs[T]{convArgs[T]{dev: dev, s: s, a: dx, b: dy, c: w, gi: gi}})
 }
@@ -579,6 +589,16 @@ func (k kernels) Conv2DGradWeight(p device.ConvParams, dw, dy, x device.Buffer) 
 const gradWeightParts = 16
 
 func conv2dGradWeight[T float](dev *Device, s convShape, dw, dy, x []T) {
+	if s.depthwise() && s.N > 0 {
+		conv2dDepthwiseGradWeight(dev, s, dw, dy, x)
+		return
+	}
+	conv2dGradWeightIm2col(dev, s, dw, dy, x)
+}
+
+// conv2dGradWeightIm2col computes Conv2DGradWeight through im2col and a
+// GEMM per chunk of images and group.
+func conv2dGradWeightIm2col[T float](dev *Device, s convShape, dw, dy, x []T) {
 	size := s.Groups * s.wGroup
 	out := dw[:size]
 	clear(out)

@@ -2,21 +2,22 @@
 
 package gemm
 
-// transpose16AVX512 packs chunks blocks of 16 columns of rows (14 or 16)
+// transpose16AVX512 packs chunks blocks of 16 columns of rows (0 to 16)
 // rows of src (row stride ld) transposed: column p of src goes to the 16
-// floats at d + p*wbytes bytes (rows 14 and 15 are zeros when rows == 14).
+// floats at d + p*wbytes bytes (the floats of rows rows..15 are zeros).
 // With wbytes < 64 it writes 64-wbytes bytes past the last column's place.
 //
 //go:noescape
 func transpose16AVX512(d, src *float32, ld, chunks, wbytes, rows int)
 
 // packTransAVX512 is packTrans with 16×16 in-register transposes for the
-// full panels of the AVX-512 kernel (w = 14, 16 or 32, v == w); the rest, and
-// the last kb%16 k steps, go to packTrans. d may be written up to
-// packSlack floats past d[kb*w-1], and must have that room.
+// panels of the AVX-512 kernel (w = 14, 16 or 32; a partial panel, v < w,
+// is zero-padded in registers); the last kb%16 k steps, and panels of
+// other widths, go to packTrans. d may be written up to packSlack floats
+// past d[kb*w-1], and must have that room.
 func packTransAVX512(d, src []float32, ld, w, kb, v int) {
 	chunks := kb / 16
-	if v != w || (w != 14 && w != 16 && w != 32) || chunks == 0 {
+	if v < 1 || v > w || (w != 14 && w != 16 && w != 32) || chunks == 0 {
 		packTrans(d, src, ld, w, kb, v)
 		return
 	}
@@ -24,10 +25,14 @@ func packTransAVX512(d, src []float32, ld, w, kb, v int) {
 		panic("gemm: internal error: packTransAVX512 slices too short")
 	}
 	if w == 32 {
-		transpose16AVX512(&d[0], &src[0], ld, chunks, 4*w, 16)
-		transpose16AVX512(&d[16], &src[16*ld], ld, chunks, 4*w, 16)
+		transpose16AVX512(&d[0], &src[0], ld, chunks, 4*w, min(v, 16))
+		if v > 16 {
+			transpose16AVX512(&d[16], &src[16*ld], ld, chunks, 4*w, v-16)
+		} else {
+			transpose16AVX512(&d[16], &src[0], ld, chunks, 4*w, 0) // zeros
+		}
 	} else {
-		transpose16AVX512(&d[0], &src[0], ld, chunks, 4*w, w)
+		transpose16AVX512(&d[0], &src[0], ld, chunks, 4*w, v)
 	}
 	if done := chunks * 16; done < kb {
 		packTrans(d[done*w:], src[done:], ld, w, kb-done, v)

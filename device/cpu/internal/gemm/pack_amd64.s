@@ -7,8 +7,9 @@
 // func transpose16AVX512(d, src *float32, ld, chunks, wbytes, rows int)
 //
 // For each of chunks blocks of 16 columns, loads 16 floats from each of the
-// first rows (14 or 16) rows of src (row stride ld floats; rows 14 and 15
-// are zero when rows == 14), transposes the 16×16 block in registers and
+// first rows (0 to 16) rows of src (row stride ld floats; the rows from
+// rows on are zero, and src is not read when rows is 0), transposes the
+// 16×16 block in registers and
 // stores column p of the block as 16 floats at d + p*wbytes. With
 // wbytes < 64 a store runs into the next column's place, which the next
 // store overwrites; the last one writes 64-wbytes bytes past the block.
@@ -30,31 +31,91 @@ TEXT ·transpose16AVX512(SB), NOSPLIT, $0-48
 
 trloop:
 	MOVQ    SI, R11
+	CMPQ    BX, $1
+	JLT     trzero0
 	VMOVUPS (R11), Z0
+	CMPQ    BX, $2
+	JLT     trzero1
 	VMOVUPS (R11)(R8*1), Z1
+	CMPQ    BX, $3
+	JLT     trzero2
 	VMOVUPS (R11)(R8*2), Z2
+	CMPQ    BX, $4
+	JLT     trzero3
 	VMOVUPS (R11)(R9*1), Z3
 	ADDQ    R12, R11
+	CMPQ    BX, $5
+	JLT     trzero4
 	VMOVUPS (R11), Z4
+	CMPQ    BX, $6
+	JLT     trzero5
 	VMOVUPS (R11)(R8*1), Z5
+	CMPQ    BX, $7
+	JLT     trzero6
 	VMOVUPS (R11)(R8*2), Z6
+	CMPQ    BX, $8
+	JLT     trzero7
 	VMOVUPS (R11)(R9*1), Z7
 	ADDQ    R12, R11
+	CMPQ    BX, $9
+	JLT     trzero8
 	VMOVUPS (R11), Z8
+	CMPQ    BX, $10
+	JLT     trzero9
 	VMOVUPS (R11)(R8*1), Z9
+	CMPQ    BX, $11
+	JLT     trzero10
 	VMOVUPS (R11)(R8*2), Z10
+	CMPQ    BX, $12
+	JLT     trzero11
 	VMOVUPS (R11)(R9*1), Z11
 	ADDQ    R12, R11
+	CMPQ    BX, $13
+	JLT     trzero12
 	VMOVUPS (R11), Z12
+	CMPQ    BX, $14
+	JLT     trzero13
 	VMOVUPS (R11)(R8*1), Z13
-	CMPQ    BX, $16
-	JLT     trzero
+	CMPQ    BX, $15
+	JLT     trzero14
 	VMOVUPS (R11)(R8*2), Z14
+	CMPQ    BX, $16
+	JLT     trzero15
 	VMOVUPS (R11)(R9*1), Z15
 	JMP     trshuffle
 
-trzero:
+// Rows from rows on are zero: a jump to trzeroR clears ZR..Z15.
+trzero0:
+	VPXORD Z0, Z0, Z0
+trzero1:
+	VPXORD Z1, Z1, Z1
+trzero2:
+	VPXORD Z2, Z2, Z2
+trzero3:
+	VPXORD Z3, Z3, Z3
+trzero4:
+	VPXORD Z4, Z4, Z4
+trzero5:
+	VPXORD Z5, Z5, Z5
+trzero6:
+	VPXORD Z6, Z6, Z6
+trzero7:
+	VPXORD Z7, Z7, Z7
+trzero8:
+	VPXORD Z8, Z8, Z8
+trzero9:
+	VPXORD Z9, Z9, Z9
+trzero10:
+	VPXORD Z10, Z10, Z10
+trzero11:
+	VPXORD Z11, Z11, Z11
+trzero12:
+	VPXORD Z12, Z12, Z12
+trzero13:
+	VPXORD Z13, Z13, Z13
+trzero14:
 	VPXORD Z14, Z14, Z14
+trzero15:
 	VPXORD Z15, Z15, Z15
 
 trshuffle:
