@@ -16,10 +16,11 @@
 //
 // A backend's Kernels value may also implement optional kernel sets, which
 // callers find by type assertion and otherwise compose from the
-// primitives: FusedKernels, ConvBiasActKernels and MaxPoolValuesKernels,
-// which package tensor runs; BatchNormKernels, which autograd's BatchNorm
-// runs; OptimizerKernels and MultiStepKernels, which optim's optimizers
-// run.
+// primitives: FusedKernels, ConvBiasActKernels, MaxPoolValuesKernels,
+// SoftmaxKernels and GELUKernels, which package tensor runs;
+// BatchNormKernels and LayerNormKernels, which autograd's BatchNorm and
+// LayerNorm run; OptimizerKernels and MultiStepKernels, which optim's
+// optimizers run.
 //
 // Kernels do not validate their arguments; their callers (package tensor,
 // and the packages above it for their kernel sets) check shapes before

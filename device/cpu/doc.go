@@ -27,9 +27,14 @@
 // activation's gradient, the bias gradient, softmax cross-entropy with its
 // gradient, a convolution followed by bias, ReLU and max pooling whose
 // output never leaves a worker's cache; device.BatchNormKernels: batch
-// normalisation and its gradient (parallel over channels); and
-// device.OptimizerKernels: the SGD and Adam updates. Their inner loops are
-// mostly the vectorised ones of internal/vec.
+// normalisation and its gradient (parallel over channels, a plane per
+// vector loop); device.LayerNormKernels and device.SoftmaxKernels: layer
+// normalisation and the softmax over rows, with their gradients (parallel
+// over rows); device.GELUKernels: GELU and its gradient (float32 through
+// vec.Erf, a rational approximation); and device.OptimizerKernels: the
+// SGD and Adam updates. Their inner loops are mostly the vectorised ones
+// of internal/vec. Depthwise convolutions (MobileNet's) run directly,
+// forward and backward, on padded phases of each plane (depthwise.go).
 //
 // # Float16
 //
