@@ -1,6 +1,7 @@
 // Package gemm is a pure-Go single-precision matrix product (SGEMM) with
-// assembly micro-kernels for amd64: the fallback of the CPU backend when no
-// BLAS library can be loaded at run time.
+// assembly micro-kernels for amd64: the CPU backend's float32 GEMM where it
+// runs its AVX-512 kernel, and its fallback when no BLAS library can be
+// loaded at run time.
 //
 // Sgemm computes C = alpha*op(A)*op(B) + beta*C on row-major matrices, with
 // the argument convention of CBLAS row-major (and gonum's blas.Float32). It
@@ -50,19 +51,46 @@
 // and have 8-, 4-, 2- and 1-row variants for the last rows; the other
 // kernels compute the full tile into the Workspace and copy its valid part.
 //
+// # Block sizes from the cache sizes
+//
+// The block sizes of each kernel are derived, at the first product, from
+// the data-cache sizes of the CPU (cache.go, blocking.go): read from Linux's
+// sysfs (/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size,
+// shared_cpu_list}, on every architecture), else on amd64 from CPUID's
+// deterministic cache parameters (leaf 4 on Intel, 0x8000001d on AMD), else
+// from AMD's legacy leaves 0x80000005/6 (sizes only; some hypervisors answer
+// nothing else). The rules (deriveBlocks), for the loop nest above, in which
+// the micro-panel of Ã is the operand reused from L1 and the block B̃ the one
+// kept in L2:
+//
+//   - kc: the mr×kc micro-panel of Ã fills half of L1d;
+//   - nc: the kc×nc block B̃ fills half of this CPU's share of L2;
+//   - mc: the mc×kc block Ã fits this CPU's share of L3;
+//
+// each clamped to a sane range and rounded to a multiple of 16, nr and mr.
+// When the sizes cannot be read the kernels keep their default sizes (the
+// ones they were tuned with on Zen 5). Blocking reports the kernel, the block
+// sizes and the cache sizes; device/cpu shows them in its backend's name.
+// On the 2-core Zen 5 machine of this project (a VM without sysfs cache
+// directories or leaf 0x8000001d: L1d 48K, L2 1M, L3 of the whole package
+// from the legacy leaves), avx512 gets kc = 432, nc = 288, mc = 4088 (the
+// defaults were 384, 384, 4096), as fast as the defaults within the noise
+// of that shared machine.
+//
 // # Kernels
 //
 // Kernel reports the one chosen at start-up from the CPU's features
 // (golang.org/x/sys/cpu):
 //
 //   - "avx512": 14×32 tile in 28 zmm accumulators (two zmm of B̃ per step,
-//     14 broadcasts of Ã), kc = 384, nc = 384, mc = 4096;
-//   - "avx2": 6×16 tile in 12 ymm accumulators (AVX2 and FMA);
+//     14 broadcasts of Ã); default blocks kc = 384, nc = 384, mc = 4096;
+//   - "avx2": 6×16 tile in 12 ymm accumulators (AVX2 and FMA); defaults
+//     kc = 384, nc = 256, mc = 4096;
 //   - "go": a 4×4 tile in pure Go, the only kernel on other architectures
-//     or with the noasm build tag.
+//     or with the noasm build tag; defaults kc = 256, nc = 256, mc = 4096.
 //
 // Every element of C goes through the same floating-point operations,
 // whatever m and n, its position in C and the tile shape that computed it,
 // so splitting C between goroutines, by rows or by columns, does not change
-// the result by a single bit (for a given kernel and k).
+// the result by a single bit (for a given kernel, k and kc).
 package gemm

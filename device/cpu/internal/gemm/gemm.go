@@ -51,6 +51,7 @@ func Kernel() string { return active.name }
 // reports whether it is available. It is for tests, which use it to cover
 // every kernel the CPU can run; it must not be called while Sgemm runs.
 func setKernel(name string) bool {
+	setupBlocking()
 	for _, k := range kernels {
 		if k.name == name {
 			active = k
@@ -116,6 +117,7 @@ func Sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []f
 		return
 	}
 
+	setupBlocking()
 	kern := active
 	mr, nr := kern.mr, kern.nr
 	kc := blockSize(k, kern.kc, 1)

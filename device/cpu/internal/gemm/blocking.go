@@ -1,0 +1,117 @@
+package gemm
+
+// Block sizes derived from the cache sizes (see doc.go, Blocking).
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// blocks are the block sizes of one kernel (see kernelInfo).
+type blocks struct{ kc, mc, nc int }
+
+// Bounds of the derived block sizes, whatever the caches report: kc stays
+// long enough for the micro-kernel's loop to amortise its write-back, and
+// short enough that a block of Ã or B̃ still fits the caches of small
+// cores; nc and mc stay between a few micro-panels and the largest block
+// the kernels have been tuned with. mc's upper bound is the kernel's default
+// mc (4096): on a machine with a large L3 share the default is kept.
+const (
+	kcMin, kcMax = 128, 512
+	ncMax        = 4096
+)
+
+// deriveBlocks returns the block sizes of an mr×nr micro-kernel on a CPU
+// with the caches c, or def when c does not give the L1d and L2 sizes; cpus
+// (the logical CPUs this process may use) stands for the sharing of an L3
+// whose sharing is unknown. It is a pure function of its arguments.
+//
+// The rules follow the loop nest of Sgemm (see doc.go), in which the
+// operand reused from L1 is the mr×kc micro-panel of Ã, while the kc×nr
+// micro-panels of B̃ stream from L2 (BLIS has the roles of A and B the
+// other way round):
+//
+//   - kc: the mr×kc micro-panel of Ã fills half of L1d, the other half
+//     being left to the B̃ micro-panels and C rows passing through; rounded
+//     down to a multiple of 16 (the AVX-512 packing transposes 16 k steps
+//     at a time), within [kcMin, kcMax];
+//   - nc: the kc×nc block of B̃ fills half of this CPU's share of L2 (the
+//     L2 divided among the logical CPUs sharing it), the rest being left
+//     to the Ã micro-panels and C; a multiple of nr within [4·nr, ncMax];
+//   - mc: the mc×kc block of Ã fits this CPU's share of L3; a multiple of
+//     mr within [16·mr, def.mc]. Without an L3 size mc is def.mc.
+//
+// L1d is not divided between SMT siblings: the Ã micro-panel has a
+// factor-of-two margin.
+func deriveBlocks(mr, nr int, c Caches, cpus int, def blocks) blocks {
+	if !c.known() {
+		return def
+	}
+	const f = 4 // bytes per float32
+	kc := clamp(c.L1d/2/(f*mr)/16*16, kcMin, kcMax)
+	l2 := c.L2 / max(1, c.L2Sharing)
+	nc := clamp(l2/2/(f*kc)/nr*nr, 4*nr, ncMax/nr*nr)
+	mc := def.mc
+	if c.L3 > 0 {
+		sharing := c.L3Sharing
+		if sharing <= 0 {
+			sharing = cpus
+		}
+		l3 := c.L3 / max(1, sharing)
+		mc = clamp(l3/(f*kc)/mr*mr, 16*mr, def.mc/mr*mr)
+	}
+	return blocks{kc: kc, mc: mc, nc: nc}
+}
+
+// clamp returns v limited to [lo, hi].
+func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
+
+var (
+	blockingOnce sync.Once
+	// caches are the cache sizes read by setupBlocking.
+	caches Caches
+)
+
+// setupBlocking reads the cache sizes once and sets every kernel's block
+// sizes from them (their defaults stay when the sizes cannot be read). Sgemm
+// and Blocking call it; it must run before any test changes a kernel.
+func setupBlocking() {
+	blockingOnce.Do(func() {
+		caches = detectCaches()
+		for _, k := range kernels {
+			b := deriveBlocks(k.mr, k.nr, caches, runtime.NumCPU(), blocks{kc: k.kc, mc: k.mc, nc: k.nc})
+			k.kc, k.mc, k.nc = b.kc, b.mc, b.nc
+		}
+	})
+}
+
+// BlockInfo describes how Sgemm blocks its products on this machine: the
+// micro-kernel and its tile, the block sizes and the cache sizes they were
+// derived from.
+type BlockInfo struct {
+	Kernel string // the micro-kernel, as Kernel names it
+	MR, NR int    // the MR×NR tile of C it computes
+	// KC is the depth of a packed block, NC the columns of op(B) packed at
+	// once (a kc×nc block kept in L2), MC the rows of op(A) packed at once
+	// (an mc×kc block kept in L3).
+	KC, MC, NC int
+	// Caches are the sizes the blocks were derived from; with unknown sizes
+	// (Caches.Source == "") the blocks are the kernel's defaults.
+	Caches Caches
+}
+
+// Blocking returns the micro-kernel and block sizes Sgemm uses, reading the
+// cache sizes first if no product has yet.
+func Blocking() BlockInfo {
+	setupBlocking()
+	k := active
+	return BlockInfo{Kernel: k.name, MR: k.mr, NR: k.nr, KC: k.kc, MC: k.mc, NC: k.nc, Caches: caches}
+}
+
+// String formats b as "avx512 14x32 kc=432 mc=1204 nc=128; L1d 48K L2 1M/2
+// L3 32M/16" (a cache's sharing after the slash), or "...; cache sizes
+// unknown" when the blocks are the kernel's defaults.
+func (b BlockInfo) String() string {
+	return fmt.Sprintf("%s %dx%d kc=%d mc=%d nc=%d; %v", b.Kernel, b.MR, b.NR, b.KC, b.MC, b.NC, b.Caches)
+}
