@@ -62,7 +62,7 @@ func (d *Device) gemmBackend() *gemmBackend {
 }
 
 // Backend describes how the device multiplies matrices, e.g. "Go assembly
-// (avx512 14x32 kc=432 mc=4088 nc=288; L1d 48K L2 1M L3 32M/16) for
+// (avx512 14x32 kc=384 mc=1358 nc=160; L1d 48K L2 1M/2 L3 32M/16) for
 // float32, OpenBLAS 0.3.21 SkylakeX (1 thread) for float64" (Hora's kernel,
 // its tile, its block sizes and the cache sizes they were derived from, see
 // gemm.Blocking) or "OpenBLAS 0.3.21 Haswell (1 thread)" (see gemmBackend

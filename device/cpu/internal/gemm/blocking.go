@@ -11,16 +11,11 @@ import (
 // blocks are the block sizes of one kernel (see kernelInfo).
 type blocks struct{ kc, mc, nc int }
 
-// Bounds of the derived block sizes, whatever the caches report: kc stays
-// long enough for the micro-kernel's loop to amortise its write-back, and
-// short enough that a block of Ã or B̃ still fits the caches of small
-// cores; nc and mc stay between a few micro-panels and the largest block
-// the kernels have been tuned with. mc's upper bound is the kernel's default
-// mc (4096): on a machine with a large L3 share the default is kept.
-const (
-	kcMin, kcMax = 128, 512
-	ncMax        = 4096
-)
+// Bounds of the derived block sizes, whatever the caches report: nc and mc
+// stay between a few micro-panels and the largest block the kernels have
+// been tuned with. mc's upper bound is the kernel's default mc (4096): on a
+// machine with a large L3 share the default is kept.
+const ncMax = 4096
 
 // deriveBlocks returns the block sizes of an mr×nr micro-kernel on a CPU
 // with the caches c, or def when c does not give the L1d and L2 sizes; cpus
@@ -28,28 +23,34 @@ const (
 // whose sharing is unknown. It is a pure function of its arguments.
 //
 // The rules follow the loop nest of Sgemm (see doc.go), in which the
-// operand reused from L1 is the mr×kc micro-panel of Ã, while the kc×nr
-// micro-panels of B̃ stream from L2 (BLIS has the roles of A and B the
-// other way round):
+// operand reused from L1 is the mr×kc micro-panel of Ã, the one kept in L2
+// the kc×nc block B̃, and the one kept in L3 the mc×kc block Ã (BLIS has the
+// roles of A and B the other way round):
 //
-//   - kc: the mr×kc micro-panel of Ã fills half of L1d, the other half
-//     being left to the B̃ micro-panels and C rows passing through; rounded
-//     down to a multiple of 16 (the AVX-512 packing transposes 16 k steps
-//     at a time), within [kcMin, kcMax];
+//   - kc stays the kernel's default (def.kc): kc sets where k is split, so
+//     the order in which every element of C is summed, and with it the bits
+//     of every product with k > kc. Taking it from L1d would make a run's
+//     results depend on the machine's L1d for the same kernel (the results
+//     of train's TestResumesARunWrittenBeforeTheLibrary, bit-identical to a
+//     run made with kc = 384, differ with the 432 that "the mr×kc
+//     micro-panel of Ã fills half of L1d" gives on Zen 5), for no speed:
+//     on Zen 5 kc from 128 to 432 ran within the noise of each other
+//     (1024 and 2048, one and two cores). The defaults keep the micro-panel
+//     of Ã within half of a 48K L1d (21K for avx512).
 //   - nc: the kc×nc block of B̃ fills half of this CPU's share of L2 (the
 //     L2 divided among the logical CPUs sharing it), the rest being left
 //     to the Ã micro-panels and C; a multiple of nr within [4·nr, ncMax];
 //   - mc: the mc×kc block of Ã fits this CPU's share of L3; a multiple of
 //     mr within [16·mr, def.mc]. Without an L3 size mc is def.mc.
 //
-// L1d is not divided between SMT siblings: the Ã micro-panel has a
-// factor-of-two margin.
+// nc and mc only choose which tiles are computed together, not how: they
+// do not change a single bit of the result.
 func deriveBlocks(mr, nr int, c Caches, cpus int, def blocks) blocks {
 	if !c.known() {
 		return def
 	}
 	const f = 4 // bytes per float32
-	kc := clamp(c.L1d/2/(f*mr)/16*16, kcMin, kcMax)
+	kc := def.kc
 	l2 := c.L2 / max(1, c.L2Sharing)
 	nc := clamp(l2/2/(f*kc)/nr*nr, 4*nr, ncMax/nr*nr)
 	mc := def.mc
@@ -73,8 +74,8 @@ var (
 	caches Caches
 )
 
-// setupBlocking reads the cache sizes once and sets every kernel's block
-// sizes from them (their defaults stay when the sizes cannot be read). Sgemm
+// setupBlocking reads the cache sizes once and sets every kernel's nc and
+// mc from them (their defaults stay when the sizes cannot be read). Sgemm
 // and Blocking call it; it must run before any test changes a kernel.
 func setupBlocking() {
 	blockingOnce.Do(func() {
@@ -96,7 +97,7 @@ type BlockInfo struct {
 	// once (a kc×nc block kept in L2), MC the rows of op(A) packed at once
 	// (an mc×kc block kept in L3).
 	KC, MC, NC int
-	// Caches are the sizes the blocks were derived from; with unknown sizes
+	// Caches are the sizes NC and MC were derived from; with unknown sizes
 	// (Caches.Source == "") the blocks are the kernel's defaults.
 	Caches Caches
 }
@@ -109,7 +110,7 @@ func Blocking() BlockInfo {
 	return BlockInfo{Kernel: k.name, MR: k.mr, NR: k.nr, KC: k.kc, MC: k.mc, NC: k.nc, Caches: caches}
 }
 
-// String formats b as "avx512 14x32 kc=432 mc=1204 nc=128; L1d 48K L2 1M/2
+// String formats b as "avx512 14x32 kc=384 mc=1358 nc=160; L1d 48K L2 1M/2
 // L3 32M/16" (a cache's sharing after the slash), or "...; cache sizes
 // unknown" when the blocks are the kernel's defaults.
 func (b BlockInfo) String() string {

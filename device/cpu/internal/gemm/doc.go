@@ -53,29 +53,33 @@
 //
 // # Block sizes from the cache sizes
 //
-// The block sizes of each kernel are derived, at the first product, from
-// the data-cache sizes of the CPU (cache.go, blocking.go): read from Linux's
-// sysfs (/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size,
-// shared_cpu_list}, on every architecture), else on amd64 from CPUID's
-// deterministic cache parameters (leaf 4 on Intel, 0x8000001d on AMD), else
-// from AMD's legacy leaves 0x80000005/6 (sizes only; some hypervisors answer
-// nothing else). The rules (deriveBlocks), for the loop nest above, in which
-// the micro-panel of Ã is the operand reused from L1 and the block B̃ the one
-// kept in L2:
+// The block sizes nc and mc of each kernel are derived, at the first
+// product, from the data-cache sizes of the CPU (cache.go, blocking.go):
+// read from Linux's sysfs (/sys/devices/system/cpu/cpu0/cache/index*/
+// {level,type,size,shared_cpu_list}, on every architecture), else on amd64
+// from CPUID's deterministic cache parameters (leaf 4 on Intel, 0x8000001d
+// on AMD), else from AMD's legacy leaves 0x80000005/6 (sizes only; some
+// hypervisors answer nothing else). The rules (deriveBlocks), for the loop
+// nest above, in which the micro-panel of Ã is the operand reused from L1,
+// the block B̃ the one kept in L2 and the block Ã the one kept in L3:
 //
-//   - kc: the mr×kc micro-panel of Ã fills half of L1d;
 //   - nc: the kc×nc block B̃ fills half of this CPU's share of L2;
 //   - mc: the mc×kc block Ã fits this CPU's share of L3;
 //
-// each clamped to a sane range and rounded to a multiple of 16, nr and mr.
-// When the sizes cannot be read the kernels keep their default sizes (the
-// ones they were tuned with on Zen 5). Blocking reports the kernel, the block
-// sizes and the cache sizes; device/cpu shows them in its backend's name.
-// On the 2-core Zen 5 machine of this project (a VM without sysfs cache
-// directories or leaf 0x8000001d: L1d 48K, L2 1M, L3 of the whole package
-// from the legacy leaves), avx512 gets kc = 432, nc = 288, mc = 4088 (the
-// defaults were 384, 384, 4096), as fast as the defaults within the noise
-// of that shared machine.
+// each clamped to a sane range and rounded to a multiple of nr or mr. kc
+// stays the kernel's default: it sets where k is split, hence the rounding
+// of every product with k > kc, and a kc taken from L1d would make results
+// differ from machine to machine for the same kernel, for no measured speed
+// (see deriveBlocks); the defaults keep the micro-panel of Ã within half of
+// a 48K L1d. nc and mc do not change a bit of the result. When the sizes
+// cannot be read the kernels keep their default sizes (the ones they were
+// tuned with on Zen 5). Blocking reports the kernel, the block sizes and the
+// cache sizes; device/cpu shows them in its backend's name. On the 2-core
+// Zen 5 machine of this project (a VM without sysfs cache directories or
+// leaf 0x8000001d: L1d 48K, L2 1M, L3 of the whole package from the legacy
+// leaves), avx512 gets kc = 384, nc = 320, mc = 4088 (the defaults were 384,
+// 384, 4096), as fast as the defaults within the noise of that shared
+// machine.
 //
 // # Small products
 //
@@ -109,5 +113,5 @@
 // whatever m and n, its position in C, the tile shape that computed it and
 // the path (packed or small), so splitting C between goroutines, by rows or
 // by columns, does not change the result by a single bit (for a given
-// kernel, k and kc).
+// kernel and k: the cache sizes change nc and mc only).
 package gemm

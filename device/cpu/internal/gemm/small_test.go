@@ -106,11 +106,11 @@ func TestSmallKBlocks(t *testing.T) {
 	}
 }
 
-// TestUseSmall checks the rule with this machine's blocking (kc = 432,
-// nc = 288: op(B)'s k block must fit in 124,416 floats) on the MLP's
+// TestUseSmall checks the rule with this machine's blocking (kc = 384,
+// nc = 320: op(B)'s k block must fit in 122,880 floats) on the MLP's
 // products and on others.
 func TestUseSmall(t *testing.T) {
-	kern := &kernelInfo{name: "test", mr: 14, nr: 32, kc: 432, mc: 4088, nc: 288,
+	kern := &kernelInfo{name: "test", mr: 14, nr: 32, kc: 384, mc: 4088, nc: 320,
 		small: func(int, []float32, int, int, []float32, int, []float32, int, float32, float32, int, int) {}}
 	for _, tc := range []struct {
 		name         string
@@ -122,7 +122,7 @@ func TestUseSmall(t *testing.T) {
 		{"fwd 128x256x10", true, 128, 10, 256, 256, true},
 		{"dX 128x10x256", false, 128, 256, 10, 256, true},
 		{"dW 10x128x256", false, 10, 256, 128, 256, true},
-		{"fwd 128x784x512", true, 128, 512, 784, 784, false}, // 392·512 floats
+		{"fwd 128x784x512", true, 128, 512, 784, 784, false}, // 262·512 floats
 		{"fwd 128x512x256", true, 128, 256, 512, 512, true},  // 256·256
 		{"dX 128x256x512", false, 128, 512, 256, 512, false}, // 256·512
 		{"dW 512x128x784", false, 512, 784, 128, 784, true},  // 128·784
