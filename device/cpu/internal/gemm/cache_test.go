@@ -161,6 +161,12 @@ func TestCPUIDCaches(t *testing.T) {
 	}
 }
 
+func TestRoundTo(t *testing.T) {
+	for _, tc := range [][3]int{{341, 32, 352}, {335, 32, 320}, {336, 32, 352}, {0, 32, 0}, {15, 32, 0}, {1365, 14, 1372}, {938, 14, 938}} {
+		assert.Equal(t, tc[2], roundTo(tc[0], tc[1]), "roundTo(%d, %d)", tc[0], tc[1])
+	}
+}
+
 func TestDeriveBlocks(t *testing.T) {
 	def := blocks{kc: 384, mc: 4096, nc: 384}
 	for _, tc := range []struct {
@@ -172,16 +178,16 @@ func TestDeriveBlocks(t *testing.T) {
 	}{
 		{"unknown sizes: defaults", 14, 32, Caches{}, 2, def},
 		{"no L2: defaults", 14, 32, Caches{L1d: 48 << 10}, 2, def},
-		// nc = 512K/1536 = 341 → 320; the L3 share (508M/2) would allow any
+		// nc = 512K/1536 = 341 → 352; the L3 share (508M/2) would allow any
 		// mc: 4096 → 4088 (a multiple of 14).
 		{"this project's machine (cpuid legacy leaves)", 14, 32,
-			Caches{L1d: 48 << 10, L2: 1 << 20, L3: 1016 * 512 << 10}, 2, blocks{kc: 384, mc: 4088, nc: 320}},
-		// nc = (1M/2)/2/1536 = 170 → 160; mc = (32M/16)/1536 = 1365 → 1358.
+			Caches{L1d: 48 << 10, L2: 1 << 20, L3: 1016 * 512 << 10}, 2, blocks{kc: 384, mc: 4088, nc: 352}},
+		// nc = (1M/2)/2/1536 = 170 → 160; mc = (32M/16)/1536 = 1365 → 1372.
 		{"Zen 5 from sysfs, SMT", 14, 32,
-			Caches{L1d: 48 << 10, L2: 1 << 20, L2Sharing: 2, L3: 32 << 20, L3Sharing: 16}, 32, blocks{kc: 384, mc: 1358, nc: 160}},
+			Caches{L1d: 48 << 10, L2: 1 << 20, L2Sharing: 2, L3: 32 << 20, L3Sharing: 16}, 32, blocks{kc: 384, mc: 1372, nc: 160}},
 		// mc = (38.5M/28)/1536 = 938.
 		{"Skylake-SP", 14, 32,
-			Caches{L1d: 32 << 10, L2: 1 << 20, L3: 77 << 19, L3Sharing: 28}, 28, blocks{kc: 384, mc: 938, nc: 320}},
+			Caches{L1d: 32 << 10, L2: 1 << 20, L3: 77 << 19, L3Sharing: 28}, 28, blocks{kc: 384, mc: 938, nc: 352}},
 		// nc = 128K/1536 = 85 → 80.
 		{"AVX2 kernel, no L3", 6, 16, Caches{L1d: 32 << 10, L2: 256 << 10}, 4, blocks{kc: 384, mc: 4096, nc: 80}},
 		{"tiny caches: lower bounds", 14, 32, Caches{L1d: 4 << 10, L2: 16 << 10, L3: 64 << 10, L3Sharing: 8}, 8, blocks{kc: 384, mc: 224, nc: 128}},
@@ -202,15 +208,15 @@ func TestDeriveBlocks(t *testing.T) {
 }
 
 func TestBlockInfoString(t *testing.T) {
-	b := BlockInfo{Kernel: "avx512", MR: 14, NR: 32, KC: 384, MC: 1358, NC: 160,
+	b := BlockInfo{Kernel: "avx512", MR: 14, NR: 32, KC: 384, MC: 1372, NC: 160,
 		Caches: Caches{L1d: 48 << 10, L2: 1 << 20, L2Sharing: 2, L3: 32 << 20, L3Sharing: 16, Source: "sysfs"}}
-	assert.Equal(t, "avx512 14x32 kc=384 mc=1358 nc=160; L1d 48K L2 1M/2 L3 32M/16", b.String())
+	assert.Equal(t, "avx512 14x32 kc=384 mc=1372 nc=160; L1d 48K L2 1M/2 L3 32M/16", b.String())
 	b.Caches = Caches{L1d: 48 << 10, L2: 1 << 20, L3: 1016 * 512 << 10, Source: "cpuid legacy AMD leaves"}
-	assert.Equal(t, "avx512 14x32 kc=384 mc=1358 nc=160; L1d 48K L2 1M L3 508M", b.String())
+	assert.Equal(t, "avx512 14x32 kc=384 mc=1372 nc=160; L1d 48K L2 1M L3 508M", b.String())
 	b.Caches = Caches{L1d: 32 << 10, L2: 1280 << 10, L2Sharing: 1, Source: "cpuid leaf 4"}
-	assert.Equal(t, "avx512 14x32 kc=384 mc=1358 nc=160; L1d 32K L2 1.2M", b.String())
+	assert.Equal(t, "avx512 14x32 kc=384 mc=1372 nc=160; L1d 32K L2 1.2M", b.String())
 	b.Caches = Caches{}
-	assert.Equal(t, "avx512 14x32 kc=384 mc=1358 nc=160; cache sizes unknown", b.String())
+	assert.Equal(t, "avx512 14x32 kc=384 mc=1372 nc=160; cache sizes unknown", b.String())
 }
 
 // TestBlocking: the blocking reported is the active kernel's, derived from

@@ -63,10 +63,11 @@
 // nest above, in which the micro-panel of Ã is the operand reused from L1,
 // the block B̃ the one kept in L2 and the block Ã the one kept in L3:
 //
-//   - nc: the kc×nc block B̃ fills half of this CPU's share of L2;
+//   - nc: the kc×nc block B̃ fills about half of this CPU's share of L2;
 //   - mc: the mc×kc block Ã fits this CPU's share of L3;
 //
-// each clamped to a sane range and rounded to a multiple of nr or mr. kc
+// each clamped to a sane range and rounded to the nearest multiple of nr or
+// mr. kc
 // stays the kernel's default: it sets where k is split, hence the rounding
 // of every product with k > kc, and a kc taken from L1d would make results
 // differ from machine to machine for the same kernel, for no measured speed
@@ -77,9 +78,9 @@
 // cache sizes; device/cpu shows them in its backend's name. On the 2-core
 // Zen 5 machine of this project (a VM without sysfs cache directories or
 // leaf 0x8000001d: L1d 48K, L2 1M, L3 of the whole package from the legacy
-// leaves), avx512 gets kc = 384, nc = 320, mc = 4088 (the defaults were 384,
-// 384, 4096), as fast as the defaults within the noise of that shared
-// machine.
+// leaves), avx512 gets kc = 384, nc = 352, mc = 4088 (the defaults were 384,
+// 384, 4096), which split the sizes benchmarked (up to 2048) in the same
+// blocks as the defaults.
 //
 // # Small products
 //

@@ -107,10 +107,10 @@ func TestSmallKBlocks(t *testing.T) {
 }
 
 // TestUseSmall checks the rule with this machine's blocking (kc = 384,
-// nc = 320: op(B)'s k block must fit in 122,880 floats) on the MLP's
+// nc = 352: op(B)'s k block must fit in 135,168 floats) on the MLP's
 // products and on others.
 func TestUseSmall(t *testing.T) {
-	kern := &kernelInfo{name: "test", mr: 14, nr: 32, kc: 384, mc: 4088, nc: 320,
+	kern := &kernelInfo{name: "test", mr: 14, nr: 32, kc: 384, mc: 4088, nc: 352,
 		small: func(int, []float32, int, int, []float32, int, []float32, int, float32, float32, int, int) {}}
 	for _, tc := range []struct {
 		name         string
@@ -122,12 +122,13 @@ func TestUseSmall(t *testing.T) {
 		{"fwd 128x256x10", true, 128, 10, 256, 256, true},
 		{"dX 128x10x256", false, 128, 256, 10, 256, true},
 		{"dW 10x128x256", false, 10, 256, 128, 256, true},
-		{"fwd 128x784x512", true, 128, 512, 784, 784, false}, // 262·512 floats
-		{"fwd 128x512x256", true, 128, 256, 512, 512, true},  // 256·256
-		{"dX 128x256x512", false, 128, 512, 256, 512, false}, // 256·512
-		{"dW 512x128x784", false, 512, 784, 128, 784, true},  // 128·784
+		{"fwd 128x784x512", true, 128, 512, 784, 784, true}, // 262·512 floats
+		{"fwd 128x512x256", true, 128, 256, 512, 512, true}, // 256·256
+		{"dX 128x256x512", false, 128, 512, 256, 512, true}, // 256·512
+		{"dW 512x128x784", false, 512, 784, 128, 784, true}, // 128·784
 		{"sgemm 256", false, 256, 256, 256, 256, true},
-		{"sgemm 512", false, 512, 512, 512, 512, false},
+		{"sgemm 512", false, 512, 512, 512, 512, true},       // 256·512
+		{"sgemm 1024", false, 1024, 1024, 1024, 1024, false}, // 342·1024
 		{"sgemm 2048", false, 2048, 2048, 2048, 2048, false},
 		{"narrow transposed B", true, 2048, 16, 2048, 2048, true},
 		{"wide transposed B, one row band", true, 14, 2048, 512, 512, false},
