@@ -125,7 +125,7 @@ func Sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []f
 
 	setupBlocking()
 	kern := active
-	if takeSmall(kern, transB, m, n, k, ldb) {
+	if takeSmall(kern, transA, transB, m, n, k, lda, ldb) {
 		smallSgemm(ws, kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}

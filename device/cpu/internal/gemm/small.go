@@ -26,41 +26,55 @@ var forcePath = pathAuto
 
 // takeSmall reports whether Sgemm takes the small path: useSmall's choice,
 // unless forcePath says otherwise.
-func takeSmall(kern *kernelInfo, transB bool, m, n, k, ldb int) bool {
+func takeSmall(kern *kernelInfo, transA, transB bool, m, n, k, lda, ldb int) bool {
 	switch forcePath {
 	case pathPacked:
 		return false
 	case pathSmall:
 		return kern.small != nil
 	}
-	return useSmall(kern, transB, m, n, k, ldb)
+	return useSmall(kern, transA, transB, m, n, k, lda, ldb)
 }
 
 // useSmall reports whether the product goes through the small path: when
-// the kernel has one and the k block of op(B) (min(k, kc) rows: kb rows of
-// ldb floats where B is, kb rows of n floats for the copy of a transposed
-// B) fits in the kc×nc floats of the block B̃ that the packed path keeps in
-// L2, or, B not being transposed, when op(A) has no more rows than a tile
-// (m <= mr: B is then read only once).
+// the kernel has one and the k block of op(B) (kb <= kc rows, k being split
+// as on the packed path: kb rows of ldb floats where B is, kb rows of n
+// floats for the copy of a transposed B) fits in the kc×nc floats of the
+// block B̃ that the packed path keeps in L2, or, B not being transposed,
+// when op(A) has no more rows than a tile (m <= mr: B is then read once).
 //
 // The small path is the packed path's loop nest without the packing and
 // without blocking n: a tile reads its mr rows of op(A) from L1 for every
 // strip of nr columns, and its strip of op(B) from L2 for every band of mr
 // rows. When op(B)'s k block fits in L2 the packed path would not block n
 // either, and packing then only costs time. Measured on Zen 5
-// (BenchmarkSmallCrossover, one core, fastest calls, 25 shapes in each of
-// the four layouts): on the shapes the rule sends to the small path it was
-// 2–4× as fast as the packed path on the MLP's 10-wide products and on n,
-// m or k of 16, 1.05–3× on cubes from 32 to 192, 1.03–1.11× at
-// 256×256×256, and 0.98–1.15× on tall products (m×k×n = 2048×2048×256,
-// 4096×1024×64, 1024×1024×288); the one shape found slower, re-measured
-// alternately, was 256×16×256 with B transposed (0.91× in median time,
-// 0.98× in fastest call). It lost clearly only on shapes
-// the rule sends to the packed path: a transposed B of 1024 columns or
-// more, copied whole (0.66–0.92×).
-func useSmall(kern *kernelInfo, transB bool, m, n, k, ldb int) bool {
+// (BenchmarkSmallCrossover, one core, kc = 384, 25 shapes in each of the
+// four layouts, fastest calls of 3 runs): on the 90 shapes the rule sends
+// to the small path it ran 0.96–3.8× as fast as the packed path (median
+// calls 0.93–5×), 2–3.8× on the MLP's 10-wide products and on n, m or k of
+// 16, 1.02–1.2× at 256×256×256; the few below 1× are a transposed B with
+// k of 16 to 64 at m = n = 256, within the noise. On the 10 it sends to the
+// packed path, a transposed B of 1024 columns or more (copied whole) ran
+// 0.85–0.95× as fast on the small path, and m = 32 with n of 1024 or 2048
+// 1.1–1.27× (the rule is conservative there). Forced further (two cores
+// too): 512×512×512 1.06–1.08×, m×k×n = 128×784×512 with B transposed
+// 1.01–1.04×, 2048×2048×256 with A transposed 1.19×, 4096×1024×64 1.18–1.33×.
+//
+// One exception: with A as stored (not transposed) and its rows a multiple
+// of 4 KiB apart, the mr rows a tile reads at each k step fall in the same
+// set of an L1d with 4 KiB per way (48K 12-way on Zen 5, 32K 8-way on
+// Intel), more rows than ways, and the small path re-reads them from L2 for
+// every strip of nr columns: m×k×n = 2048×2048×256 ran 0.97–0.99× as fast
+// and 1024×1024×352 0.94–1.01×, where packing A into contiguous
+// micro-panels avoids the conflict. Such products, with more than mr rows
+// and more than nr columns, stay on the packed path; with one strip
+// (256×1024×32: 1.3–1.4×) the small path still wins.
+func useSmall(kern *kernelInfo, transA, transB bool, m, n, k, lda, ldb int) bool {
 	if kern.small == nil {
 		return false
+	}
+	if !transA && lda%1024 == 0 && m > kern.mr && n > kern.nr {
+		return false // rows of A 4 KiB apart, re-read for each strip of op(B)
 	}
 	kb := blockSize(k, kern.kc, 1)
 	budget := kern.kc * kern.nc

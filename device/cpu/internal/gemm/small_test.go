@@ -113,35 +113,50 @@ func TestUseSmall(t *testing.T) {
 	kern := &kernelInfo{name: "test", mr: 14, nr: 32, kc: 384, mc: 4088, nc: 352,
 		small: func(int, []float32, int, int, []float32, int, []float32, int, float32, float32, int, int) {}}
 	for _, tc := range []struct {
-		name         string
-		transB       bool
-		m, n, k, ldb int
-		want         bool
+		name           string
+		transA, transB bool
+		m, n, k        int
+		want           bool
 	}{
-		// the MLP 784-512-256-10 at batch 128 (transA does not matter)
-		{"fwd 128x256x10", true, 128, 10, 256, 256, true},
-		{"dX 128x10x256", false, 128, 256, 10, 256, true},
-		{"dW 10x128x256", false, 10, 256, 128, 256, true},
-		{"fwd 128x784x512", true, 128, 512, 784, 784, true}, // 262·512 floats
-		{"fwd 128x512x256", true, 128, 256, 512, 512, true}, // 256·256
-		{"dX 128x256x512", false, 128, 512, 256, 512, true}, // 256·512
-		{"dW 512x128x784", false, 512, 784, 128, 784, true}, // 128·784
-		{"sgemm 256", false, 256, 256, 256, 256, true},
-		{"sgemm 512", false, 512, 512, 512, 512, true},       // 256·512
-		{"sgemm 1024", false, 1024, 1024, 1024, 1024, false}, // 342·1024
-		{"sgemm 2048", false, 2048, 2048, 2048, 2048, false},
-		{"narrow transposed B", true, 2048, 16, 2048, 2048, true},
-		{"wide transposed B, one row band", true, 14, 2048, 512, 512, false},
-		{"one row band: B read once", false, 5, 8192, 4096, 8192, true},
-		{"B's k block beyond L2, 8 row bands", false, 100, 8192, 4096, 8192, false},
-		{"narrow view of a wide B", false, 1000, 64, 432, 4096, false},
-		{"narrow dense B", false, 1000, 64, 432, 64, true},
+		// the MLP 784-512-256-10 at batch 128, in its layouts
+		{"fwd 128x256x10", false, true, 128, 10, 256, true},
+		{"dX 128x10x256", false, false, 128, 256, 10, true},
+		{"dW 10x128x256", true, false, 10, 256, 128, true},
+		{"fwd 128x784x512", false, true, 128, 512, 784, true}, // 262·512 floats
+		{"fwd 128x512x256", false, true, 128, 256, 512, true}, // 256·256
+		{"dX 128x256x512", false, false, 128, 512, 256, true}, // 256·512
+		{"dW 512x128x784", true, false, 512, 784, 128, true},  // 128·784
+		{"sgemm 256", false, false, 256, 256, 256, true},
+		{"sgemm 512", false, false, 512, 512, 512, true},      // 256·512
+		{"sgemm 1024", false, false, 1024, 1024, 1024, false}, // 342·1024
+		{"sgemm 2048", false, false, 2048, 2048, 2048, false},
+		{"narrow transposed B", false, true, 2048, 16, 2048, true},
+		{"wide transposed B, one row band", false, true, 14, 2048, 512, false},
+		{"transposed B just too wide", false, true, 128, 544, 784, false}, // 262·544
+		{"one row band: B read once", false, false, 5, 8192, 4096, true},
+		{"B's k block beyond L2, 8 row bands", false, false, 100, 8192, 4096, false},
+		{"rows of A 4 KiB apart", false, false, 2048, 256, 2048, false},
+		{"rows of A 4 KiB apart, A transposed", true, false, 2048, 256, 2048, true},
+		{"rows of A 4 KiB apart, one strip", false, false, 256, 32, 1024, true},
+		{"rows of A 4 KiB apart, one band", false, false, 10, 256, 1024, true},
 	} {
-		got := useSmall(kern, tc.transB, tc.m, tc.n, tc.k, tc.ldb)
+		lda := tc.k
+		if tc.transA {
+			lda = tc.m
+		}
+		ldb := tc.n
+		if tc.transB {
+			ldb = tc.k
+		}
+		got := useSmall(kern, tc.transA, tc.transB, tc.m, tc.n, tc.k, lda, ldb)
 		assert.Equal(t, tc.want, got, tc.name)
 	}
+	// B as a narrow view of a wider matrix: its k block spans kb rows of
+	// ldb floats.
+	assert.False(t, useSmall(kern, false, false, 1000, 64, 432, 432, 4096), "narrow view of a wide B")
+	assert.True(t, useSmall(kern, false, false, 1000, 64, 432, 432, 64), "narrow dense B")
 	kern.small = nil
-	assert.False(t, useSmall(kern, false, 1, 1, 1, 1), "no small path without a small kernel")
+	assert.False(t, useSmall(kern, false, false, 1, 1, 1, 1, 1), "no small path without a small kernel")
 }
 
 // TestSmallTilePanics: the small kernels refuse arguments that would make
