@@ -196,7 +196,7 @@ func (t *gemmTask[T]) run(lo, hi int) {
 // (BenchmarkParallelGemm, fastest calls, i.e. with the other core idle):
 // splitting loses at 64×64×64 and 128×64×64 (524,288) and on the MLP's
 // 10-wide products (327,680: 1.06–1.14× slower split), and wins from
-// 128×64×128 (1,048,576: 1.5×). On a machine busy with other work the
+// 128×64×128 (1,048,576: 1.2–1.5×). On a machine busy with other work the
 // hand-off costs more (median calls: splitting made the 10-wide products
 // about 2× slower, and still lost at 128×128×128). A variable for that
 // benchmark.
