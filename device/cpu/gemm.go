@@ -45,7 +45,7 @@ func (d *Device) gemmBackend() *gemmBackend {
 			g.own32 = lib == nil || gemm.Kernel() == "avx512"
 			g.err = errors.Join(g.err, fmt.Errorf("HORA_GEMM=%s: expected auto, blas or go", v))
 		}
-		own := fmt.Sprintf("Go assembly (%s kernel)", gemm.Kernel())
+		own := fmt.Sprintf("Go assembly (%s)", gemm.Blocking())
 		if gemm.Kernel() == "go" {
 			own = "gonum (pure Go)"
 		}
@@ -62,9 +62,11 @@ func (d *Device) gemmBackend() *gemmBackend {
 }
 
 // Backend describes how the device multiplies matrices, e.g. "Go assembly
-// (avx512 kernel) for float32, OpenBLAS 0.3.21 SkylakeX (1 thread) for
-// float64" or "OpenBLAS 0.3.21 Haswell (1 thread)" (see gemmBackend for the
-// rules and the HORA_GEMM and HORA_BLAS variables).
+// (avx512 14x32 kc=384 mc=1358 nc=160; L1d 48K L2 1M/2 L3 32M/16) for
+// float32, OpenBLAS 0.3.21 SkylakeX (1 thread) for float64" (Hora's kernel,
+// its tile, its block sizes and the cache sizes they were derived from, see
+// gemm.Blocking) or "OpenBLAS 0.3.21 Haswell (1 thread)" (see gemmBackend
+// for the rules and the HORA_GEMM and HORA_BLAS variables).
 func (d *Device) Backend() string { return d.gemmBackend().name }
 
 // BackendError returns why no BLAS library is used, or what is wrong with
@@ -188,11 +190,23 @@ func (t *gemmTask[T]) run(lo, hi int) {
 	gemmOn(t.d, t.tA, t.tB, t.m, i1-i0, t.k, t.alpha, t.a, t.lda, t.b[bOff:], t.ldb, t.beta, t.c[i0:], t.ldc)
 }
 
+// serialGemmMax is the largest product (m·n·k multiply-adds) that
+// parallelGemm does not split: up to it, handing half of the work to
+// another worker costs more than it saves. Measured on 2 Zen 5 cores
+// (BenchmarkParallelGemm, fastest calls, i.e. with the other core idle):
+// splitting loses at 64×64×64 and 128×64×64 (524,288) and on the MLP's
+// 10-wide products (327,680: 1.06–1.14× slower split), and wins from
+// 128×64×128 (1,048,576: 1.2–1.5×). On a machine busy with other work the
+// hand-off costs more (median calls: splitting made the 10-wide products
+// about 2× slower, and still lost at 128×128×128). A variable for that
+// benchmark.
+var serialGemmMax = 1 << 19
+
 // parallelGemm splits one GEMM across the device's workers by blocks of
 // rows of C (or of columns, when C has few rows).
 func parallelGemm[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	w := d.numWorkers()
-	if w <= 1 || m*n*k < 1<<18 {
+	if w <= 1 || m*n*k <= serialGemmMax {
 		gemmOn(d, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}

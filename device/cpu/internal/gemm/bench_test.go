@@ -36,6 +36,11 @@ func BenchmarkSgemm(b *testing.B) {
 		// stored 512×256).
 		{name: "mlp_dW1_784x128x512_tA", transA: true, m: 784, n: 512, k: 128},
 		{name: "mlp_dH_128x256x512_tB", transB: true, m: 128, n: 512, k: 256},
+		// The 10-wide layer of a 784-512-256-10 MLP: forward Y = H · W3ᵀ
+		// (W3 stored 10×256), dH = dY · W3, dW3 = dYᵀ · H.
+		{name: "mlp_fwd3_128x256x10_tB", transB: true, m: 128, n: 10, k: 256},
+		{name: "mlp_dH3_128x10x256", m: 128, n: 256, k: 10},
+		{name: "mlp_dW3_10x128x256_tA", transA: true, m: 10, n: 256, k: 128},
 	}
 	defer setKernel(kernels[0].name)
 	for _, kern := range kernels {
@@ -155,5 +160,49 @@ func BenchmarkMicroKernel(b *testing.B) {
 			}
 			b.ReportMetric(2*float64(kc*kern.mr*kern.nr)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
+	}
+}
+
+// BenchmarkSmallCrossover times the small path against the packed one
+// (path=small, path=packed) on one goroutine, in the four layouts, on
+// shapes named m×k×n: the data behind useSmall's rule.
+func BenchmarkSmallCrossover(b *testing.B) {
+	if active.small == nil {
+		b.Skip("no small path for kernel " + active.name)
+	}
+	defer func() { forcePath = pathAuto }()
+	var shapes []benchShape
+	for _, tr := range transCombos {
+		for _, d := range [][3]int{ // m, n, k
+			// the MLP's 10-wide layer: forward, input and weight gradients
+			{128, 10, 256}, {128, 256, 10}, {10, 256, 128},
+			// n growing at m = k = 256, then m at n = k = 256
+			{256, 16, 256}, {256, 32, 256}, {256, 64, 256}, {256, 128, 256},
+			{16, 256, 256}, {32, 256, 256}, {64, 256, 256}, {128, 256, 256},
+			// k growing at m = n = 256
+			{256, 256, 8}, {256, 256, 16}, {256, 256, 32}, {256, 256, 64},
+			// cubes
+			{32, 32, 32}, {64, 64, 64}, {96, 96, 96}, {128, 128, 128}, {192, 192, 192}, {256, 256, 256},
+			// long rows 4 KiB apart (A's, or B's), and one or a few row bands
+			// over a B whose k block exceeds L2
+			{256, 32, 1024}, {32, 1024, 1024}, {14, 2048, 512}, {32, 2048, 512},
+		} {
+			shapes = append(shapes, benchShape{
+				name:   fmt.Sprintf("tA=%v,tB=%v/%dx%dx%d", tr[0], tr[1], d[0], d[2], d[1]),
+				transA: tr[0], transB: tr[1], m: d[0], n: d[1], k: d[2],
+			})
+		}
+	}
+	for _, s := range shapes {
+		for _, path := range []int{pathSmall, pathPacked} {
+			name := s.name + "/path=small"
+			if path == pathPacked {
+				name = s.name + "/path=packed"
+			}
+			b.Run(name, func(b *testing.B) {
+				forcePath = path
+				benchSgemm(b, s, 1)
+			})
+		}
 	}
 }

@@ -34,6 +34,9 @@ type kernelInfo struct {
 	// trans packs the micro-panels whose k steps are columns of the source
 	// (op(A) of a non-transposed A, op(B) of a transposed B).
 	trans packFunc
+	// small, if not nil, computes a tile of the small-product path (see
+	// useSmall) from unpacked operands; without it every product is packed.
+	small smallTileFunc
 }
 
 var (
@@ -51,6 +54,7 @@ func Kernel() string { return active.name }
 // reports whether it is available. It is for tests, which use it to cover
 // every kernel the CPU can run; it must not be called while Sgemm runs.
 func setKernel(name string) bool {
+	setupBlocking()
 	for _, k := range kernels {
 		if k.name == name {
 			active = k
@@ -102,6 +106,9 @@ func (ws *Workspace) reserve(na, nb, nt int) {
 // beta == 0, C is not read (it may hold NaN), as in BLAS. m, n or k may be 0
 // (k == 0 means C = beta*C).
 //
+// Products for which packing does not pay (see useSmall) are computed from
+// the operands where they are, with the same result to the bit.
+//
 // As in BLAS, alpha == 0 also means C = beta*C, without reading A and B.
 // Leading dimensions must be at least max(1, row length) and the slices long
 // enough for the matrices they hold; Sgemm panics otherwise, and on a nil
@@ -116,7 +123,12 @@ func Sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []f
 		return
 	}
 
+	setupBlocking()
 	kern := active
+	if takeSmall(kern, transA, transB, m, n, k, lda, ldb) {
+		smallSgemm(ws, kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	mr, nr := kern.mr, kern.nr
 	kc := blockSize(k, kern.kc, 1)
 	mc := blockSize(m, kern.mc, mr)

@@ -13,15 +13,29 @@ import (
 )
 
 // forEachKernel runs f as a subtest for every micro-kernel this CPU can run
-// (avx512, avx2, go on an AVX-512 machine), selecting it first.
+// (avx512, avx2, go on an AVX-512 machine), selecting it first; a kernel
+// with a small-product path twice, every product forced through the packed
+// path ("avx512/packed"), then through the small one ("avx512/small").
 func forEachKernel(t *testing.T, f func(t *testing.T, kern *kernelInfo)) {
 	t.Helper()
 	defer setKernel(kernels[0].name)
+	defer func() { forcePath = pathAuto }()
 	for _, kern := range kernels {
-		t.Run(kern.name, func(t *testing.T) {
-			require.True(t, setKernel(kern.name))
-			f(t, kern)
-		})
+		paths := map[string]int{"": pathAuto}
+		if kern.small != nil {
+			paths = map[string]int{"/packed": pathPacked, "/small": pathSmall}
+		}
+		for _, suffix := range []string{"", "/packed", "/small"} {
+			path, ok := paths[suffix]
+			if !ok {
+				continue
+			}
+			t.Run(kern.name+suffix, func(t *testing.T) {
+				require.True(t, setKernel(kern.name))
+				forcePath = path
+				f(t, kern)
+			})
+		}
 	}
 }
 

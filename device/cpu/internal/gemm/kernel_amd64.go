@@ -106,6 +106,7 @@ func platformKernels() []*kernelInfo {
 			fn:    kernelAVX512,
 			edge:  edgeAVX512,
 			trans: packTransAVX512,
+			small: smallTileAVX512,
 		})
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
