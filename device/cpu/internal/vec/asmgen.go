@@ -403,11 +403,7 @@ func sumSqDev(g *gen, f *frame) {
 		}
 		g.in("VFMADD231PS %s, %s, %s", t, t, g.r(k))
 	})
-	for _, p := range [][2]int{{1, 0}, {3, 2}, {5, 4}, {7, 6}, {2, 0}, {6, 4}, {4, 0}} {
-		g.in("VADDPS %s, %s, %s", g.r(p[0]), g.r(p[1]), g.r(p[1]))
-	}
-	g.hsumPStoPD()
-	g.in("MOVSD X0, %s", f.ret)
+	g.reduce8PS(f)
 }
 
 // dotDev: Σ b·(a-m), as dot with a-m in place of a (the tail's masked
@@ -427,11 +423,7 @@ func dotDev(g *gen, f *frame) {
 		g.in("VSUBPS %s, %s, %s", g.r(14), t, t)
 		g.in("VFMADD231PS %s, %s, %s", g.src(g.r(12), "DX", k, m), t, g.r(k))
 	})
-	for _, p := range [][2]int{{1, 0}, {3, 2}, {5, 4}, {7, 6}, {2, 0}, {6, 4}, {4, 0}} {
-		g.in("VADDPS %s, %s, %s", g.r(p[0]), g.r(p[1]), g.r(p[1]))
-	}
-	g.hsumPStoPD()
-	g.in("MOVSD X0, %s", f.ret)
+	g.reduce8PS(f)
 }
 
 // scaleShift: dst = (a-m)·s + b, three roundings as the reference loop.
@@ -639,6 +631,16 @@ func sum(g *gen, f *frame) {
 	g.in("MOVSD X0, %s", f.ret)
 }
 
+// reduce8PS adds the float32 accumulators r0..r7 pairwise, reduces the
+// lanes in float64 and stores the float64 result.
+func (g *gen) reduce8PS(f *frame) {
+	for _, p := range [][2]int{{1, 0}, {3, 2}, {5, 4}, {7, 6}, {2, 0}, {6, 4}, {4, 0}} {
+		g.in("VADDPS %s, %s, %s", g.r(p[0]), g.r(p[1]), g.r(p[1]))
+	}
+	g.hsumPStoPD()
+	g.in("MOVSD X0, %s", f.ret)
+}
+
 // dot: float32 FMA into eight accumulators r0..r7, reduced in float64.
 func dot(g *gen, f *frame) {
 	g.in("MOVQ %s, SI", f.at("a"))
@@ -653,11 +655,7 @@ func dot(g *gen, f *frame) {
 		g.ld(t, "SI", k, m)
 		g.in("VFMADD231PS %s, %s, %s", g.src(g.r(12), "DX", k, m), t, g.r(k))
 	})
-	for _, p := range [][2]int{{1, 0}, {3, 2}, {5, 4}, {7, 6}, {2, 0}, {6, 4}, {4, 0}} {
-		g.in("VADDPS %s, %s, %s", g.r(p[0]), g.r(p[1]), g.r(p[1]))
-	}
-	g.hsumPStoPD()
-	g.in("MOVSD X0, %s", f.ret)
+	g.reduce8PS(f)
 }
 
 // max: four accumulators r0..r3 from -Inf, NaN detection on the side (K3 or
