@@ -84,7 +84,10 @@ func layerNormGrad[T float](d *Device, a layerNormArgs[T], dx, dweight, dbias []
 		return
 	}
 	parts := min(rows, d.numWorkers())
-	sums := make([]T, 2*parts*a.cols) // each part's Σdy·x̂ then Σdy
+	sc := getScratch[T](2 * parts * a.cols) // each part's Σdy·x̂ then Σdy
+	defer putScratch(sc)
+	sums := sc.s
+	clear(sums)
 	launch(d, parts, rows/parts*a.cols*4, layerNormSumArgs[T]{a, sums, rows, parts})
 	clear(dweight)
 	clear(dbias)
@@ -131,7 +134,9 @@ type layerNormSumArgs[T float] struct {
 }
 
 func (a *layerNormSumArgs[T]) run(lo, hi int) {
-	tmp := make([]T, a.cols)
+	sc := getScratch[T](a.cols)
+	defer putScratch(sc)
+	tmp := sc.s
 	for p := lo; p < hi; p++ {
 		dw, db := a.sums[2*p*a.cols:][:a.cols], a.sums[(2*p+1)*a.cols:][:a.cols]
 		for r := p * a.rows / a.parts; r < (p+1)*a.rows/a.parts; r++ {
