@@ -274,11 +274,7 @@ func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 }
 
 func conv2d[T float](dev *Device, s convShape, y, x, w []T) {
-	if s.depthwise() {
-		conv2dDepthwise(dev, s, device.ActNone, y, x, w, nil)
-		return
-	}
-	conv2dIm2col(dev, s, device.ActNone, y, x, w, nil)
+	conv2dBiasAct(dev, s, device.ActNone, y, x, w, nil)
 }
 
 // conv2dIm2col computes y = act(conv(x, w) + bias) (bias may be nil)
@@ -324,9 +320,15 @@ func (k kernels) Conv2DBiasAct(p device.ConvParams, act device.Activation, y, x,
 	}
 }
 
+// conv2dBiasAct chooses the forward convolution's kernel: depthwise,
+// Winograd (3×3, unit stride, float32, see useWinograd) or im2col.
 func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T) {
 	if s.depthwise() {
 		conv2dDepthwise(dev, s, act, y, x, w, bias)
+		return
+	}
+	if y32, ok := any(y).([]float32); ok && useWinograd(s, s.C, s.OutC, s.oh, s.ow) {
+		winogradForward(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32))
 		return
 	}
 	conv2dIm2col(dev, s, act, y, x, w, bias)
@@ -529,9 +531,15 @@ func (k kernels) Conv2DGradInput(p device.ConvParams, dx, dy, w device.Buffer) {
 	}
 }
 
+// conv2dGradInput chooses the input gradient's kernel, as conv2dBiasAct
+// does.
 func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
 	if s.depthwise() {
 		conv2dDepthwiseGradInput(dev, s, dx, dy, w)
+		return
+	}
+	if dx32, ok := any(dx).([]float32); ok && useWinograd(s, s.OutC, s.C, s.H, s.W) {
+		winogradGradInput(dev, s, dx32, any(dy).([]float32), any(w).([]float32))
 		return
 	}
 	conv2dGradInputIm2col(dev, s, dx, dy, w)

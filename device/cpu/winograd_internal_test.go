@@ -1,0 +1,149 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/winograd"
+)
+
+// winogradCases cover odd and even planes, paddings 0 to 2, channel counts
+// that are not multiples of the vector width, planes narrower than one
+// step of tiles and wider than two, single images and batches.
+var winogradCases = []device.ConvParams{
+	convCase(1, 3, 5, 5, 4, 3, 1, 1, 1),
+	convCase(2, 5, 7, 9, 6, 3, 1, 0, 1),
+	convCase(3, 4, 6, 6, 3, 3, 1, 2, 1),
+	convCase(1, 17, 33, 35, 19, 3, 1, 1, 1),
+	convCase(4, 16, 14, 14, 32, 3, 1, 1, 1),
+	convCase(2, 8, 70, 3, 5, 3, 1, 1, 1),
+	{N: 2, C: 6, H: 11, W: 8, OutC: 7, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 0, DilH: 1, DilW: 1, Groups: 1},
+}
+
+// TestWinogradMatchesReference runs the Winograd forward convolution,
+// with bias and ReLU, and its input gradient on every case, one to three
+// workers, against float64 reference loops. The bound is relative to
+// Σ|x·w| of each output, the scale of its rounding error.
+func TestWinogradMatchesReference(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, threads := range []int{1, 2, 3} {
+		dev := New()
+		dev.SetThreads(threads)
+		for _, p := range winogradCases {
+			t.Run(fmt.Sprintf("%d/%+v", threads, p), func(t *testing.T) {
+				s := newConvShape(p)
+				if !s.winogradShape() {
+					t.Fatal("not a Winograd shape")
+				}
+				x, w, bias := randSlice(rng, s.N*s.imgIn), randSlice(rng, s.OutC*s.ckk), randSlice(rng, s.OutC)
+				y := make([]float32, s.N*s.imgOut)
+				for i := range y {
+					y[i] = float32(math.NaN()) // every output must be written
+				}
+				winogradForward(dev, s, device.ActReLU, y, x, w, bias)
+				want := conv2dNaive(s, x, w, bias)
+				scale := conv2dNaive(s, absSlice(x), absSlice(w), absSlice(bias))
+				for i := range y {
+					ref := max(want[i], 0)
+					if !(math.Abs(float64(y[i])-ref) <= 1e-6*scale[i]+1e-7) {
+						t.Fatalf("forward: y[%d] = %g, want %g", i, y[i], ref)
+					}
+				}
+
+				dy := randSlice(rng, s.N*s.imgOut)
+				dx := make([]float32, s.N*s.imgIn)
+				for i := range dx {
+					dx[i] = float32(math.NaN())
+				}
+				winogradGradInput(dev, s, dx, dy, w)
+				wantDx, scaleDx := gradInputNaive(s, dy, w)
+				for i := range dx {
+					if !(math.Abs(float64(dx[i])-wantDx[i]) <= 1e-6*scaleDx[i]+1e-7) {
+						t.Fatalf("input gradient: dx[%d] = %g, want %g", i, dx[i], wantDx[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestConvChoosesWinograd checks the choice of path: resnet18's 3×3
+// convolutions of 56×56 to 14×14 planes go through Winograd where the
+// vector transforms exist; its 7×7 ones, a single 14×14 image (49 tiles),
+// 32 channels, and 5×5, strided, grouped or widely padded convolutions do
+// not.
+func TestConvChoosesWinograd(t *testing.T) {
+	for _, p := range []device.ConvParams{
+		convCase(1, 64, 56, 56, 64, 3, 1, 1, 1),
+		convCase(8, 256, 14, 14, 256, 3, 1, 1, 1),
+	} {
+		s := newConvShape(p)
+		if got := useWinograd(s, s.C, s.OutC, s.oh, s.ow); got != winograd.Fast() {
+			t.Errorf("%+v: Winograd %v, want %v", p, got, winograd.Fast())
+		}
+	}
+	for _, p := range []device.ConvParams{
+		convCase(32, 512, 7, 7, 512, 3, 1, 1, 1),
+		convCase(1, 256, 14, 14, 256, 3, 1, 1, 1),
+		convCase(8, 32, 16, 16, 32, 3, 1, 1, 1),
+		convCase(8, 64, 16, 16, 64, 5, 1, 2, 1),
+		convCase(8, 64, 16, 16, 64, 3, 2, 1, 1),
+		convCase(8, 64, 16, 16, 64, 3, 1, 1, 2),
+		convCase(8, 64, 16, 16, 64, 3, 1, 3, 1),
+	} {
+		s := newConvShape(p)
+		if useWinograd(s, s.C, s.OutC, s.oh, s.ow) {
+			t.Errorf("%+v: on the Winograd path", p)
+		}
+	}
+}
+
+// gradInputNaive is the input gradient of a convolution and the sums of
+// |dy·w| per element, in float64.
+func gradInputNaive(s convShape, dy, w []float32) (dx, scale []float64) {
+	dx, scale = make([]float64, s.N*s.imgIn), make([]float64, s.N*s.imgIn)
+	for n := range s.N {
+		for oc := range s.OutC {
+			for i := range s.oh {
+				for j := range s.ow {
+					g := float64(dy[(n*s.OutC+oc)*s.l+i*s.ow+j])
+					for c := range s.C {
+						for kh := range 3 {
+							for kw := range 3 {
+								h, v := i-s.PadH+kh, j-s.PadW+kw
+								if h < 0 || h >= s.H || v < 0 || v >= s.W {
+									continue
+								}
+								at := ((n*s.C+c)*s.H+h)*s.W + v
+								wv := float64(w[((oc*s.C+c)*3+kh)*3+kw])
+								dx[at] += g * wv
+								scale[at] += math.Abs(g * wv)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return dx, scale
+}
+
+func randSlice(rng *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = rng.Float32()*2 - 1
+	}
+	return s
+}
+
+func absSlice(s []float32) []float32 {
+	a := make([]float32, len(s))
+	for i, v := range s {
+		a[i] = float32(math.Abs(float64(v)))
+	}
+	return a
+}
