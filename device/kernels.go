@@ -194,9 +194,11 @@ type Kernels interface {
 	MatMul(p MatMulParams, c, a, b Buffer)
 	// Conv2D computes y = conv(x, w) (no bias).
 	Conv2D(p ConvParams, y, x, w Buffer)
-	// Conv2DGradInput computes dx from dy and w.
+	// Conv2DGradInput computes dx from dy and w, writing every element of
+	// dx (its previous contents are not read).
 	Conv2DGradInput(p ConvParams, dx, dy, w Buffer)
-	// Conv2DGradWeight computes dw from dy and x.
+	// Conv2DGradWeight computes dw from dy and x, writing every element of
+	// dw (its previous contents are not read).
 	Conv2DGradWeight(p ConvParams, dw, dy, x Buffer)
 	// MaxPool2D writes the maxima to y and their flat positions within each
 	// H×W input plane to the Int64 buffer argmax. Windows are scanned in

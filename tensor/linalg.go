@@ -169,7 +169,7 @@ func Conv2DGradInput(dy, w *Tensor, xShape []int, o ConvOptions) *Tensor {
 	sameFloat("Conv2DGradInput", dy, w)
 	p := convParams("Conv2DGradInput", xShape, w.shape, o)
 	checkGradShape("Conv2DGradInput", dy, []int{p.N, p.OutC, p.OutH(), p.OutW()})
-	dx := newOut(true, dy.DType(), xShape, dy, w)
+	dx := newOut(false, dy.DType(), xShape, dy, w) // the kernel writes every element
 	if p.N > 0 {
 		dy.kernels().Conv2DGradInput(p, dx.buf, dy.Contiguous().buf, w.Contiguous().buf)
 	}
@@ -182,7 +182,7 @@ func Conv2DGradWeight(dy, x *Tensor, wShape []int, o ConvOptions) *Tensor {
 	sameFloat("Conv2DGradWeight", dy, x)
 	p := convParams("Conv2DGradWeight", x.shape, wShape, o)
 	checkGradShape("Conv2DGradWeight", dy, []int{p.N, p.OutC, p.OutH(), p.OutW()})
-	dw := newOut(true, dy.DType(), wShape, dy, x)
+	dw := newOut(false, dy.DType(), wShape, dy, x) // the kernel writes every element
 	dy.kernels().Conv2DGradWeight(p, dw.buf, dy.Contiguous().buf, x.Contiguous().buf)
 	return dw
 }

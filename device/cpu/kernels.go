@@ -188,6 +188,10 @@ func (k kernels) Fill(dst device.Buffer, n int, v float64) {
 }
 
 func fill[T number](s []T, v T) {
+	if v == 0 && !math.Signbit(float64(v)) { // not -0
+		clear(s) // the runtime's vectorised memclr
+		return
+	}
 	for i := range s {
 		s[i] = v
 	}
