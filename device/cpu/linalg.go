@@ -321,7 +321,8 @@ func (k kernels) Conv2DBiasAct(p device.ConvParams, act device.Activation, y, x,
 }
 
 // conv2dBiasAct chooses the forward convolution's kernel: depthwise,
-// Winograd (3×3, unit stride, float32, see useWinograd) or im2col.
+// Winograd (3×3, unit stride, 64 channels or more, float32, see
+// useWinograd), direct (fewer channels, float32, see useDirect) or im2col.
 func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T) {
 	if s.depthwise() {
 		conv2dDepthwise(dev, s, act, y, x, w, bias)
@@ -329,6 +330,10 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 	}
 	if y32, ok := any(y).([]float32); ok && useWinograd(s, s.C, s.OutC, s.oh, s.ow) {
 		winogradForward(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32))
+		return
+	}
+	if y32, ok := any(y).([]float32); ok && useDirect(s) {
+		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32))
 		return
 	}
 	conv2dIm2col(dev, s, act, y, x, w, bias)
@@ -540,6 +545,10 @@ func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
 	}
 	if dx32, ok := any(dx).([]float32); ok && useWinograd(s, s.OutC, s.C, s.H, s.W) {
 		winogradGradInput(dev, s, dx32, any(dy).([]float32), any(w).([]float32))
+		return
+	}
+	if dx32, ok := any(dx).([]float32); ok && s.directGradInput() {
+		conv2dDirectGradInput(dev, s, dx32, any(dy).([]float32), any(w).([]float32))
 		return
 	}
 	conv2dGradInputIm2col(dev, s, dx, dy, w)

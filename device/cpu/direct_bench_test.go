@@ -1,0 +1,61 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// BenchmarkDirect times the zoo's small convolutions (ResNet-20, ResNet-8,
+// LeNet-5, a resnet18-style stem) through im2col and the direct kernel,
+// forward and input gradient, in GFLOP/s of 2·N·OutC·OH·OW·C·KH·KW.
+func BenchmarkDirect(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	dev := New()
+	for _, p := range []device.ConvParams{
+		convCase(128, 16, 28, 28, 16, 3, 1, 1, 1),
+		convCase(128, 32, 14, 14, 32, 3, 1, 1, 1),
+		convCase(128, 64, 7, 7, 64, 3, 1, 1, 1),
+		convCase(128, 16, 28, 28, 32, 3, 2, 1, 1),
+		convCase(128, 24, 28, 28, 24, 3, 1, 1, 1),
+		convCase(128, 48, 14, 14, 48, 3, 1, 1, 1),
+		convCase(128, 1, 28, 28, 16, 3, 1, 1, 1),
+		convCase(256, 1, 28, 28, 6, 5, 1, 2, 1),
+		convCase(256, 6, 14, 14, 16, 5, 1, 0, 1),
+		convCase(8, 3, 224, 224, 64, 7, 2, 3, 1),
+	} {
+		s := newConvShape(p)
+		x, w := randSlice(rng, s.N*s.imgIn), randSlice(rng, s.OutC*s.ckk)
+		y := make([]float32, s.N*s.imgOut)
+		flop := 2 * float64(s.N*s.imgOut*s.ckk)
+		name := fmt.Sprintf("n%d_c%d_oc%d_%dx%d_k%d_s%d", s.N, s.C, s.OutC, s.H, s.W, s.KH, s.StrideH)
+		paths := []struct {
+			name string
+			f    func()
+		}{
+			{"im2col", func() { conv2dIm2col(dev, s, device.ActReLU, y, x, w, nil) }},
+			{"direct", func() { conv2dDirect(dev, s, device.ActReLU, y, x, w, nil) }},
+		}
+		if s.directGradInput() {
+			paths = append(paths,
+				struct {
+					name string
+					f    func()
+				}{"im2colGradInput", func() { conv2dGradInputIm2col(dev, s, x, y, w) }},
+				struct {
+					name string
+					f    func()
+				}{"directGradInput", func() { conv2dDirectGradInput(dev, s, x, y, w) }})
+		}
+		for _, path := range paths {
+			b.Run(name+"/"+path.name, func(b *testing.B) {
+				for b.Loop() {
+					path.f()
+				}
+				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -1,0 +1,11 @@
+//go:build amd64 && !noasm
+
+package direct
+
+import "golang.org/x/sys/cpu"
+
+// haveAsm reports whether Block runs in AVX-512 assembly (asm_amd64.s).
+var haveAsm = cpu.X86.HasAVX512F
+
+//go:noescape
+func blockAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int)

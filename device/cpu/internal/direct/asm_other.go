@@ -1,0 +1,10 @@
+//go:build !amd64 || noasm
+
+package direct
+
+// haveAsm is false: Block runs in Go.
+const haveAsm = false
+
+func blockAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int) {
+	panic("direct: no assembly on this platform")
+}

@@ -1,0 +1,65 @@
+package direct
+
+// Rows and Cols are the size of the block Block computes: output channels
+// and output positions.
+const (
+	Rows = 8
+	Cols = 48
+)
+
+// Block sets out[r·ldo + q], r < Rows, q < Cols, to
+// Σ_c Σ_t w[(c·len(taps) + t)·Rows + r] · in[c·cstride + taps[t] + q]
+// over channels input channels. It panics if a slice is too short for the
+// block (in must reach (channels-1)·cstride + max(taps) + Cols) or a tap
+// is negative.
+func Block(out []float32, ldo int, in []float32, cstride int, taps []int, w []float32, channels int) {
+	if channels <= 0 || len(taps) == 0 {
+		panic("direct: Block needs at least one channel and one tap")
+	}
+	maxTap := 0
+	for _, t := range taps {
+		if t < 0 {
+			panic("direct: negative tap offset")
+		}
+		maxTap = max(maxTap, t)
+	}
+	if ldo < Cols || len(out) < (Rows-1)*ldo+Cols {
+		panic("direct: output block too short")
+	}
+	if len(in) < (channels-1)*cstride+maxTap+Cols {
+		panic("direct: input too short for the block")
+	}
+	if len(w) < channels*len(taps)*Rows {
+		panic("direct: weights too short")
+	}
+	if haveAsm {
+		blockAVX512(&out[0], ldo, &in[0], cstride, &taps[0], len(taps), &w[0], channels)
+		return
+	}
+	blockGo(out, ldo, in, cstride, taps, w, channels)
+}
+
+// blockGo is Block in Go, accumulating in the order of the assembly (for
+// each channel, each tap in turn); the assembly's fused multiply-adds round
+// once where Go rounds twice.
+func blockGo(out []float32, ldo int, in []float32, cstride int, taps []int, w []float32, channels int) {
+	var acc [Rows][Cols]float32
+	for c := range channels {
+		for t, off := range taps {
+			src := in[c*cstride+off:][:Cols]
+			wt := w[(c*len(taps)+t)*Rows:][:Rows]
+			for r, wv := range wt {
+				a := &acc[r]
+				for q, v := range src {
+					a[q] += wv * v
+				}
+			}
+		}
+	}
+	for r := range Rows {
+		copy(out[r*ldo:r*ldo+Cols], acc[r][:])
+	}
+}
+
+// Fast reports whether Block runs in vector assembly on this machine.
+func Fast() bool { return haveAsm }

@@ -1,0 +1,16 @@
+// Package direct holds the micro-kernel of Hora's direct convolution: a
+// block of Rows output channels × Cols output positions accumulated in
+// registers over every input channel and kernel tap, reading the input
+// where it lies instead of through an im2col copy.
+//
+// The caller lays each input channel out flat so that every tap is a
+// constant shift: output position q (of a plane cut to rows of a fixed
+// width, padding and stride phases included, see package cpu) reads tap t
+// at in[c·cstride + taps[t] + q]. The kernel then computes
+//
+//	out[r·ldo + q] = Σ_c Σ_t w[(c·len(taps) + t)·Rows + r] · in[c·cstride + taps[t] + q]
+//
+// for r < Rows and q < Cols, the weights packed Rows output channels at a
+// time. On amd64 with AVX-512 it keeps the 8×48 block in 24 registers (an
+// input vector feeds 8 multiply-adds, a weight 3); elsewhere it runs in Go.
+package direct
