@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"slices"
+
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu/internal/direct"
 )
@@ -175,6 +177,117 @@ func (a *directArgs) run(lo, hi int) {
 			plane := a.y[(n*s.OutC+oc)*s.l:][:s.l]
 			for i := range s.oh {
 				biasActSlice(a.act, plane[i*s.ow:(i+1)*s.ow], out[r*g.qPad+i*g.wq:][:s.ow], b)
+			}
+		}
+	}
+}
+
+// directGradWeight reports whether s's weight gradient takes the direct
+// path: a direct convolution with unit stride and output planes of 100
+// positions or more. Smaller planes and strided convolutions lay out far
+// more phase positions than they have outputs (7×7: 90 for 49; stride 2:
+// four phases), and ran at 0.5–0.6× of im2col (BenchmarkDirect); the
+// others at 1.1–2.7×.
+func (s convShape) directGradWeight() bool {
+	return useDirect(s) && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100
+}
+
+// conv2dDirectGradWeight computes the weight gradient of a convolution
+// that takes the direct path. The images are cut into at most
+// gradWeightParts fixed chunks, as conv2dGradWeightIm2col does, whose sums
+// (float64) are added in chunk order, whatever the number of workers. A
+// chunk's input is laid out channel by channel, each channel's phases of
+// every image of the chunk one after the other (chanLen apart), and its
+// output gradient likewise, each image chanLen wide with zeros past the
+// output rows, so that a (channel, tap) pair reads the whole chunk as one
+// run: direct.GradBlock then computes 4 output channels × 6 pairs over all
+// of the chunk's positions at once.
+func conv2dDirectGradWeight(dev *Device, s convShape, dw, dy, x []float32) {
+	g := newDirectGeom(s)
+	size := s.OutC * s.C * len(g.taps)
+	if s.N == 0 {
+		clear(dw[:size])
+		return
+	}
+	chunk := (s.N + gradWeightParts - 1) / gradWeightParts
+	nparts := (s.N + chunk - 1) / chunk
+	psc := getScratch[float64](nparts * size)
+	defer putScratch(psc)
+	launch(dev, nparts, chunk*g.qPad*s.OutC*s.C*len(g.taps), directGradArgs{s: s, g: g, dy: dy, x: x, partials: psc.s, chunk: chunk})
+	for i := range size {
+		var v float64
+		for p := range nparts {
+			v += psc.s[p*size+i]
+		}
+		dw[i] = float32(v)
+	}
+}
+
+// directGradArgs are the arguments of conv2dDirectGradWeight: task index p
+// sums images [p·chunk, (p+1)·chunk) into partials[p·size:].
+type directGradArgs struct {
+	s        convShape
+	g        directGeom
+	dy, x    []float32
+	partials []float64
+	chunk    int
+}
+
+func (a *directGradArgs) run(lo, hi int) {
+	s, g := a.s, a.g
+	nt := len(g.taps)
+	pairs := s.C * nt
+	size := s.OutC * pairs
+	rows := (s.OutC + direct.GradRows - 1) / direct.GradRows * direct.GradRows
+	span := a.chunk * g.chanLen // one channel of the chunk
+	kn := (span + 15) / 16 * 16 // positions GradBlock runs over
+	maxTap := slices.Max(g.taps)
+	inLen := s.C*span + maxTap + kn // the last pairs read up to maxTap+kn past their channel
+	sc := getScratch[float32](inLen + rows*kn + direct.GradRows*direct.GradCols*16)
+	defer putScratch(sc)
+	in := sc.s[:inLen]
+	dyq := sc.s[inLen : inLen+rows*kn]
+	partial := sc.s[inLen+rows*kn:]
+	var offs [direct.GradCols]int
+	for p := lo; p < hi; p++ {
+		acc := a.partials[p*size : (p+1)*size]
+		clear(acc)
+		n0, n1 := p*a.chunk, min((p+1)*a.chunk, s.N)
+		clear(in[s.C*span:])
+		clear(dyq) // the columns past ow, the rows past OutC, the images past n1
+		for n := n0; n < n1; n++ {
+			at := (n - n0) * g.chanLen
+			for c := range s.C {
+				fillPhases(g.dwGeom, in[c*span+at:][:g.chanLen], a.x[(n*s.C+c)*s.inPlane:][:s.inPlane])
+			}
+			for oc := range s.OutC {
+				src := a.dy[(n*s.OutC+oc)*s.l:][:s.l]
+				for i := range s.oh {
+					copy(dyq[oc*kn+at+i*g.wq:][:s.ow], src[i*s.ow:(i+1)*s.ow])
+				}
+			}
+		}
+		if n1-n0 < a.chunk { // a short last chunk: its missing images' phases are read with zero gradients
+			for c := range s.C {
+				clear(in[c*span+(n1-n0)*g.chanLen : (c+1)*span])
+			}
+		}
+		for ob := 0; ob < rows; ob += direct.GradRows {
+			for p0 := 0; p0 < pairs; p0 += direct.GradCols {
+				for j := range offs {
+					pair := min(p0+j, pairs-1) // past the end: a repeat, dropped
+					offs[j] = pair/nt*span + g.taps[pair%nt]
+				}
+				direct.GradBlock(partial, dyq[ob*kn:], kn, in, &offs, kn)
+				for r := range min(direct.GradRows, s.OutC-ob) {
+					for j := range min(direct.GradCols, pairs-p0) {
+						var sum float64
+						for _, v := range partial[(r*direct.GradCols+j)*16:][:16] {
+							sum += float64(v)
+						}
+						acc[(ob+r)*pairs+p0+j] += sum
+					}
+				}
 			}
 		}
 	}

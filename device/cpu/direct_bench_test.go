@@ -38,6 +38,16 @@ func BenchmarkDirect(b *testing.B) {
 			{"im2col", func() { conv2dIm2col(dev, s, device.ActReLU, y, x, w, nil) }},
 			{"direct", func() { conv2dDirect(dev, s, device.ActReLU, y, x, w, nil) }},
 		}
+		dw := make([]float32, s.OutC*s.ckk)
+		paths = append(paths,
+			struct {
+				name string
+				f    func()
+			}{"im2colGradWeight", func() { conv2dGradWeightIm2col(dev, s, dw, y, x) }},
+			struct {
+				name string
+				f    func()
+			}{"directGradWeight", func() { conv2dDirectGradWeight(dev, s, dw, y, x) }})
 		if s.directGradInput() {
 			paths = append(paths,
 				struct {

@@ -52,6 +52,19 @@ func TestDirectMatchesReference(t *testing.T) {
 						t.Fatalf("forward: y[%d] = %g, want %g", i, y[i], ref)
 					}
 				}
+				dyw := randSlice(rng, s.N*s.imgOut)
+				dw := make([]float32, s.OutC*s.ckk)
+				for i := range dw {
+					dw[i] = float32(math.NaN())
+				}
+				conv2dDirectGradWeight(dev, s, dw, dyw, x)
+				wantDw, scaleDw := convGradWeightNaive(s, dyw, x)
+				for i := range dw {
+					if !(math.Abs(float64(dw[i])-wantDw[i]) <= 1e-6*scaleDw[i]+1e-7) {
+						t.Fatalf("weight gradient: dw[%d] = %g, want %g", i, dw[i], wantDw[i])
+					}
+				}
+
 				if !s.gradInputIsConv() {
 					if s.StrideH == 1 {
 						t.Fatalf("unit stride, yet the input gradient is no convolution")
@@ -104,4 +117,59 @@ func convGradInputNaive(s convShape, dy, w []float32) (dx, scale []float64) {
 		}
 	}
 	return dx, scale
+}
+
+// convGradWeightNaive is the weight gradient of a one-group convolution
+// and the sums of |dy·x| per element, in float64.
+func convGradWeightNaive(s convShape, dy, x []float32) (dw, scale []float64) {
+	dw, scale = make([]float64, s.OutC*s.ckk), make([]float64, s.OutC*s.ckk)
+	for n := range s.N {
+		for oc := range s.OutC {
+			for i := range s.oh {
+				for j := range s.ow {
+					g := float64(dy[(n*s.OutC+oc)*s.l+i*s.ow+j])
+					for c := range s.C {
+						for kh := range s.KH {
+							for kw := range s.KW {
+								h := i*s.StrideH - s.PadH + kh*s.DilH
+								v := j*s.StrideW - s.PadW + kw*s.DilW
+								if h < 0 || h >= s.H || v < 0 || v >= s.W {
+									continue
+								}
+								p := g * float64(x[((n*s.C+c)*s.H+h)*s.W+v])
+								at := ((oc*s.C+c)*s.KH+kh)*s.KW + kw
+								dw[at] += p
+								scale[at] += math.Abs(p)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return dw, scale
+}
+
+// TestDirectGradWeightDeterministic requires the weight gradient to have
+// the same bits on one, two and three workers.
+func TestDirectGradWeightDeterministic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	s := newConvShape(convCase(37, 8, 9, 9, 8, 3, 1, 1, 1))
+	x, dy := randSlice(rng, s.N*s.imgIn), randSlice(rng, s.N*s.imgOut)
+	var first []float32
+	for threads := 1; threads <= 3; threads++ {
+		dev := New()
+		dev.SetThreads(threads)
+		dw := make([]float32, s.OutC*s.ckk)
+		conv2dDirectGradWeight(dev, s, dw, dy, x)
+		if first == nil {
+			first = dw
+			continue
+		}
+		for i := range dw {
+			if math.Float32bits(dw[i]) != math.Float32bits(first[i]) {
+				t.Fatalf("%d workers: dw[%d] = %g, one worker gives %g", threads, i, dw[i], first[i])
+			}
+		}
+	}
 }

@@ -610,6 +610,10 @@ func conv2dGradWeight[T float](dev *Device, s convShape, dw, dy, x []T) {
 		conv2dDepthwiseGradWeight(dev, s, dw, dy, x)
 		return
 	}
+	if dw32, ok := any(dw).([]float32); ok && s.directGradWeight() {
+		conv2dDirectGradWeight(dev, s, dw32, any(dy).([]float32), any(x).([]float32))
+		return
+	}
 	conv2dGradWeightIm2col(dev, s, dw, dy, x)
 }
 

@@ -9,3 +9,6 @@ var haveAsm = cpu.X86.HasAVX512F
 
 //go:noescape
 func blockAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int)
+
+//go:noescape
+func gradBlockAVX512(partial, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int)

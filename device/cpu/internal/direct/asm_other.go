@@ -8,3 +8,7 @@ const haveAsm = false
 func blockAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int) {
 	panic("direct: no assembly on this platform")
 }
+
+func gradBlockAVX512(partial, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int) {
+	panic("direct: no assembly on this platform")
+}

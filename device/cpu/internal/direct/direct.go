@@ -63,3 +63,51 @@ func blockGo(out []float32, ldo int, in []float32, cstride int, taps []int, w []
 
 // Fast reports whether Block runs in vector assembly on this machine.
 func Fast() bool { return haveAsm }
+
+// GradRows and GradCols are the size of the block of weight gradients
+// GradBlock computes: output channels and (input channel, tap) pairs.
+const (
+	GradRows = 4
+	GradCols = 6
+)
+
+// GradBlock computes the partial sums of a block of weight gradients: for
+// r < GradRows, j < GradCols and lane l < 16, it sets
+// partial[(r·GradCols + j)·16 + l] to Σ_k dy[r·ldy + 16k + l] · in[offs[j] + 16k + l]
+// over k < n/16: the output gradient of channel r times the input that tap
+// pair j reads, summed over n positions (n a multiple of 16) in 16 lanes,
+// which the caller adds up. It panics if a slice is too short.
+func GradBlock(partial, dy []float32, ldy int, in []float32, offs *[GradCols]int, n int) {
+	if n <= 0 || n%16 != 0 {
+		panic("direct: GradBlock needs a positive multiple of 16 positions")
+	}
+	if len(partial) < GradRows*GradCols*16 || len(dy) < (GradRows-1)*ldy+n {
+		panic("direct: GradBlock output or output gradient too short")
+	}
+	for _, o := range offs {
+		if o < 0 || len(in) < o+n {
+			panic("direct: GradBlock input too short for its offsets")
+		}
+	}
+	if haveAsm {
+		gradBlockAVX512(&partial[0], &dy[0], ldy, &in[0], offs, n)
+		return
+	}
+	gradBlockGo(partial, dy, ldy, in, offs, n)
+}
+
+func gradBlockGo(partial, dy []float32, ldy int, in []float32, offs *[GradCols]int, n int) {
+	clear(partial[:GradRows*GradCols*16])
+	for k := 0; k < n; k += 16 {
+		for j, o := range offs {
+			x := in[o+k:][:16]
+			for r := range GradRows {
+				d := dy[r*ldy+k:][:16]
+				p := partial[(r*GradCols+j)*16:][:16]
+				for l := range 16 {
+					p[l] += d[l] * x[l]
+				}
+			}
+		}
+	}
+}

@@ -66,3 +66,39 @@ func TestBlockChecksLengths(t *testing.T) {
 		}()
 	}
 }
+
+// TestGradBlockMatchesReference checks GradBlock's lane sums, added up,
+// against the float64 dot products they stand for.
+func TestGradBlockMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{16, 48, 800} {
+		ldy := n + 3
+		dy := make([]float32, GradRows*ldy)
+		in := make([]float32, n+100)
+		for i := range dy {
+			dy[i] = r.Float32()*2 - 1
+		}
+		for i := range in {
+			in[i] = r.Float32()*2 - 1
+		}
+		offs := [GradCols]int{0, 1, 2, 30, 31, 100}
+		partial := make([]float32, GradRows*GradCols*16)
+		GradBlock(partial, dy, ldy, in, &offs, n)
+		for row := range GradRows {
+			for j, o := range offs {
+				var got, want, mag float64
+				for l := range 16 {
+					got += float64(partial[(row*GradCols+j)*16+l])
+				}
+				for k := range n {
+					p := float64(dy[row*ldy+k]) * float64(in[o+k])
+					want += p
+					mag += math.Abs(p)
+				}
+				if math.Abs(got-want) > 1e-6*mag {
+					t.Fatalf("n %d: row %d pair %d = %g, want %g", n, row, j, got, want)
+				}
+			}
+		}
+	}
+}
