@@ -123,13 +123,24 @@ func (g dwGeom) taps() []int {
 // fillPhases writes the padded phases of g for the H×W plane x into ph.
 func fillPhases[T float](g dwGeom, ph, x []T) {
 	s := g.s
-	clear(ph)
 	if s.StrideH == 1 && s.StrideW == 1 {
+		// One phase: zero only the padding around the copied rows.
+		clear(ph[:s.PadH*g.wq+s.PadW])
 		for h := 0; h < s.H; h++ {
-			copy(ph[(h+s.PadH)*g.wq+s.PadW:][:s.W], x[h*s.W:(h+1)*s.W])
+			at := (h+s.PadH)*g.wq + s.PadW
+			copy(ph[at:][:s.W], x[h*s.W:(h+1)*s.W])
+			end := min(at+s.W+2*s.PadW, len(ph)) // this row's right padding, the next row's left
+			if h == s.H-1 {
+				end = len(ph)
+			}
+			clear(ph[at+s.W : end])
+		}
+		if s.H == 0 {
+			clear(ph)
 		}
 		return
 	}
+	clear(ph)
 	for h := 0; h < s.H; h++ {
 		hp := h + s.PadH
 		in := x[h*s.W : (h+1)*s.W]
