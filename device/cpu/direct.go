@@ -36,6 +36,7 @@ func useDirect(s convShape) bool {
 type directGeom struct {
 	dwGeom
 	taps      []int // offset of each tap in a channel's phases
+	maxTap    int   // the largest of them
 	chanLen   int   // a channel's phases, the kernel's cstride
 	q, qPad   int   // output positions (oh rows of wq), rounded up to whole blocks
 	inLen     int   // the input of one image, with the slack the last block reads
@@ -49,11 +50,8 @@ func newDirectGeom(s convShape) directGeom {
 	g.chanLen = g.phaseLen * g.nPhase
 	g.q = s.oh * g.wq
 	g.qPad = (g.q + direct.Cols - 1) / direct.Cols * direct.Cols
-	maxTap := 0
-	for _, t := range g.taps {
-		maxTap = max(maxTap, t)
-	}
-	g.inLen = max(s.C*g.chanLen, (s.C-1)*g.chanLen+maxTap+g.qPad)
+	g.maxTap = slices.Max(g.taps)
+	g.inLen = max(s.C*g.chanLen, (s.C-1)*g.chanLen+g.maxTap+g.qPad)
 	g.ocBlocks = (s.OutC + direct.Rows - 1) / direct.Rows
 	g.packedLen = g.ocBlocks * s.C * len(g.taps) * direct.Rows
 	return g
@@ -241,8 +239,7 @@ func (a *directGradArgs) run(lo, hi int) {
 	rows := (s.OutC + direct.GradRows - 1) / direct.GradRows * direct.GradRows
 	span := a.chunk * g.chanLen // one channel of the chunk
 	kn := (span + 15) / 16 * 16 // positions GradBlock runs over
-	maxTap := slices.Max(g.taps)
-	inLen := s.C*span + maxTap + kn // the last pairs read up to maxTap+kn past their channel
+	inLen := s.C*span + g.maxTap + kn // the last pairs read up to maxTap+kn past their channel
 	sc := getScratch[float32](inLen + rows*kn + direct.GradRows*direct.GradCols*16)
 	defer putScratch(sc)
 	in := sc.s[:inLen]
