@@ -237,8 +237,8 @@ func (a *directGradArgs) run(lo, hi int) {
 	pairs := s.C * nt
 	size := s.OutC * pairs
 	rows := (s.OutC + direct.GradRows - 1) / direct.GradRows * direct.GradRows
-	span := a.chunk * g.chanLen // one channel of the chunk
-	kn := (span + 15) / 16 * 16 // positions GradBlock runs over
+	span := a.chunk * g.chanLen       // one channel of the chunk
+	kn := (span + 15) / 16 * 16       // positions GradBlock runs over
 	inLen := s.C*span + g.maxTap + kn // the last pairs read up to maxTap+kn past their channel
 	sc := getScratch[float32](inLen + rows*kn + direct.GradRows*direct.GradCols*16)
 	defer putScratch(sc)
