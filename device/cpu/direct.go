@@ -289,3 +289,42 @@ func (a *directGradArgs) run(lo, hi int) {
 		}
 	}
 }
+
+// convPoolDirect is Conv2DBiasActMaxPool on the direct path: per image,
+// the direct convolution into a worker's scratch buffer, then the max
+// pooling of each channel into y and argmax.
+func convPoolDirect(dev *Device, s convShape, q device.PoolParams, act device.Activation, y []float32, argmax []int64, x, w, bias []float32) {
+	g := newDirectGeom(s)
+	wp := getScratch[float32](g.packedLen)
+	defer putScratch(wp)
+	g.packWeights(wp.s, func(oc, c, t int) float32 { return w[(oc*s.C+c)*len(g.taps)+t] })
+	launch(dev, s.N, s.imgOut*s.ckk, convPoolDirectArgs{s: s, g: g, q: q, act: act, y: y, argmax: argmax, x: x, wp: wp.s, bias: bias})
+}
+
+// convPoolDirectArgs are the arguments of convPoolDirect, one image per
+// task index.
+type convPoolDirectArgs struct {
+	s              convShape
+	g              directGeom
+	q              device.PoolParams
+	act            device.Activation
+	y, x, wp, bias []float32
+	argmax         []int64
+}
+
+func (a *convPoolDirectArgs) run(lo, hi int) {
+	s := a.s
+	one := s
+	one.N = 1
+	sc := getScratch[float32](s.imgOut)
+	defer putScratch(sc)
+	pl := a.q.OutH() * a.q.OutW()
+	for n := lo; n < hi; n++ {
+		conv := directArgs{s: one, g: a.g, act: a.act, y: sc.s, x: a.x[n*s.imgIn:][:s.imgIn], wp: a.wp, bias: a.bias}
+		conv.run(0, a.g.ocBlocks)
+		for c := range s.OutC {
+			at := (n*s.OutC + c) * pl
+			maxPoolPlane(a.q, a.y[at:at+pl], a.argmax[at:at+pl], sc.s[c*s.l:(c+1)*s.l])
+		}
+	}
+}

@@ -444,7 +444,8 @@ func convGroup[T float](dev *Device, s convShape, col, out, x, w []T, n0, n1, g 
 
 // Conv2DBiasActMaxPool is the convolution, bias, activation and max
 // pooling of a CNN block in one pass per group of images: each GEMM's
-// output stays in a worker's scratch buffer while it is pooled.
+// output (or, on the direct path, each image's) stays in a worker's
+// scratch buffer while it is pooled.
 func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, act device.Activation, y, argmax, x, w, bias device.Buffer) {
 	noHalf("Conv2DBiasActMaxPool", y, argmax, x, w, bias)
 	s := newConvShape(p)
@@ -455,6 +456,10 @@ func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, 
 		var b []float32
 		if bias != nil {
 			b = buf(bias).f32
+		}
+		if useDirect(s) {
+			convPoolDirect(k.d, s, q, act, buf(y).f32, buf(argmax).i64, buf(x).f32, buf(w).f32, b)
+			return
 		}
 		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float32]{convArgs[float32]{k.d, s, buf(y).f32, buf(x).f32, buf(w).f32, gi, act, b}, q, buf(argmax).i64})
 	case device.Float64:
