@@ -2,6 +2,7 @@ package autograd_test
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,4 +84,36 @@ func TestArenaBackwardReusesGradientMemory(t *testing.T) {
 	require.NoError(t, autograd.Backward(loss))
 	assert.LessOrEqual(t, a.Bytes()-forward, 4*n*4, "about two gradients of %d floats in flight, not %d", n, depth)
 	require.NotNil(t, w.Grad)
+}
+
+// The gradient of a slice of a parameter (no arena) is computed in the
+// arena of the output gradient, not in fresh memory on every step.
+func TestSliceOfParameterGradientInArena(t *testing.T) {
+	const rows, cols = 300, 200 // 240 kB
+	w := autograd.NewParam("w", tensor.RandNormal(rand.New(rand.NewPCG(1, 2)), 0, 1, rows, cols))
+	a := tensor.NewArena()
+	x := tensor.FromFloat32(make([]float32, cols), 1, cols)
+	x.Fill(1)
+	step := func() {
+		y := autograd.Mul(autograd.Slice(w.Var, 0, 1, 2), autograd.Constant(x.WithArena(a)))
+		require.NoError(t, autograd.Backward(autograd.SumAll(y)))
+		a.Reset()
+		w.ZeroGrad()
+	}
+	step()
+	step()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 4 {
+		step()
+	}
+	runtime.ReadMemStats(&after)
+	assert.Less(t, (after.TotalAlloc-before.TotalAlloc)/4, uint64(rows*cols*4/4), "bytes per step")
+
+	y := autograd.Mul(autograd.Slice(w.Var, 0, 1, 2), autograd.Constant(x.WithArena(a)))
+	require.NoError(t, autograd.Backward(autograd.SumAll(y)))
+	g := w.Grad.Float32s()
+	assert.Equal(t, make([]float32, cols), g[:cols])
+	assert.Equal(t, x.Float32s(), g[cols:2*cols])
+	assert.Equal(t, make([]float32, (rows-2)*cols), g[2*cols:])
 }
