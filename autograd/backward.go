@@ -51,10 +51,20 @@ func BackwardWith(out *Var, g *tensor.Tensor) error {
 		}
 	}
 	out.gacc = g
+	// The gradients computed from here on in the step's arena are given
+	// back to it (tensor.Release) as soon as the pass is done with them,
+	// so that later ones reuse their memory: the backward pass then holds
+	// about the gradients in flight, not all it computed. Only those the
+	// arena handed out after this mark qualify; g and what the forward
+	// pass computed (which a rule may return as a gradient) never do.
+	mark, release := arenaMark(g, out.Value)
 	for i := len(order) - 1; i >= 0; i-- {
 		v := order[i]
 		gv := v.gacc
 		v.gacc = nil
+		// Nothing but v reads gv (see gaccShared); out's gradient is the
+		// caller's.
+		gvOwned := v != out && !v.gaccShared
 		if gv == nil {
 			// v does not reach the loss through a differentiable path: its
 			// leaf inputs receive nothing from it.
@@ -73,18 +83,58 @@ func BackwardWith(out *Var, g *tensor.Tensor) error {
 			if gi := gin[j]; gi != nil {
 				// A leaf may take over the memory of its gradient (see
 				// accumulate) only if nothing else still reads it.
-				in.gaccShared = in.gacc != nil || sharesMemory(gi, gv, gin, j)
-				in.gacc = addGrad(in.gacc, gi)
-				if in.gacc != gi {
-					in.gaccShared = false // a new sum
+				giShared := sharesMemory(gi, gv, gvOwned, gin, j)
+				if in.gacc == nil {
+					in.gacc, in.gaccShared = gi, giShared
+				} else {
+					sum := in.gacc.Add(gi)
+					if release && sum.Buffer() != in.gacc.Buffer() && sum.Buffer() != gi.Buffer() {
+						// The two terms are done with unless read elsewhere.
+						if !in.gaccShared {
+							in.gacc.Release(mark)
+						}
+						if !giShared {
+							gi.Release(mark)
+						}
+					}
+					in.gacc, in.gaccShared = sum, false // a new sum
 				}
 			}
 			if in.node == nil {
 				leafDone(in)
 			}
 		}
+		if release && gvOwned && !anySharesMemory(gv, gin) {
+			gv.Release(mark)
+		}
 	}
 	return nil
+}
+
+// arenaMark returns the mark (tensor.Arena.Mark) of the arena of the
+// pass's output gradient g, or else of the output's value, and whether
+// there is one: without an arena, nothing is released.
+func arenaMark(g, out *tensor.Tensor) (tensor.ArenaMark, bool) {
+	a := g.Arena()
+	if a == nil {
+		a = out.Arena()
+	}
+	if a == nil {
+		return tensor.ArenaMark{}, false
+	}
+	return a.Mark(), true
+}
+
+// anySharesMemory reports whether one of the input gradients gin uses
+// the memory of the output gradient gv.
+func anySharesMemory(gv *tensor.Tensor, gin []*tensor.Tensor) bool {
+	b := gv.Buffer()
+	for _, gi := range gin {
+		if gi != nil && gi.Buffer() == b {
+			return true
+		}
+	}
+	return false
 }
 
 // grads runs the node's rule on its output gradient g.
@@ -141,11 +191,13 @@ func addGrad(acc, g *tensor.Tensor) *tensor.Tensor {
 	return acc.Add(g)
 }
 
-// sharesMemory reports whether gradient gin[j] uses the memory of the
-// node's output gradient gv or of another of its input gradients.
-func sharesMemory(gi, gv *tensor.Tensor, gin []*tensor.Tensor, j int) bool {
+// sharesMemory reports whether gradient gin[j] uses the memory of
+// another of the node's input gradients, or of its output gradient gv
+// unless the node owned gv (nothing else reads it: gin[j] then takes it
+// over).
+func sharesMemory(gi, gv *tensor.Tensor, gvOwned bool, gin []*tensor.Tensor, j int) bool {
 	b := gi.Buffer()
-	if b == gv.Buffer() {
+	if b == gv.Buffer() && !gvOwned {
 		return true
 	}
 	for k, o := range gin {

@@ -50,7 +50,11 @@ func Transpose(x *Var, a, b int) *Var {
 // Slice takes elements [start, end) of axis.
 func Slice(x *Var, axis, start, end int) *Var {
 	return describeOp(record(x.Value.Slice(axis, start, end), func(g *tensor.Tensor, _ []bool) []*tensor.Tensor {
-		dx := tensor.ZerosLike(x.Value)
+		// In the arena of x or else of g: the slice of a parameter (the
+		// stacked weights of attention) gets its gradient in the step's
+		// memory too, not in fresh memory on every step.
+		dx := tensor.Empty(x.Value.DType(), x.Value.Shape(), x.Value, g)
+		dx.Fill(0)
 		dx.Slice(axis, start, end).CopyFrom(g)
 		return []*tensor.Tensor{dx}
 	}, x), "Slice", SliceAttrs{opAxis(axis, x.Value.Rank()), start, end})

@@ -7,6 +7,8 @@ under the same names, and prints one JSON object per line:
     {"framework": "pytorch", "workload": "sgemm 1024", "unit": "GFLOP/s", "value": 201.3}
 
 Usage: pytorch_bench.py [GROUP ...]  (default: all groups)
+       pytorch_bench.py --zoo-model FILE  (the zoo group's measurement of one
+                                          config, or of none: no model)
 
 Groups (the same as hora-bench's):
   sgemm            torch.mm on N x N float32 matrices, N = 256, 512, 1024, 2048
@@ -20,7 +22,9 @@ Groups (the same as hora-bench's):
   zoo              one training step of each zoo model (LeNet-5, ResNet-8,
                    ResNet-20, MobileNet, the Transformer classifier, the
                    character-level LM) at its config's batch size, samples/s,
-                   and its parameter count: the twins of bench/zoo_twins.py
+                   its parameter count and the peak resident memory of a
+                   process that trains it alone (each model runs in a Python
+                   process of its own): the twins of bench/zoo_twins.py
   sgemm-openblas2  sgemm 1024 and 2048 again, meant to run with
                    OPENBLAS_NUM_THREADS=2 (bench/run.sh does), reported as
                    extra rows next to Hora's sgemm
@@ -200,16 +204,40 @@ def epoch(name, seed=1):
 
 
 def zoo():
-    """The zoo configs' training steps on their PyTorch twins, as bench/hora's zoo group."""
+    """The zoo configs' training steps on their PyTorch twins, as bench/hora's zoo group: each in a
+    Python process of its own (zoo_one), so that each reports its own peak resident memory, after
+    one process without a model."""
+    import subprocess
     import zoo_twins  # bench/, beside this file
-    for file in zoo_twins.ZOO:
-        j = zoo_twins.Job(file)
-        emit(f"zoo {j.name} params", "parameters", j.params())
-        j.model.train()
-        for _ in range(WARMUP_STEPS):
-            j.step()
-        per_sec = measure(j.step, ZOO_TIME)
-        emit(f"zoo {j.name} train step", "samples/s", per_sec * j.batch)
+    for file in [ZOO_NO_MODEL] + zoo_twins.ZOO:
+        sys.stdout.flush()
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--zoo-model", file], check=True)
+
+
+ZOO_NO_MODEL = "none"  # the --zoo-model of the process without a model, as hora-bench -zoo-model none
+
+
+def peak_rss_mib():
+    """The process's peak resident memory (Linux counts ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def zoo_one(file):
+    """One zoo config's training step on its PyTorch twin (zoo), and the peak resident memory of
+    this process, which trains that model alone; ZOO_NO_MODEL: the peak resident memory of the
+    process with torch and the twins' module loaded, without a model."""
+    import zoo_twins  # bench/, beside this file
+    if file == ZOO_NO_MODEL:
+        emit("zoo no model peak memory", "MiB", peak_rss_mib())
+        return
+    j = zoo_twins.Job(file)
+    emit(f"zoo {j.name} params", "parameters", j.params())
+    j.model.train()
+    for _ in range(WARMUP_STEPS):
+        j.step()
+    per_sec = measure(j.step, ZOO_TIME)
+    emit(f"zoo {j.name} train step", "samples/s", per_sec * j.batch)
+    emit(f"zoo {j.name} peak memory (train step)", "MiB", peak_rss_mib())
 
 
 def blas_library():
@@ -224,11 +252,17 @@ def blas_library():
 
 
 def main(groups):
+    zoo_model = None
+    if groups[:1] == ["--zoo-model"] and len(groups) == 2:
+        zoo_model, groups = groups[1], []
     unknown = [g for g in groups if g not in GROUPS]
     if unknown:
         sys.exit(f"pytorch_bench.py: unknown group(s) {unknown} (known: {', '.join(GROUPS)})")
     torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
     blas = blas_library()
+    if zoo_model is not None:
+        zoo_one(zoo_model)
+        return
     info("torch", f"PyTorch {torch.__version__} ({torch.get_num_threads()} threads, BLAS {blas}, "
                   f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')})")
     for g in groups:

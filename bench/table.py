@@ -57,6 +57,12 @@ def fmt(value, unit):
     return f"{value:,.0f}"
 
 
+def unit_text(unit):
+    """The unit column. Peak memory is the one unit where lower is better,
+    so its column says so."""
+    return "MiB (lower is better)" if unit == "MiB" else unit
+
+
 def target_text(kind, x):
     if kind == "equal":
         return "= PyTorch"
@@ -172,7 +178,7 @@ def main():
             ok = met(kind, x, hora, ratio, torch)
             tgt = target_text(kind, x) + {True: " ✔", False: " ✘", None: ""}[ok]
             failed += ok is False
-        print(f"| {w} | {unit} | {fmt(hora, unit)} | {fmt(torch, unit)} | "
+        print(f"| {w} | {unit_text(unit)} | {fmt(hora, unit)} | {fmt(torch, unit)} | "
               f"{'–' if ratio is None else f'{ratio:.2f}×'} | {tgt} |")
     print()
     runs = "one run" if args.repeat <= 1 else f"the median of {args.repeat} runs"
@@ -182,7 +188,12 @@ def main():
     if any(w.startswith("zoo ") for w in rows):
         print("zoo: one training step of each zoo config at its batch size (the char-LM's samples are windows of "
               "model.context tokens) against the PyTorch twin of bench/zoo_twins.py; "
-              "zoo X params are the models' parameter counts.")
+              "zoo X params are the models' parameter counts. zoo X peak memory (train step) is the peak resident "
+              "memory (ru_maxrss) of a process that builds and trains that model alone (each model runs in a process "
+              "of its own), zoo no model peak memory that of a process with the framework loaded and no model (the Go "
+              "runtime; Python with torch); Hora/PyTorch < 1 means Hora needs less. zoo X Go heap live between steps "
+              "(Hora only) is what the Go heap keeps after a collection between two steps (parameters, gradients, "
+              "optimizer state, the step's arena).")
     print(f"Load average (1, 5, 15 min) at the start: {os.environ.get('BENCH_LOAD_START', '?')}, at the end: {loadavg()} "
           f"({os.cpu_count()} cores; PyTorch's 2 threads slow down sharply when other processes compete for the cores).")
 

@@ -22,8 +22,11 @@ import (
 // panics). An Arena is used by one goroutine at a time.
 type Arena struct {
 	free map[arenaKey][]device.Buffer
-	used []device.Buffer // handed out since the last Reset
+	used []arenaUse // handed out since the last Reset, in that order
 	gen  uint64
+	// handed counts the buffers handed out since the arena was made; it
+	// numbers them (arenaUse.n) for Mark and Release.
+	handed uint64
 	// Tensor values handed out since the last Reset come from slabs, so
 	// that a steady-state step allocates no Tensor either.
 	slabs [][]Tensor
@@ -31,6 +34,13 @@ type Arena struct {
 }
 
 const slabSize = 64
+
+// arenaUse is a buffer handed out and its number: the arena's handed
+// count just after it was handed out.
+type arenaUse struct {
+	buf device.Buffer
+	n   uint64
+}
 
 type arenaKey struct {
 	dev device.Device
@@ -48,9 +58,8 @@ func NewArena() *Arena {
 // until its memory is handed out again in the next step; from then on the
 // mistake can no longer be detected, so do not keep tensors across Reset.
 func (a *Arena) Reset() {
-	for _, b := range a.used {
-		k := arenaKey{b.Device(), b.DType(), b.Len()}
-		a.free[k] = append(a.free[k], b)
+	for _, u := range a.used {
+		a.putFree(u.buf)
 	}
 	clear(a.used)
 	a.used = a.used[:0]
@@ -82,8 +91,8 @@ func (a *Arena) Bytes() int {
 	for k, bs := range a.free {
 		n += len(bs) * k.n * k.dt.Size()
 	}
-	for _, b := range a.used {
-		n += b.Len() * b.DType().Size()
+	for _, u := range a.used {
+		n += u.buf.Len() * u.buf.DType().Size()
 	}
 	return n
 }
@@ -103,8 +112,52 @@ func (a *Arena) alloc(dev device.Device, dt device.DType, n int) device.Buffer {
 			panic(&DeviceError{Op: fmt.Sprintf("allocating %v×%d on %s", dt, n, dev.Name()), Err: err})
 		}
 	}
-	a.used = append(a.used, b)
+	a.handed++
+	a.used = append(a.used, arenaUse{b, a.handed})
 	return b
+}
+
+// putFree makes b available to alloc.
+func (a *Arena) putFree(b device.Buffer) {
+	k := arenaKey{b.Device(), b.DType(), b.Len()}
+	a.free[k] = append(a.free[k], b)
+}
+
+// An ArenaMark is a point in the life of an arena (see Arena.Mark).
+type ArenaMark struct {
+	a *Arena
+	n uint64
+}
+
+// Mark returns the point the arena has reached: the memory it hands out
+// from now on may be given back before the next Reset with Release.
+func (a *Arena) Mark() ArenaMark { return ArenaMark{a, a.handed} }
+
+// Release gives the memory of t back to t's arena before the next Reset,
+// so that the rest of the step reuses it, when the arena is m's and
+// handed that memory out after m (in this step); it reports whether it
+// did. The caller promises that nothing reads or writes that memory
+// afterwards, through t or any other tensor (views included): the values
+// become arbitrary, and using t itself panics as after Reset.
+//
+// Backward releases the gradients it is done with this way, so that a
+// step's backward pass reuses their memory instead of adding to it.
+func (t *Tensor) Release(m ArenaMark) bool {
+	a := t.arena
+	if a == nil || a != m.a || t.buf == nil || t.gen != a.gen {
+		return false
+	}
+	// The numbers grow along used (Keep and Release delete entries, and
+	// Keep's swap keeps an entry's number): look back to the mark only.
+	for i := len(a.used) - 1; i >= 0 && a.used[i].n > m.n; i-- {
+		if a.used[i].buf == t.buf {
+			a.putFree(t.buf)
+			a.used = slices.Delete(a.used, i, i+1)
+			t.gen = 0 // a generation no arena has: using t panics
+			return true
+		}
+	}
+	return false
 }
 
 // WithArena returns a view of t whose results take their buffers from a
@@ -126,7 +179,7 @@ func (t *Tensor) Arena() *Arena { return t.arena }
 // since.
 func (t *Tensor) checkLive() {
 	if t.arena != nil && t.gen != t.arena.gen {
-		panic(fmt.Sprintf("tensor: a %v tensor was used after its Arena was Reset", t.shape))
+		panic(fmt.Sprintf("tensor: a %v tensor was used after its Arena was Reset (or after Release)", t.shape))
 	}
 }
 
@@ -203,12 +256,12 @@ func (t *Tensor) Keep(spare *Tensor) (kept *Tensor, ok bool) {
 		spare.buf.DType() != t.buf.DType() || spare.buf.Len() != t.buf.Len()) {
 		return nil, false
 	}
-	i := slices.Index(a.used, t.buf)
+	i := slices.IndexFunc(a.used, func(u arenaUse) bool { return u.buf == t.buf })
 	if i < 0 {
 		return nil, false // already kept
 	}
 	if spare != nil {
-		a.used[i], spare.buf = spare.buf, t.buf
+		a.used[i].buf, spare.buf = spare.buf, t.buf
 		spare.setContiguous(t.shape)
 		spare.offset = 0
 		return spare, true

@@ -117,3 +117,57 @@ func TestEmpty(t *testing.T) {
 
 	assert.Equal(t, "tensor: Empty needs at least one input to take the device from", panicMessage(func() { tensor.Empty(device.Float32, []int{1}) }))
 }
+
+// Release gives back memory handed out after the mark, once: the next
+// result of its size reuses it, and using the released tensor panics.
+func TestArenaRelease(t *testing.T) {
+	a := tensor.NewArena()
+	x := arange(2, 3).WithArena(a)
+	before := x.AddScalar(1)
+	m := a.Mark()
+	y := x.AddScalar(2)
+	held := a.Bytes()
+	buf := y.Buffer()
+
+	assert.False(t, before.Release(m), "handed out before the mark")
+	assert.False(t, arange(2, 3).Release(m), "no arena")
+	assert.False(t, x.AddScalar(3).Release(tensor.NewArena().Mark()), "another arena's mark")
+	assert.True(t, y.Release(m))
+	assert.False(t, y.Release(m), "already released")
+	assert.Contains(t, panicMessage(func() { y.AddScalar(1) }), "after Release")
+
+	z := x.AddScalar(4)
+	assert.Same(t, buf, z.Buffer(), "the next result of the size reuses the memory")
+	assert.Equal(t, []float32{4, 5, 6, 7, 8, 9}, z.Float32s())
+	assert.Equal(t, []float32{1, 2, 3, 4, 5, 6}, before.Float32s(), "what was handed out before the mark is untouched")
+	assert.Equal(t, held+6*4, a.Bytes(), "x+3 is the only new memory")
+
+	// A view releases the memory of the tensor it views.
+	m = a.Mark()
+	w := x.AddScalar(5)
+	assert.True(t, w.Reshape(3, 2).Release(m))
+	assert.Same(t, w.Buffer(), x.AddScalar(6).Buffer())
+
+	a.Reset()
+	assert.Equal(t, held+2*6*4, a.Bytes(), "x+3 and x+5 were new; Reset keeps the memory for the next step")
+}
+
+// MatMul gives back the copies it makes of operands the GEMM cannot read
+// in place: a second product reuses the first one's copy.
+func TestMatMulReleasesItsCopies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := tensor.RandNormal(rng, 0, 1, 2, 4, 3, 5)
+	w := tensor.RandNormal(rng, 0, 1, 2, 5, 3, 4)
+	want := tensor.MatMul(x.Permute(0, 2, 1, 3).Contiguous(), w.Permute(0, 2, 1, 3).Contiguous())
+	a := tensor.NewArena()
+	xa := x.WithArena(a).Permute(0, 2, 1, 3) // not contiguous: MatMul copies it
+	first := tensor.MatMul(xa, w.Permute(0, 2, 1, 3))
+	held := a.Bytes()
+	second := tensor.MatMul(xa, w.Permute(0, 2, 1, 3))
+	assert.Equal(t, held+first.Len()*4, a.Bytes(), "the second product needs memory for its result only")
+	assert.Equal(t, want.Float32s(), first.Float32s())
+	assert.Equal(t, want.Float32s(), second.Float32s())
+	m := x.WithArena(a).Reshape(6, 20).T() // 20×6, transposed: read in place
+	assert.Equal(t, tensor.MatMul(x.Reshape(6, 20).T().Contiguous(), x.Reshape(6, 20)).Float32s(),
+		tensor.MatMul(m, x.Reshape(6, 20)).Float32s())
+}

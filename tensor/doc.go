@@ -64,7 +64,9 @@
 // inputs, if any, and Reset hands everything back for the next step.
 // Tensors without an arena (parameters, optimizer state) never take one, so
 // what must outlive the step is safe; a tensor used after its arena's
-// Reset panics. See Arena and Tensor.Keep.
+// Reset panics. See Arena and Tensor.Keep. Within a step, Tensor.Release
+// hands memory back early (autograd's Backward does so with the gradients
+// it is done with), so that the rest of the step reuses it.
 //
 // # Errors
 //

@@ -43,6 +43,7 @@ func MatMul(a, b *Tensor) *Tensor {
 	if a.Rank() == 2 && b.Rank() == 2 && a.shape[1] == b.shape[0] {
 		// The common case, without the batch bookkeeping.
 		m, k, n := a.shape[0], a.shape[1], b.shape[1]
+		ma, mb := markOf(a), markOf(b)
 		ap, ta, aOff := matrix2(a)
 		bp, tb, bOff := matrix2(b)
 		out := newOut(false, a.DType(), []int{m, n}, a, b)
@@ -51,6 +52,8 @@ func MatMul(a, b *Tensor) *Tensor {
 				Batch: 1, M: m, N: n, K: k, TransA: ta, TransB: tb, Alpha: 1, AOff: aOff, BOff: bOff,
 			}, out.buf, ap.buf, bp.buf)
 		}
+		releaseCopy(ap, a, ma)
+		releaseCopy(bp, b, mb)
 		return out
 	}
 	if a.Rank() < 2 || b.Rank() < 2 {
@@ -66,6 +69,7 @@ func MatMul(a, b *Tensor) *Tensor {
 		panic(fmt.Sprintf("tensor: MatMul: batch dimensions of shapes %v and %v do not broadcast", a.shape, b.shape))
 	}
 	batch := device.NumElements(batchShape)
+	ma, mb := markOf(a), markOf(b)
 	// Each operand is either one matrix reused for every batch entry
 	// (stride 0) or a full batch; partial broadcasts are materialised.
 	prep := func(t *Tensor, rows, cols int) (*Tensor, int) {
@@ -91,14 +95,33 @@ func MatMul(a, b *Tensor) *Tensor {
 	ap, ta := matrixOperand(ap)
 	bp, tb := matrixOperand(bp)
 	out := newOut(false, a.DType(), append(append([]int(nil), batchShape...), m, n), a, b)
-	if out.Len() == 0 {
-		return out
+	if out.Len() > 0 {
+		a.kernels().MatMul(device.MatMulParams{
+			Batch: batch, M: m, N: n, K: k, TransA: ta, TransB: tb, Alpha: 1,
+			AStride: aStride, BStride: bStride, CStride: m * n,
+		}, out.buf, ap.buf, bp.buf)
 	}
-	a.kernels().MatMul(device.MatMulParams{
-		Batch: batch, M: m, N: n, K: k, TransA: ta, TransB: tb, Alpha: 1,
-		AStride: aStride, BStride: bStride, CStride: m * n,
-	}, out.buf, ap.buf, bp.buf)
+	releaseCopy(ap, a, ma)
+	releaseCopy(bp, b, mb)
 	return out
+}
+
+// markOf returns the mark of t's arena (the zero ArenaMark for none),
+// taken before an operation copies t into a temporary of that arena.
+func markOf(t *Tensor) ArenaMark {
+	if t.arena == nil {
+		return ArenaMark{}
+	}
+	return t.arena.Mark()
+}
+
+// releaseCopy gives back to the arena the memory of the dense copy of t
+// (or a view of it) that an operation made after m and no longer needs,
+// so that it does not hold its size until the step ends.
+func releaseCopy(copied, t *Tensor, m ArenaMark) {
+	if copied.buf != t.buf {
+		copied.Release(m)
+	}
 }
 
 // ConvOptions are the hyper-parameters of a 2-D convolution. Zero values

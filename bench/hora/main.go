@@ -6,7 +6,7 @@
 //
 // Usage (from the repository root, after `make build`):
 //
-//	hora-bench [-min-time 0.5s] [-zoo-time 3s] [-train bin/train] [-configs configs] [GROUP ...]
+//	hora-bench [-min-time 0.5s] [-zoo-time 3s] [-zoo-model NAME,...] [-zoo-in-process] [-train bin/train] [-configs configs] [GROUP ...]
 //
 // The groups are sgemm, mlp-gemm, train-step, inference, mlp-epoch,
 // cnn-epoch and zoo; none named runs them all. The epoch groups run the
@@ -17,8 +17,10 @@
 // `go test -bench . ./bench/hora`. The zoo group measures the trainer's
 // step of each zoo config (LeNet-5, ResNet-8, ResNet-20, MobileNet, the
 // Transformer classifier, the character-level language model) at the
-// config's batch size, and prints each model's parameter count, against
-// the PyTorch twins of bench/zoo_twins.py.
+// config's batch size, and prints each model's parameter count and the
+// peak resident memory of a process that trains it alone (each model runs
+// in a process of its own; -zoo-model picks models, -zoo-in-process runs
+// them in this process), against the PyTorch twins of bench/zoo_twins.py.
 package main
 
 import (
@@ -61,11 +63,17 @@ type info struct {
 }
 
 type bench struct {
+	stdout  io.Writer
 	out     *json.Encoder
 	minTime time.Duration
 	zooTime time.Duration // least time each zoo training step is measured
 	train   string        // path of bin/train
 	configs string        // folder of the shipped configs
+	// zooModels are the zoo configs to measure (-zoo-model; all when
+	// empty), zooInProcess whether to measure them in this process
+	// rather than each in a process of its own.
+	zooModels    []string
+	zooInProcess bool
 }
 
 func main() {
@@ -81,6 +89,8 @@ func run(args []string, stdout io.Writer) error {
 	zooTime := fs.Duration("zoo-time", zooMinTime, "least time each zoo training step is measured")
 	train := fs.String("train", "bin/train", "the trainer binary, for the epoch groups")
 	configs := fs.String("configs", "configs", "folder of fashion-mnist-{mlp,cnn}.yaml, for the epoch groups")
+	zooModel := fs.String("zoo-model", "", "the zoo configs to measure, comma separated: files of configs/, their model names, or "+zooNoModel+" (the process without a model) [all]")
+	zooInProcess := fs.Bool("zoo-in-process", false, "measure the zoo models in this process (peak memory is then the largest of all so far) instead of each in a process of its own")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hora-bench [flags] [GROUP ...]\ngroups: %s (default: all)\n", strings.Join(groups, ", "))
 		fs.PrintDefaults()
@@ -97,7 +107,13 @@ func run(args []string, stdout io.Writer) error {
 			return fmt.Errorf("unknown group %q (known: %s)", g, strings.Join(groups, ", "))
 		}
 	}
-	b := &bench{out: json.NewEncoder(stdout), minTime: *minTime, zooTime: *zooTime, train: *train, configs: *configs}
+	b := &bench{stdout: stdout, out: json.NewEncoder(stdout), minTime: *minTime, zooTime: *zooTime, train: *train, configs: *configs, zooInProcess: *zooInProcess}
+	if *zooModel != "" {
+		var err error
+		if b.zooModels, err = zooModelsFlag(*zooModel); err != nil {
+			return err
+		}
+	}
 	if err := b.out.Encode(info{Framework: "hora", Info: "gemm backend", Value: gemmBackend()}); err != nil {
 		return err
 	}

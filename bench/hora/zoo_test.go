@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -21,6 +23,71 @@ import (
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/tensor"
 )
+
+// TestMain runs this test binary as hora-bench when the zoo group starts
+// it as a child process (zooChild), as it starts bin/hora-bench.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		if err := run(os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "hora-bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The zoo group measures each model in a process of its own, started
+// again from this program, and reports its peak resident memory, the Go
+// heap it keeps between steps, and the memory of a process without a
+// model; the children's info lines are not repeated.
+func TestZooPeakMemoryPerProcess(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-zoo-time", "1ms", "-zoo-model", "none,lenet5", "zoo"}, &out))
+	var workloads []string
+	values, infos := map[string]float64{}, 0
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		if _, ok := r["info"]; ok {
+			infos++
+			continue
+		}
+		w := r["workload"].(string)
+		workloads = append(workloads, w)
+		values[w] = r["value"].(float64)
+	}
+	assert.Equal(t, 2, infos, "the parent's info lines only")
+	assert.Equal(t, []string{"zoo no model peak memory", "zoo lenet5 params", "zoo lenet5 train step",
+		"zoo lenet5 peak memory (train step)", "zoo lenet5 Go heap live between steps"}, workloads)
+	if runtime.GOOS == "linux" {
+		assert.Positive(t, values["zoo no model peak memory"])
+		assert.Greater(t, values["zoo lenet5 peak memory (train step)"], values["zoo lenet5 Go heap live between steps"],
+			"the process holds at least what its heap keeps")
+	}
+	assert.Positive(t, values["zoo lenet5 Go heap live between steps"])
+
+	err := run([]string{"-zoo-model", "lenet5,resnet99", "zoo"}, &bytes.Buffer{})
+	assert.ErrorContains(t, err, `no zoo config "resnet99"`)
+}
+
+// pytorch_bench.py --zoo-model none reports the peak resident memory of
+// Python with torch and no model, as the zoo group's first child.
+func TestPyTorchZooNoModel(t *testing.T) {
+	t.Parallel()
+	python := twinPython(t)
+	cmd := exec.Command(python, "../pytorch_bench.py", "--zoo-model", "none")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s", stderr.Bytes())
+	var r map[string]any
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(out), &r), "%s", out)
+	assert.Equal(t, "zoo no model peak memory", r["workload"])
+	assert.Equal(t, "MiB", r["unit"])
+	assert.Greater(t, r["value"].(float64), 50.0, "Python with torch holds tens of MiB at least")
+}
 
 func TestZooJobs(t *testing.T) {
 	t.Parallel()
