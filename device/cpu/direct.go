@@ -173,8 +173,15 @@ func (a *directArgs) run(lo, hi int) {
 				b = a.bias[oc]
 			}
 			plane := a.y[(n*s.OutC+oc)*s.l:][:s.l]
+			src := out[r*g.qPad:]
+			if a.bias == nil && a.act == device.ActNone {
+				for i := range s.oh {
+					copy(plane[i*s.ow:(i+1)*s.ow], src[i*g.wq:])
+				}
+				continue
+			}
 			for i := range s.oh {
-				biasActSlice(a.act, plane[i*s.ow:(i+1)*s.ow], out[r*g.qPad+i*g.wq:][:s.ow], b)
+				biasActSlice(a.act, plane[i*s.ow:(i+1)*s.ow], src[i*g.wq:][:s.ow], b)
 			}
 		}
 	}
