@@ -1,7 +1,10 @@
 package cpu
 
 import (
+	"math"
+
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/direct"
 	"github.com/hora-dl/hora/device/cpu/internal/vec"
 )
 
@@ -39,17 +42,35 @@ func (a *depthwiseArgs[T]) run(lo, hi int) {
 	taps := g.taps()
 	sc := getScratch[T](g.scratch())
 	defer putScratch(sc)
-	ph, out := sc.s[:g.phaseLen*g.nPhase], sc.s[g.phaseLen*g.nPhase:]
+	phases := g.phaseLen * g.nPhase
+	ph, out := sc.s[:phases+direct.Lanes], sc.s[phases+direct.Lanes:]
+	clear(ph[phases:]) // what the last vector of a block reads past the phases
 	s, kk := a.s, a.s.KH*a.s.KW
+	fast := direct.Fast()
+	lower, upper := clampOf(a.act)
 	for plane := lo; plane < hi; plane++ {
 		c := plane % s.C
-		fillPhases(g, ph, a.x[plane*s.inPlane:(plane+1)*s.inPlane])
+		fillPhases(g, ph[:phases], a.x[plane*s.inPlane:(plane+1)*s.inPlane])
 		var b T
 		if a.bias != nil {
 			b = a.bias[c]
 		}
 		wc := a.w[c*kk : (c+1)*kk]
 		yp := a.y[plane*s.l : (plane+1)*s.l]
+		if ph32, ok := any(ph).([]float32); ok && fast {
+			// The vector kernel: every tap, the bias and the activation
+			// in one pass over blocks of rows, wq wide.
+			out32 := any(out).([]float32)
+			for i0 := 0; i0 < s.oh; i0 += g.rows {
+				i1 := min(i0+g.rows, s.oh)
+				n := ((i1-i0)*g.wq + direct.Lanes - 1) / direct.Lanes * direct.Lanes
+				direct.Depthwise(out32[:n], ph32[i0*g.wq:], taps, any(wc).([]float32), n, float32(b), lower, upper)
+				for i := i0; i < i1; i++ {
+					copy(yp[i*s.ow:(i+1)*s.ow], out[(i-i0)*g.wq:])
+				}
+			}
+			continue
+		}
 		for i0 := 0; i0 < s.oh; i0 += g.rows {
 			i1 := min(i0+g.rows, s.oh)
 			blk := out[:(i1-i0)*g.wq]
@@ -97,9 +118,23 @@ func newDWGeom(s convShape) dwGeom {
 	return g
 }
 
-// scratch is the number of elements a worker needs: the phases and one
-// block of output rows.
-func (g dwGeom) scratch() int { return g.phaseLen*g.nPhase + g.rows*g.wq }
+// scratch is the number of elements a worker needs: the phases, a vector
+// of slack, and one block of output rows rounded up to whole vectors.
+func (g dwGeom) scratch() int {
+	return g.phaseLen*g.nPhase + direct.Lanes + (g.rows*g.wq+direct.Lanes-1)/direct.Lanes*direct.Lanes
+}
+
+// clampOf returns the bounds direct.Depthwise applies for act.
+func clampOf(act device.Activation) (lo, hi float32) {
+	inf := float32(math.Inf(1))
+	switch act {
+	case device.ActReLU:
+		return 0, inf
+	case device.ActReLU6:
+		return 0, 6
+	}
+	return -inf, inf
+}
 
 // tapOffset is where tap (kh, kw) reads for output (0, 0).
 func (g dwGeom) tapOffset(kh, kw int) int {

@@ -249,3 +249,89 @@ gloop:
 	VMOVUPS Z23, 1472(DI)
 	VZEROUPPER
 	RET
+
+// func depthwiseAVX512(out, in *float32, taps *int, ntaps int, w *float32, n int, bias, lo, hi float32)
+//
+// 64 positions per step in Z0…Z3 (16 at the end), each tap one broadcast
+// weight (Z4) and four multiply-adds; then the bias and the clamp
+// max(lo, x), min(hi, x), whose operand order keeps NaN.
+TEXT ·depthwiseAVX512(SB), NOSPLIT, $0-60
+	MOVQ         out+0(FP), DI
+	MOVQ         in+8(FP), SI
+	MOVQ         taps+16(FP), R8
+	MOVQ         ntaps+24(FP), R9
+	MOVQ         w+32(FP), R10
+	MOVQ         n+40(FP), CX
+	SHLQ         $2, CX // bytes
+	VBROADCASTSS bias+48(FP), Z5
+	VBROADCASTSS lo+52(FP), Z6
+	VBROADCASTSS hi+56(FP), Z7
+	XORQ         AX, AX // byte offset of the positions
+
+dw64:
+	MOVQ CX, DX
+	SUBQ AX, DX
+	CMPQ DX, $256
+	JLT  dw16
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	XORQ   BX, BX
+
+dw64tap:
+	MOVQ         (R8)(BX*8), R11
+	LEAQ         (SI)(R11*4), R11
+	ADDQ         AX, R11
+	VBROADCASTSS (R10)(BX*4), Z4
+	VFMADD231PS  (R11), Z4, Z0
+	VFMADD231PS  64(R11), Z4, Z1
+	VFMADD231PS  128(R11), Z4, Z2
+	VFMADD231PS  192(R11), Z4, Z3
+	INCQ         BX
+	CMPQ         BX, R9
+	JLT          dw64tap
+	VADDPS       Z5, Z0, Z0
+	VADDPS       Z5, Z1, Z1
+	VADDPS       Z5, Z2, Z2
+	VADDPS       Z5, Z3, Z3
+	VMAXPS       Z0, Z6, Z0
+	VMAXPS       Z1, Z6, Z1
+	VMAXPS       Z2, Z6, Z2
+	VMAXPS       Z3, Z6, Z3
+	VMINPS       Z0, Z7, Z0
+	VMINPS       Z1, Z7, Z1
+	VMINPS       Z2, Z7, Z2
+	VMINPS       Z3, Z7, Z3
+	VMOVUPS      Z0, (DI)(AX*1)
+	VMOVUPS      Z1, 64(DI)(AX*1)
+	VMOVUPS      Z2, 128(DI)(AX*1)
+	VMOVUPS      Z3, 192(DI)(AX*1)
+	ADDQ         $256, AX
+	JMP          dw64
+
+dw16:
+	CMPQ   AX, CX
+	JGE    dwdone
+	VXORPS Z0, Z0, Z0
+	XORQ   BX, BX
+
+dw16tap:
+	MOVQ         (R8)(BX*8), R11
+	LEAQ         (SI)(R11*4), R11
+	ADDQ         AX, R11
+	VBROADCASTSS (R10)(BX*4), Z4
+	VFMADD231PS  (R11), Z4, Z0
+	INCQ         BX
+	CMPQ         BX, R9
+	JLT          dw16tap
+	VADDPS       Z5, Z0, Z0
+	VMAXPS       Z0, Z6, Z0
+	VMINPS       Z0, Z7, Z0
+	VMOVUPS      Z0, (DI)(AX*1)
+	ADDQ         $64, AX
+	JMP          dw16
+
+dwdone:
+	VZEROUPPER
+	RET

@@ -12,3 +12,7 @@ func blockAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, nta
 func gradBlockAVX512(partial, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int) {
 	panic("direct: no assembly on this platform")
 }
+
+func depthwiseAVX512(out, in *float32, taps *int, ntaps int, w *float32, n int, bias, lo, hi float32) {
+	panic("direct: no assembly on this platform")
+}

@@ -111,3 +111,43 @@ func gradBlockGo(partial, dy []float32, ldy int, in []float32, offs *[GradCols]i
 		}
 	}
 }
+
+// Lanes is the vector width of Depthwise: its n is a multiple of it.
+const Lanes = 16
+
+// Depthwise sets out[q] = min(max(Σ_t w[t]·in[taps[t]+q] + bias, lo), hi)
+// for q < n, n a multiple of 16: one plane of a depthwise convolution laid
+// out as for Block, with its bias and a clamp (lo, hi = ±Inf for none, 0
+// and +Inf for ReLU, 0 and 6 for ReLU6; NaN stays NaN). The sum runs over
+// the taps in order. It panics if a slice is too short or a tap negative.
+func Depthwise(out, in []float32, taps []int, w []float32, n int, bias, lo, hi float32) {
+	if n < 0 || n%16 != 0 || len(taps) == 0 || len(w) < len(taps) || len(out) < n {
+		panic("direct: Depthwise arguments out of range")
+	}
+	for _, t := range taps {
+		if t < 0 || len(in) < t+n {
+			panic("direct: Depthwise input too short for its taps")
+		}
+	}
+	if n == 0 {
+		return
+	}
+	if haveAsm {
+		depthwiseAVX512(&out[0], &in[0], &taps[0], len(taps), &w[0], n, bias, lo, hi)
+		return
+	}
+	for q := range n {
+		var acc float32
+		for t, off := range taps {
+			acc += w[t] * in[off+q]
+		}
+		acc += bias
+		if acc < lo {
+			acc = lo
+		}
+		if acc > hi {
+			acc = hi
+		}
+		out[q] = acc
+	}
+}

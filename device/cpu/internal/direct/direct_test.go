@@ -102,3 +102,51 @@ func TestGradBlockMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestDepthwiseMatchesReference checks Depthwise against its float64 sum,
+// clamped, for lengths that use the 64- and 16-position steps, and that
+// NaN passes the clamp.
+func TestDepthwiseMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	taps := []int{0, 1, 2, 20, 21, 22, 40, 41, 42}
+	w := make([]float32, len(taps))
+	for i := range w {
+		w[i] = r.Float32()*2 - 1
+	}
+	for _, n := range []int{16, 64, 80, 208} {
+		in := make([]float32, n+42)
+		for i := range in {
+			in[i] = (r.Float32()*2 - 1) * 8
+		}
+		in[5] = float32(math.NaN())
+		for _, clamp := range [][2]float32{{float32(math.Inf(-1)), float32(math.Inf(1))}, {0, float32(math.Inf(1))}, {0, 6}} {
+			out := make([]float32, n)
+			Depthwise(out, in, taps, w, n, 0.25, clamp[0], clamp[1])
+			for q := range n {
+				var want, mag float64
+				for i, off := range taps {
+					p := float64(w[i]) * float64(in[off+q])
+					want += p
+					mag += math.Abs(p)
+				}
+				want = min(max(want+0.25, float64(clamp[0])), float64(clamp[1]))
+				hasNaN := false
+				for _, off := range taps {
+					if math.IsNaN(float64(in[off+q])) {
+						hasNaN = true
+					}
+				}
+				got := float64(out[q])
+				if hasNaN {
+					if !math.IsNaN(got) {
+						t.Fatalf("n %d clamp %v: out[%d] = %g, want NaN", n, clamp, q, got)
+					}
+					continue
+				}
+				if math.Abs(got-want) > 1e-6*mag+1e-6 {
+					t.Fatalf("n %d clamp %v: out[%d] = %g, want %g", n, clamp, q, got, want)
+				}
+			}
+		}
+	}
+}
