@@ -188,13 +188,14 @@ func (a *directArgs) run(lo, hi int) {
 }
 
 // directGradWeight reports whether s's weight gradient takes the direct
-// path: a direct convolution with unit stride and output planes of 100
-// positions or more. Smaller planes and strided convolutions lay out far
-// more phase positions than they have outputs (7×7: 90 for 49; stride 2:
-// four phases), and ran at 0.5–0.6× of im2col (BenchmarkDirect); the
-// others at 1.1–2.7×.
+// path: a direct convolution with unit stride, output planes of 100
+// positions or more, and at most 32·32·9 weights. Smaller planes and
+// strided convolutions lay out far more phase positions than they have
+// outputs (7×7: 90 for 49; stride 2: four phases), and ran at 0.5–0.6× of
+// im2col (BenchmarkDirect); so did 32→64 channels (0.7×), whose many
+// blocks each re-read the chunk from L2. The others ran at 1.1–2.7×.
 func (s convShape) directGradWeight() bool {
-	return useDirect(s) && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100
+	return useDirect(s) && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100 && s.OutC*s.ckk <= 32*32*9
 }
 
 // conv2dDirectGradWeight computes the weight gradient of a convolution
