@@ -20,7 +20,7 @@ import (
 // useDirect reports whether the convolution takes the direct path: float32
 // with the vector kernel, one group, a kernel larger than 1×1 (a 1×1
 // convolution is a plain GEMM already), and the sizes where it was
-// measured faster than im2col (BenchmarkDirect: 1.3–3× on ResNet-20's,
+// measured faster than im2col (BenchmarkDirect: 1.3–3.2× on ResNet-20's,
 // ResNet-8's and LeNet-5's layers and a 7×7 stem): at least 6 output
 // channels (fewer leave most of the 8-row block empty) and 16 input
 // channel·taps (a 3×3 kernel over one channel ran at 0.6× of im2col), and
