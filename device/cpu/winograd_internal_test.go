@@ -47,12 +47,10 @@ func TestWinogradMatchesReference(t *testing.T) {
 				winogradForward(dev, s, device.ActReLU, y, x, w, bias)
 				want := conv2dNaive(s, x, w, bias)
 				scale := conv2dNaive(s, absSlice(x), absSlice(w), absSlice(bias))
-				for i := range y {
-					ref := max(want[i], 0)
-					if !(math.Abs(float64(y[i])-ref) <= 1e-6*scale[i]+1e-7) {
-						t.Fatalf("forward: y[%d] = %g, want %g", i, y[i], ref)
-					}
+				for i := range want {
+					want[i] = max(want[i], 0)
 				}
+				requireConvClose(t, "forward", y, want, scale)
 
 				dy := randSlice(rng, s.N*s.imgOut)
 				dx := make([]float32, s.N*s.imgIn)
@@ -60,12 +58,8 @@ func TestWinogradMatchesReference(t *testing.T) {
 					dx[i] = float32(math.NaN())
 				}
 				winogradGradInput(dev, s, dx, dy, w)
-				wantDx, scaleDx := gradInputNaive(s, dy, w)
-				for i := range dx {
-					if !(math.Abs(float64(dx[i])-wantDx[i]) <= 1e-6*scaleDx[i]+1e-7) {
-						t.Fatalf("input gradient: dx[%d] = %g, want %g", i, dx[i], wantDx[i])
-					}
-				}
+				wantDx, scaleDx := convGradInputNaive(s, dy, w)
+				requireConvClose(t, "input gradient", dx, wantDx, scaleDx)
 			})
 		}
 	}
@@ -102,34 +96,15 @@ func TestConvChoosesWinograd(t *testing.T) {
 	}
 }
 
-// gradInputNaive is the input gradient of a convolution and the sums of
-// |dy·w| per element, in float64.
-func gradInputNaive(s convShape, dy, w []float32) (dx, scale []float64) {
-	dx, scale = make([]float64, s.N*s.imgIn), make([]float64, s.N*s.imgIn)
-	for n := range s.N {
-		for oc := range s.OutC {
-			for i := range s.oh {
-				for j := range s.ow {
-					g := float64(dy[(n*s.OutC+oc)*s.l+i*s.ow+j])
-					for c := range s.C {
-						for kh := range 3 {
-							for kw := range 3 {
-								h, v := i-s.PadH+kh, j-s.PadW+kw
-								if h < 0 || h >= s.H || v < 0 || v >= s.W {
-									continue
-								}
-								at := ((n*s.C+c)*s.H+h)*s.W + v
-								wv := float64(w[((oc*s.C+c)*3+kh)*3+kw])
-								dx[at] += g * wv
-								scale[at] += math.Abs(g * wv)
-							}
-						}
-					}
-				}
-			}
+// requireConvClose fails the test unless got[i] is want[i] within 1e-6 of
+// scale[i] (the sum of the magnitudes of its products) plus 1e-7.
+func requireConvClose(t *testing.T, what string, got []float32, want, scale []float64) {
+	t.Helper()
+	for i := range got {
+		if !(math.Abs(float64(got[i])-want[i]) <= 1e-6*scale[i]+1e-7) {
+			t.Fatalf("%s: element %d = %g, want %g", what, i, got[i], want[i])
 		}
 	}
-	return dx, scale
 }
 
 func randSlice(rng *rand.Rand, n int) []float32 {
