@@ -66,7 +66,7 @@ func (a *depthwiseArgs[T]) run(lo, hi int) {
 				n := ((i1-i0)*g.wq + direct.Lanes - 1) / direct.Lanes * direct.Lanes
 				direct.Depthwise(out32[:n], ph32[i0*g.wq:], taps, any(wc).([]float32), n, float32(b), lower, upper)
 				for i := i0; i < i1; i++ {
-					copy(yp[i*s.ow:(i+1)*s.ow], out[(i-i0)*g.wq:])
+					copyRow(yp[i*s.ow:(i+1)*s.ow], out[(i-i0)*g.wq:])
 				}
 			}
 			continue
@@ -163,7 +163,7 @@ func fillPhases[T float](g dwGeom, ph, x []T) {
 		clear(ph[:s.PadH*g.wq+s.PadW])
 		for h := 0; h < s.H; h++ {
 			at := (h+s.PadH)*g.wq + s.PadW
-			copy(ph[at:][:s.W], x[h*s.W:(h+1)*s.W])
+			copyRow(ph[at:][:s.W], x[h*s.W:(h+1)*s.W])
 			end := min(at+s.W+2*s.PadW, len(ph)) // this row's right padding, the next row's left
 			if h == s.H-1 {
 				end = len(ph)
@@ -192,6 +192,20 @@ func fillPhases[T float](g dwGeom, ph, x []T) {
 				dst[k] = in[w]
 			}
 		}
+	}
+}
+
+// copyRow copies src into dst (len(dst) elements) like copy, by a loop
+// for the short rows of small planes (7×7, 14×14), where copy's call to
+// memmove costs more than the move.
+func copyRow[T float](dst, src []T) {
+	if len(dst) >= 16 {
+		copy(dst, src)
+		return
+	}
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = v
 	}
 }
 
@@ -245,7 +259,7 @@ func (a *depthwiseGradArgs[T]) run(lo, hi int) {
 		clear(dyq)
 		src := a.dy[plane*s.l : (plane+1)*s.l]
 		for i := 0; i < s.oh; i++ {
-			copy(dyq[i*g.wq:][:s.ow], src[i*s.ow:(i+1)*s.ow])
+			copyRow(dyq[i*g.wq:][:s.ow], src[i*s.ow:(i+1)*s.ow])
 		}
 	}
 	if a.dx != nil {
@@ -288,7 +302,7 @@ func gatherPhases[T float](g dwGeom, dx, ph []T) {
 	s := g.s
 	if s.StrideH == 1 && s.StrideW == 1 {
 		for h := 0; h < s.H; h++ {
-			copy(dx[h*s.W:(h+1)*s.W], ph[(h+s.PadH)*g.wq+s.PadW:][:s.W])
+			copyRow(dx[h*s.W:(h+1)*s.W], ph[(h+s.PadH)*g.wq+s.PadW:][:s.W])
 		}
 		return
 	}

@@ -176,7 +176,7 @@ func (a *directArgs) run(lo, hi int) {
 			src := out[r*g.qPad:]
 			if a.bias == nil && a.act == device.ActNone {
 				for i := range s.oh {
-					copy(plane[i*s.ow:(i+1)*s.ow], src[i*g.wq:])
+					copyRow(plane[i*s.ow:(i+1)*s.ow], src[i*g.wq:])
 				}
 				continue
 			}
@@ -268,7 +268,7 @@ func (a *directGradArgs) run(lo, hi int) {
 			for oc := range s.OutC {
 				src := a.dy[(n*s.OutC+oc)*s.l:][:s.l]
 				for i := range s.oh {
-					copy(dyq[oc*kn+at+i*g.wq:][:s.ow], src[i*s.ow:(i+1)*s.ow])
+					copyRow(dyq[oc*kn+at+i*g.wq:][:s.ow], src[i*s.ow:(i+1)*s.ow])
 				}
 			}
 		}
