@@ -226,7 +226,31 @@ func axpyT[T float](dst []T, alpha T, x []T) {
 // task index: the plane's output gradient laid out wq wide (zeros past
 // OW), each kernel tap one axpy into the gradient of the padded phases,
 // which are then gathered back into dx (the padding's share dropped).
+//
+// With the vector kernel and unit stride, the input gradient is instead
+// the depthwise convolution of dy with each channel's filter rotated by
+// 180° (conv2dDepthwise on gradInputShape), one vector pass per plane:
+// 1.2–1.7× as fast on MobileNet's 14×14 and 7×7 layers
+// (BenchmarkDepthwiseGradInput).
 func conv2dDepthwiseGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
+	if _, ok := any(dx).([]float32); ok && direct.Fast() && s.gradInputIsConv() {
+		kk := s.KH * s.KW
+		flipped := getScratch[T](s.C * kk)
+		defer putScratch(flipped)
+		for c := range s.C {
+			for t := range kk {
+				flipped.s[c*kk+t] = w[c*kk+kk-1-t]
+			}
+		}
+		conv2dDepthwise(dev, s.gradInputShape(), device.ActNone, dx, dy, flipped.s, nil)
+		return
+	}
+	conv2dDepthwiseGradInputPhases(dev, s, dx, dy, w)
+}
+
+// conv2dDepthwiseGradInputPhases is the input gradient through the padded
+// phases: an axpy per tap, then the phases gathered back.
+func conv2dDepthwiseGradInputPhases[T float](dev *Device, s convShape, dx, dy, w []T) {
 	launch(dev, s.N*s.C, s.l*s.KH*s.KW, depthwiseGradArgs[T]{s: s, dx: dx, dy: dy, w: w})
 }
 

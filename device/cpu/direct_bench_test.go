@@ -70,3 +70,34 @@ func BenchmarkDirect(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDepthwiseGradInput times MobileNet's unit-stride depthwise
+// input gradients through the phases (an axpy per tap) and as the vector
+// depthwise convolution of the rotated filters, in GB/s of dy and dx.
+func BenchmarkDepthwiseGradInput(b *testing.B) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	dev := New()
+	for _, p := range []device.ConvParams{
+		{N: 128, C: 32, H: 14, W: 14, OutC: 32, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 32},
+		{N: 128, C: 64, H: 7, W: 7, OutC: 64, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 64},
+	} {
+		s := newConvShape(p)
+		dy, w := randSlice(rng, s.N*s.imgOut), randSlice(rng, s.OutC*s.ckk)
+		dx := make([]float32, s.N*s.imgIn)
+		bytes := 4 * float64(len(dy)+len(dx))
+		for _, path := range []struct {
+			name string
+			f    func()
+		}{
+			{"phases", func() { conv2dDepthwiseGradInputPhases(dev, s, dx, dy, w) }},
+			{"vector", func() { conv2dDepthwiseGradInput(dev, s, dx, dy, w) }},
+		} {
+			b.Run(fmt.Sprintf("c%d_%dx%d/%s", s.C, s.H, s.W, path.name), func(b *testing.B) {
+				for b.Loop() {
+					path.f()
+				}
+				b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}
