@@ -65,6 +65,24 @@ func newConvShape(p device.ConvParams) convShape {
 	return s
 }
 
+// gradInputShape is the convolution that computes s's input gradient: from
+// OutC channels of oh×ow to C channels of H×W, unit stride, the padding
+// that brings the output back to H×W. It is only meaningful when s has unit
+// stride and that padding is not negative (gradInputIsConv says).
+func (s convShape) gradInputShape() convShape {
+	p := s.ConvParams
+	p.C, p.OutC = s.OutC, s.C
+	p.H, p.W = s.oh, s.ow
+	p.PadH, p.PadW = s.DilH*(s.KH-1)-s.PadH, s.DilW*(s.KW-1)-s.PadW
+	return newConvShape(p)
+}
+
+// gradInputIsConv reports whether s's input gradient is the convolution
+// gradInputShape: unit stride and a padding of at most dil·(k-1).
+func (s convShape) gradInputIsConv() bool {
+	return s.StrideH == 1 && s.StrideW == 1 && s.DilH*(s.KH-1) >= s.PadH && s.DilW*(s.KW-1) >= s.PadW
+}
+
 // validCols returns the output columns [lo, hi) whose input column
 // ow*StrideW - PadW + kw*DilW lies inside the image.
 func validCols(s convShape, kw int) (lo, hi int) {
@@ -328,7 +346,7 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 		conv2dDepthwise(dev, s, act, y, x, w, bias)
 		return
 	}
-	if y32, ok := any(y).([]float32); ok && useWinograd(s, s.C, s.OutC, s.oh, s.ow) {
+	if y32, ok := any(y).([]float32); ok && useWinograd(s) {
 		winogradForward(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32))
 		return
 	}
@@ -548,7 +566,7 @@ func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
 		conv2dDepthwiseGradInput(dev, s, dx, dy, w)
 		return
 	}
-	if dx32, ok := any(dx).([]float32); ok && useWinograd(s, s.OutC, s.C, s.H, s.W) {
+	if dx32, ok := any(dx).([]float32); ok && s.gradInputIsConv() && useWinograd(s.gradInputShape()) {
 		winogradGradInput(dev, s, dx32, any(dy).([]float32), any(w).([]float32))
 		return
 	}

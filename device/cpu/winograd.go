@@ -14,9 +14,9 @@ import (
 // input gradient of such a convolution is one too (the rotated filters,
 // input and output channels swapped), and takes the same path.
 
-// winoGeom is one convolution in Winograd terms: n images of inC channels
-// of h×w give outC channels of oh×ow, with the input padded by padH rows
-// and padW columns; the output is cut into th rows of tw tiles of 2×2.
+// winoGeom is one convolution (a forward one, or the one that computes an
+// input gradient, see gradInputShape) in Winograd terms: its output is cut
+// into th rows of tw tiles of 2×2.
 //
 // A task takes a chunk of rowsPerChunk tile rows of the batch and lays
 // them side by side as one long row of tiles: each tile row is a segment
@@ -24,27 +24,25 @@ import (
 // would straddle two segments), so that small planes (7×7: 4 tiles a row)
 // still fill the transforms' 16 lanes and one call covers the chunk.
 type winoGeom struct {
-	n, inC, h, w   int
-	outC, oh, ow   int
-	padH, padW     int
+	convShape
 	th, tw, seg    int
-	tileRows       int // n·th
+	tileRows       int // N·th
 	rowsPerChunk   int // tile rows per task
 	chunks         int
 	ld             int // row stride of the transformed inputs and products
 	rowLen, outLen int // lengths of the chunk's input and output rows
 }
 
-func newWinoGeom(n, inC, h, w, outC, oh, ow, padH, padW, workers int) winoGeom {
-	g := winoGeom{n: n, inC: inC, h: h, w: w, outC: outC, oh: oh, ow: ow, padH: padH, padW: padW}
-	g.th, g.tw = (oh+1)/2, (ow+1)/2
+func newWinoGeom(s convShape, workers int) winoGeom {
+	g := winoGeom{convShape: s}
+	g.th, g.tw = (s.oh+1)/2, (s.ow+1)/2
 	g.seg = g.tw + 1
-	g.tileRows = n * g.th
+	g.tileRows = s.N * g.th
 	// A task transforms about 64K input-channel·tile values per matrix
 	// (a 256 KiB slice of each of the 16 matrices the GEMMs read), enough
 	// tiles for the GEMMs to stream the transformed filters from memory
 	// only a few times, and no fewer tasks than workers.
-	target := min(1024, max(64, (64<<10)/max(1, inC)))
+	target := min(1024, max(64, (64<<10)/max(1, s.C)))
 	g.rowsPerChunk = max(1, target/g.seg)
 	if per := (g.tileRows + workers - 1) / workers; per < g.rowsPerChunk {
 		g.rowsPerChunk = max(1, per)
@@ -58,7 +56,7 @@ func newWinoGeom(n, inC, h, w, outC, oh, ow, padH, padW, workers int) winoGeom {
 
 // workSize is the scratch one task needs: the 16 transformed input and
 // product matrices, four input rows and two output rows.
-func (g winoGeom) workSize() int { return 16*(g.inC+g.outC)*g.ld + 4*g.rowLen + 2*g.outLen }
+func (g winoGeom) workSize() int { return 16*(g.C+g.OutC)*g.ld + 4*g.rowLen + 2*g.outLen }
 
 // winogradShape reports whether the convolution is one the Winograd path
 // computes: 3×3, unit stride and dilation, one group, padding of at most 2
@@ -68,8 +66,8 @@ func (s convShape) winogradShape() bool {
 		s.Groups == 1 && s.PadH <= 2 && s.PadW <= 2 && s.oh > 0 && s.ow > 0
 }
 
-// useWinograd reports whether a convolution of this shape from inC to outC
-// channels of oh×ow outputs takes the Winograd path: with the vector
+// useWinograd reports whether the convolution s (a forward one, or the
+// gradInputShape of one) takes the Winograd path: with the vector
 // transforms only, and where it was measured to pay (BenchmarkWinograd):
 //   - at least 64 channels on each side: with fewer, the transforms cost as
 //     much as the GEMMs save (ResNet-20's 16 and 32 channels ran at 0.8–1.1×
@@ -79,31 +77,29 @@ func (s convShape) winogradShape() bool {
 //     9·oh·ow per channel pair): planes of 7×7 (1.38×) ran at 0.7–1.0×;
 //   - at least 128 tiles in the batch, over which the transform of the
 //     filters, done on every call, is spread.
-func useWinograd(s convShape, inC, outC, oh, ow int) bool {
-	th, tw := (oh+1)/2, (ow+1)/2
-	return s.winogradShape() && winograd.Fast() && inC >= 64 && outC >= 64 &&
-		16*th*(tw+1)*10 <= 9*oh*ow*6 && s.N*th*tw >= 128
+func useWinograd(s convShape) bool {
+	th, tw := (s.oh+1)/2, (s.ow+1)/2
+	return s.winogradShape() && winograd.Fast() && s.C >= 64 && s.OutC >= 64 &&
+		16*th*(tw+1)*10 <= 9*s.oh*s.ow*6 && s.N*th*tw >= 128
 }
 
 // winogradForward computes y = act(conv(x, w) + bias) of a 3×3 unit-stride
 // convolution (bias may be nil).
 func winogradForward(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32) {
-	g := newWinoGeom(s.N, s.C, s.H, s.W, s.OutC, s.oh, s.ow, s.PadH, s.PadW, dev.numWorkers())
 	u := getScratch[float32](16 * s.OutC * s.C)
 	defer putScratch(u)
 	launch(dev, s.OutC, 16*9*s.C, winoFilterArgs{dev: dev, u: u.s, w: w, outC: s.OutC, inC: s.C})
-	winogradRun(dev, g, act, y, x, u.s, bias)
+	winogradRun(dev, newWinoGeom(s, dev.numWorkers()), act, y, x, u.s, bias)
 }
 
 // winogradGradInput computes the input gradient dx of a 3×3 unit-stride
-// convolution: the convolution of dy, padded by 2-pad, with each filter
+// convolution s: the convolution gradInputShape of dy with each filter
 // rotated by 180° and the channels swapped.
 func winogradGradInput(dev *Device, s convShape, dx, dy, w []float32) {
-	g := newWinoGeom(s.N, s.OutC, s.oh, s.ow, s.C, s.H, s.W, 2-s.PadH, 2-s.PadW, dev.numWorkers())
 	u := getScratch[float32](16 * s.OutC * s.C)
 	defer putScratch(u)
 	launch(dev, s.C, 16*9*s.OutC, winoFilterArgs{dev: dev, u: u.s, w: w, outC: s.OutC, inC: s.C, grad: true})
-	winogradRun(dev, g, device.ActNone, dx, dy, u.s, nil)
+	winogradRun(dev, newWinoGeom(s.gradInputShape(), dev.numWorkers()), device.ActNone, dx, dy, u.s, nil)
 }
 
 // filterMatrix holds winograd.FilterMatrix(false) and (true).
@@ -135,7 +131,7 @@ func (a *winoFilterArgs) run(lo, hi int) {
 // winogradRun runs the convolution of geometry g with the transformed
 // filters u, one task per chunk of tile rows.
 func winogradRun(dev *Device, g winoGeom, act device.Activation, y, x, u, bias []float32) {
-	launch(dev, g.chunks, g.rowsPerChunk*g.tw*g.inC*g.outC*16,
+	launch(dev, g.chunks, g.rowsPerChunk*g.tw*g.C*g.OutC*16,
 		winoArgs{dev: dev, g: g, act: act, y: y, x: x, u: u, bias: bias})
 }
 
@@ -152,8 +148,8 @@ func (a *winoArgs) run(lo, hi int) {
 	g := a.g
 	sc := getScratch[float32](g.workSize())
 	defer putScratch(sc)
-	v := sc.s[:16*g.inC*g.ld]
-	m := sc.s[len(v) : len(v)+16*g.outC*g.ld]
+	v := sc.s[:16*g.C*g.ld]
+	m := sc.s[len(v) : len(v)+16*g.OutC*g.ld]
 	rest := sc.s[len(v)+len(m):]
 	var rows [4][]float32
 	for i := range rows {
@@ -172,29 +168,29 @@ func (a *winoArgs) run(lo, hi int) {
 		for i := range rows {
 			clear(rows[i][2*(r1-r0)*g.seg:])
 		}
-		for c := range g.inC {
+		for c := range g.C {
 			for r := r0; r < r1; r++ {
 				n, th := r/g.th, r%g.th
-				plane := a.x[(n*g.inC+c)*g.h*g.w:][:g.h*g.w]
+				plane := a.x[(n*g.C+c)*g.H*g.W:][:g.H*g.W]
 				at := 2 * (r - r0) * g.seg
 				for i := range rows {
-					g.fillRow(rows[i][at:at+2*g.seg], plane, 2*th-g.padH+i)
+					g.fillRow(rows[i][at:at+2*g.seg], plane, 2*th-g.PadH+i)
 				}
 			}
-			winograd.Input(v[c*g.ld:], g.inC*g.ld, &rows, lanes)
+			winograd.Input(v[c*g.ld:], g.C*g.ld, &rows, lanes)
 		}
 		// The 16 products: matrix ξ is outC × lanes.
 		for xi := range 16 {
-			gemmOn(a.dev, false, false, g.outC, lanes, g.inC, 1, a.u[xi*g.outC*g.inC:], g.inC,
-				v[xi*g.inC*g.ld:], g.ld, 0, m[xi*g.outC*g.ld:], g.ld)
+			gemmOn(a.dev, false, false, g.OutC, lanes, g.C, 1, a.u[xi*g.OutC*g.C:], g.C,
+				v[xi*g.C*g.ld:], g.ld, 0, m[xi*g.OutC*g.ld:], g.ld)
 		}
 		// Back to 2×2 outputs per tile, then bias and activation over the
 		// rows of each plane just written.
-		for oc := range g.outC {
-			winograd.Output(out0, out1, m[oc*g.ld:], g.outC*g.ld, lanes)
+		for oc := range g.OutC {
+			winograd.Output(out0, out1, m[oc*g.ld:], g.OutC*g.ld, lanes)
 			for r := r0; r < r1; r++ {
 				n, th := r/g.th, r%g.th
-				plane := a.y[(n*g.outC+oc)*g.oh*g.ow:][:g.oh*g.ow]
+				plane := a.y[(n*g.OutC+oc)*g.oh*g.ow:][:g.oh*g.ow]
 				at, oh := 2*(r-r0)*g.seg, 2*th
 				copy(plane[oh*g.ow:(oh+1)*g.ow], out0[at:])
 				if oh+1 < g.oh {
@@ -211,7 +207,7 @@ func (a *winoArgs) run(lo, hi int) {
 			for r := r0; r < r1; {
 				n, th := r/g.th, r%g.th
 				end := min(r1, (n+1)*g.th) // tile rows of this image in the chunk
-				plane := a.y[(n*g.outC+oc)*g.oh*g.ow:][:g.oh*g.ow]
+				plane := a.y[(n*g.OutC+oc)*g.oh*g.ow:][:g.oh*g.ow]
 				part := plane[2*th*g.ow : min(2*(th+end-r), g.oh)*g.ow]
 				biasActSlice(a.act, part, part, b)
 				r = end
@@ -223,24 +219,24 @@ func (a *winoArgs) run(lo, hi int) {
 // fillRow sets row (2·seg long) to input row ih of plane, shifted right by
 // padW columns, zeros outside the image.
 func (g winoGeom) fillRow(row, plane []float32, ih int) {
-	if ih < 0 || ih >= g.h {
+	if ih < 0 || ih >= g.H {
 		clear(row)
 		return
 	}
-	src := plane[ih*g.w : (ih+1)*g.w]
-	end := min(g.padW+g.w, len(row))
-	if g.w >= 32 {
-		clear(row[:g.padW])
-		copy(row[g.padW:end], src)
+	src := plane[ih*g.W : (ih+1)*g.W]
+	end := min(g.PadW+g.W, len(row))
+	if g.W >= 32 {
+		clear(row[:g.PadW])
+		copy(row[g.PadW:end], src)
 		clear(row[end:])
 		return
 	}
 	// Short rows: a loop costs less than three calls.
-	for i := range g.padW {
+	for i := range g.PadW {
 		row[i] = 0
 	}
-	for i, v := range src[:end-g.padW] {
-		row[g.padW+i] = v
+	for i, v := range src[:end-g.PadW] {
+		row[g.PadW+i] = v
 	}
 	for i := end; i < len(row); i++ {
 		row[i] = 0

@@ -76,7 +76,7 @@ func TestConvChoosesWinograd(t *testing.T) {
 		convCase(8, 256, 14, 14, 256, 3, 1, 1, 1),
 	} {
 		s := newConvShape(p)
-		if got := useWinograd(s, s.C, s.OutC, s.oh, s.ow); got != winograd.Fast() {
+		if got := useWinograd(s); got != winograd.Fast() {
 			t.Errorf("%+v: Winograd %v, want %v", p, got, winograd.Fast())
 		}
 	}
@@ -90,7 +90,7 @@ func TestConvChoosesWinograd(t *testing.T) {
 		convCase(8, 64, 16, 16, 64, 3, 1, 3, 1),
 	} {
 		s := newConvShape(p)
-		if useWinograd(s, s.C, s.OutC, s.oh, s.ow) {
+		if useWinograd(s) {
 			t.Errorf("%+v: on the Winograd path", p)
 		}
 	}
