@@ -61,9 +61,8 @@ func newDirectGeom(s convShape) directGeom {
 // convolution of one group.
 func conv2dDirect(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32) {
 	g := newDirectGeom(s)
-	wp := getScratch[float32](g.packedLen)
+	wp := g.packFilters(w)
 	defer putScratch(wp)
-	g.packWeights(wp.s, func(oc, c, t int) float32 { return w[(oc*s.C+c)*len(g.taps)+t] })
 	directRun(dev, s, g, act, y, x, wp.s, bias)
 }
 
@@ -80,27 +79,18 @@ func conv2dDirectGradInput(dev *Device, s convShape, dx, dy, w []float32) {
 	directRun(dev, t, g, device.ActNone, dx, dy, wp.s, nil)
 }
 
-// gradInputShape is the convolution that computes s's input gradient: from
-// OutC channels of oh×ow to C channels of H×W, unit stride, the padding
-// that brings the output back to H×W. It is only meaningful when s has unit
-// stride and that padding is not negative (directGradInput says).
-func (s convShape) gradInputShape() convShape {
-	p := s.ConvParams
-	p.C, p.OutC = s.OutC, s.C
-	p.H, p.W = s.oh, s.ow
-	p.PadH, p.PadW = s.DilH*(s.KH-1)-s.PadH, s.DilW*(s.KW-1)-s.PadW
-	return newConvShape(p)
-}
-
-// gradInputIsConv reports whether s's input gradient is the convolution
-// gradInputShape: unit stride and a padding of at most dil·(k-1).
-func (s convShape) gradInputIsConv() bool {
-	return s.StrideH == 1 && s.StrideW == 1 && s.DilH*(s.KH-1) >= s.PadH && s.DilW*(s.KW-1) >= s.PadW
-}
-
 // directGradInput reports whether s's input gradient takes the direct path.
 func (s convShape) directGradInput() bool {
 	return s.gradInputIsConv() && useDirect(s.gradInputShape())
+}
+
+// packFilters packs the filters w (OutC×C×KH×KW) of the forward
+// convolution into a scratch buffer (see packWeights); give it back with
+// putScratch.
+func (g directGeom) packFilters(w []float32) *scratch[float32] {
+	wp := getScratch[float32](g.packedLen)
+	g.packWeights(wp.s, func(oc, c, t int) float32 { return w[(oc*g.s.C+c)*len(g.taps)+t] })
+	return wp
 }
 
 // packWeights lays the filters out for direct.Block: blocks of Rows output
@@ -303,9 +293,8 @@ func (a *directGradArgs) run(lo, hi int) {
 // pooling of each channel into y and argmax.
 func convPoolDirect(dev *Device, s convShape, q device.PoolParams, act device.Activation, y []float32, argmax []int64, x, w, bias []float32) {
 	g := newDirectGeom(s)
-	wp := getScratch[float32](g.packedLen)
+	wp := g.packFilters(w)
 	defer putScratch(wp)
-	g.packWeights(wp.s, func(oc, c, t int) float32 { return w[(oc*s.C+c)*len(g.taps)+t] })
 	launch(dev, s.N, s.imgOut*s.ckk, convPoolDirectArgs{s: s, g: g, q: q, act: act, y: y, argmax: argmax, x: x, wp: wp.s, bias: bias})
 }
 
