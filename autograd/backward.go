@@ -184,13 +184,6 @@ func (v *Var) fireHooks() {
 	}
 }
 
-func addGrad(acc, g *tensor.Tensor) *tensor.Tensor {
-	if acc == nil {
-		return g
-	}
-	return acc.Add(g)
-}
-
 // sharesMemory reports whether gradient gin[j] uses the memory of
 // another of the node's input gradients, or of its output gradient gv
 // unless the node owned gv (nothing else reads it: gin[j] then takes it
