@@ -26,6 +26,7 @@ import (
 	"github.com/hora-dl/hora/dist/mpi"
 	"github.com/hora-dl/hora/dist/nccl"
 	"github.com/hora-dl/hora/internal/hostcpu"
+	"github.com/hora-dl/hora/internal/peakrss"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/optim"
 	"github.com/hora-dl/hora/tensor"
@@ -1013,7 +1014,7 @@ func (t *trainer) endEpoch(ctx context.Context) (stopped bool, err error) {
 		return false, err
 	}
 	m := EpochMetrics{Kind: "epoch", Epoch: epoch, Step: t.step, LR: t.opt.LR(), Seconds: t.epochSeconds,
-		TrainLoss: sums[0] / max(sums[1], 1), TrainAccuracy: sums[2] / max(sums[1], 1), PeakRSSMiB: peakRSSMiB()}
+		TrainLoss: sums[0] / max(sums[1], 1), TrainAccuracy: sums[2] / max(sums[1], 1), PeakRSSMiB: peakrss.MiB()}
 	m.SamplesPerSec = sums[1] / max(m.Seconds, 1e-9)
 	if t.lm != nil {
 		m.SamplesPerSec /= float64(cfg.Model.Context) // windows, not characters

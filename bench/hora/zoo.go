@@ -14,6 +14,7 @@ import (
 
 	"github.com/hora-dl/hora/bench/internal/benchjob"
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/internal/peakrss"
 	"github.com/hora-dl/hora/layers"
 )
 
@@ -164,7 +165,7 @@ func (b *bench) zooStep(file string) error {
 		if _, err := device.Open("cpu"); err != nil {
 			return err
 		}
-		return b.emit("zoo no model peak memory", "MiB", peakRSSMiB())
+		return b.emit("zoo no model peak memory", "MiB", peakrss.MiB())
 	}
 	j, err := newZooJob(file)
 	if err != nil {
@@ -193,7 +194,7 @@ func (b *bench) zooStep(file string) error {
 	if err := b.emit(name+" train step", "samples/s", perSec*float64(j.Samples())); err != nil {
 		return err
 	}
-	if err := b.emit(name+" peak memory (train step)", "MiB", peakRSSMiB()); err != nil {
+	if err := b.emit(name+" peak memory (train step)", "MiB", peakrss.MiB()); err != nil {
 		return err
 	}
 	// What the Go heap keeps between steps (parameters, gradients, the
