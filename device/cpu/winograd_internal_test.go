@@ -66,10 +66,10 @@ func TestWinogradMatchesReference(t *testing.T) {
 }
 
 // TestConvChoosesWinograd checks the choice of path: resnet18's 3×3
-// convolutions of 56×56 to 14×14 planes go through Winograd where the
-// vector transforms exist; its 7×7 ones, a single 14×14 image (49 tiles),
-// 32 channels, and 5×5, strided, grouped or widely padded convolutions do
-// not.
+// convolutions of 56×56 to 14×14 planes (and their input gradients) go
+// through Winograd where the vector transforms exist; its 7×7 ones, a
+// single 14×14 image (49 tiles), 32 channels, and 5×5, strided, grouped
+// or widely padded convolutions do not.
 func TestConvChoosesWinograd(t *testing.T) {
 	for _, p := range []device.ConvParams{
 		convCase(1, 64, 56, 56, 64, 3, 1, 1, 1),
@@ -78,6 +78,9 @@ func TestConvChoosesWinograd(t *testing.T) {
 		s := newConvShape(p)
 		if got := useWinograd(s); got != winograd.Fast() {
 			t.Errorf("%+v: Winograd %v, want %v", p, got, winograd.Fast())
+		}
+		if got := s.gradInputIsConv() && useWinograd(s.gradInputShape()); got != winograd.Fast() {
+			t.Errorf("%+v: Winograd input gradient %v, want %v", p, got, winograd.Fast())
 		}
 	}
 	for _, p := range []device.ConvParams{
