@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/maxpool"
 )
 
 // MaxPool2D takes the maximum of each window, remembering where it was.
@@ -184,66 +185,18 @@ func maxPool3x3Run[T float](y []T, arg []int64, x []T, b, w, s int) {
 
 // maxPoolPlane pools one H×W plane x into y (OH×OW), recording in arg the
 // position in the plane of each maximum: the first in row-major window
-// order; a NaN wins.
+// order; a NaN wins. The common 2×2 window with stride 2 and no padding
+// goes to maxpool.Plane2x2 in float32 (AVX-512 where the CPU has it),
+// where of a -0 and a +0 the value is +0 even when the -0 comes first.
 func maxPoolPlane[T float](p device.PoolParams, y []T, arg []int64, x []T) {
 	oh, ow := p.OutH(), p.OutW()
 	if y32, ok := any(y).([]float32); ok && is2x2(p) {
-		maxPool2x2(p.W, oh, ow, y32, arg, any(x).([]float32))
+		maxpool.Plane2x2(y32, arg, any(x).([]float32), oh, ow, p.W)
 		return
 	}
 	q := p
 	q.N, q.C = 1, 1
 	maxPoolRows(q, y, arg, x, 0, oh)
-}
-
-// maxPool2x2 is maxPoolPlane for float32 and the common 2×2 window with
-// stride 2 and no padding. It picks the same winner as the general loop
-// (the first maximum in row-major window order; a NaN wins) without
-// branches that depend on the data: on real activations those are
-// mispredicted about half the time, which made this loop 4× slower.
-func maxPool2x2(w, oh, ow int, y []float32, arg []int64, x []float32) {
-	for i := 0; i < oh; i++ {
-		pool2x2Row(y[i*ow:(i+1)*ow], arg[i*ow:(i+1)*ow], x[2*i*w:2*i*w+w], x[(2*i+1)*w:(2*i+1)*w+w], int64(2*i*w), int64(w))
-	}
-}
-
-// pool2x2Row pools two input rows r0, r1 (starting at position base of
-// their plane, w apart) into y. The first position holding each maximum is
-// chosen with conditional moves (of a -0 and a +0, the value is +0 even
-// when the -0 comes first: the only difference from maxPoolPlane).
-func pool2x2Row(y []float32, arg []int64, r0, r1 []float32, base, w int64) {
-	for j := range y {
-		a, b, c, d := r0[2*j], r0[2*j+1], r1[2*j], r1[2*j+1]
-		m := max(max(a, b), max(c, d))
-		k := w + 1
-		if c == m {
-			k = w
-		}
-		if b == m {
-			k = 1
-		}
-		if a == m {
-			k = 0
-		}
-		if m != m { // a NaN (rare, so predictable): the first NaN wins
-			k = firstNaN(a, b, c, w)
-		}
-		y[j], arg[j] = m, base+int64(2*j)+k
-	}
-}
-
-// firstNaN returns the offset in its 2×2 window (0, 1, w or w+1) of the
-// first NaN among a, b, c and the last value.
-func firstNaN(a, b, c float32, w int64) int64 {
-	switch {
-	case a != a:
-		return 0
-	case b != b:
-		return 1
-	case c != c:
-		return w
-	}
-	return w + 1
 }
 
 // MaxPool2DGrad routes each output gradient to the input that won.

@@ -1,0 +1,16 @@
+//go:build amd64 && !noasm
+
+package maxpool
+
+import "golang.org/x/sys/cpu"
+
+// haveAsm reports whether Row2x2 runs in AVX-512 assembly (asm_amd64.s).
+var haveAsm = cpu.X86.HasAVX512F
+
+// plane2x2AVX512 is Plane2x2 from window (i, j) on, row after row,
+// until the end or a step of 16 windows (fewer at the end of a row) that
+// holds a NaN; it returns the window where it stopped ((oh, 0) at the
+// end).
+//
+//go:noescape
+func plane2x2AVX512(y []float32, arg []int64, x []float32, oh, ow, w, i, j int) (int, int)

@@ -1,0 +1,10 @@
+//go:build !amd64 || noasm
+
+package maxpool
+
+// haveAsm is false: Row2x2 runs in Go.
+const haveAsm = false
+
+func plane2x2AVX512(y []float32, arg []int64, x []float32, oh, ow, w, i, j int) (int, int) {
+	panic("maxpool: no assembly on this platform")
+}
