@@ -144,7 +144,10 @@ type importOptions struct {
 }
 
 // Frozen imports every initializer as a constant: the model has no
-// parameters, for inference only.
+// parameters, for inference only. The running statistics of
+// BatchNormalization nodes in inference mode are constants too (other
+// nodes' stay buffers), and those nodes are folded into the Conv before
+// them where they can be, as inference engines do.
 func Frozen() Option { return func(o *importOptions) { o.frozen = true } }
 
 // Trainable imports as parameters only the float initializers for which
@@ -262,6 +265,9 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	if err := m.fold(); err != nil {
 		return nil, err
 	}
+	if o.frozen {
+		m.foldBatchNorms()
+	}
 	m.fuseActivations()
 	m.markShapeOnly()
 	m.planRelease()
@@ -369,7 +375,7 @@ func (m *Model) loadInitializers(inits map[string]*onnxpb.TensorProto, order []s
 		}
 		isFloat := t.DType().IsFloat()
 		switch {
-		case isFloat && role[name] == roleState:
+		case isFloat && role[name] == roleState && !(o.frozen && inferenceStats(m.nodes, name)):
 			b := &layers.Buffer{Name: name, Value: t}
 			m.buffers = append(m.buffers, b)
 			m.bufByVal[name] = b

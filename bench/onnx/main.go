@@ -22,9 +22,11 @@
 // Hora and onnxruntime take turns (the first swaps on every repetition) and
 // with -repeat N the table reports the median of the N measurements. Both
 // use -threads threads (default GOMAXPROCS): Hora's CPU device and
-// onnxruntime's intraOpNumThreads. Hora runs in inference mode
-// (layers.Eval) with no gradient recorded (autograd.NoGrad) and recycles
-// the memory of each run with a tensor.Arena, as a serving loop would.
+// onnxruntime's intraOpNumThreads. Hora loads the model for inference
+// (onnx.Frozen: constants, BatchNorm folded into the convolutions), runs
+// it in inference mode (layers.Eval) with no gradient recorded
+// (autograd.NoGrad) and recycles the memory of each run with a
+// tensor.Arena, as a serving loop would.
 package main
 
 import (
@@ -149,7 +151,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	var results []*result
 	for _, name := range todo {
 		path := filepath.Join(c.dir, name+".onnx")
-		m, err := onnx.Load(path)
+		m, err := onnx.Load(path, onnx.Frozen()) // inference only
 		if err != nil {
 			return err
 		}
