@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,17 +32,15 @@ func randomizeBatchNorms(t *testing.T, model layers.Layer, rng *rand.Rand) {
 	t.Helper()
 	for name, v := range layers.StateDict(model) {
 		switch {
-		case hasSuffix(name, "running_var"):
+		case strings.HasSuffix(name, "running_var"):
 			v.CopyFrom(tensor.RandUniform(rng, 0.5, 2, v.Shape()...).Cast(v.DType()))
-		case hasSuffix(name, "running_mean"), hasSuffix(name, "bias"):
+		case strings.HasSuffix(name, "running_mean"), strings.HasSuffix(name, "bias"):
 			v.CopyFrom(tensor.RandNormal(rng, 0, 0.5, v.Shape()...).Cast(v.DType()))
-		case hasSuffix(name, "bn1.weight"), hasSuffix(name, "bn2.weight"), hasSuffix(name, "downsample.1.weight"):
+		case strings.HasSuffix(name, "bn1.weight"), strings.HasSuffix(name, "bn2.weight"), strings.HasSuffix(name, "downsample.1.weight"):
 			v.CopyFrom(tensor.RandUniform(rng, 0.5, 1.5, v.Shape()...).Cast(v.DType()))
 		}
 	}
 }
-
-func hasSuffix(s, suffix string) bool { return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix }
 
 // TestFrozenFoldsBatchNorm exports networks with BatchNorm (a Conv →
 // BatchNorm → ReLU stack and a ResNet with residual blocks and a
