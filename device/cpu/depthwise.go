@@ -65,9 +65,7 @@ func (a *depthwiseArgs[T]) run(lo, hi int) {
 				i1 := min(i0+g.rows, s.oh)
 				n := ((i1-i0)*g.wq + direct.Lanes - 1) / direct.Lanes * direct.Lanes
 				direct.Depthwise(out32[:n], ph32[i0*g.wq:], taps, any(wc).([]float32), n, float32(b), lower, upper)
-				for i := i0; i < i1; i++ {
-					copyRow(yp[i*s.ow:(i+1)*s.ow], out[(i-i0)*g.wq:])
-				}
+				copyRows(yp[i0*s.ow:], s.ow, out, g.wq, i1-i0, s.ow)
 			}
 			continue
 		}
@@ -160,19 +158,14 @@ func fillPhases[T float](g dwGeom, ph, x []T) {
 	s := g.s
 	if s.StrideH == 1 && s.StrideW == 1 {
 		// One phase: zero only the padding around the copied rows.
-		clear(ph[:s.PadH*g.wq+s.PadW])
-		for h := 0; h < s.H; h++ {
-			at := (h+s.PadH)*g.wq + s.PadW
-			copyRow(ph[at:][:s.W], x[h*s.W:(h+1)*s.W])
-			end := min(at+s.W+2*s.PadW, len(ph)) // this row's right padding, the next row's left
-			if h == s.H-1 {
-				end = len(ph)
-			}
-			clear(ph[at+s.W : end])
-		}
-		if s.H == 0 {
+		if s.H == 0 || s.W == 0 {
 			clear(ph)
+			return
 		}
+		first := s.PadH*g.wq + s.PadW
+		clear(ph[:first])
+		copyRows(ph[first:], g.wq, x, s.W, s.H, s.W) // and the padding between them
+		clear(ph[first+(s.H-1)*g.wq+s.W:])
 		return
 	}
 	clear(ph)
@@ -195,17 +188,20 @@ func fillPhases[T float](g dwGeom, ph, x []T) {
 	}
 }
 
-// copyRow copies src into dst (len(dst) elements) like copy, by a loop
-// for the short rows of small planes (7×7, 14×14), where copy's call to
-// memmove costs more than the move.
-func copyRow[T float](dst, src []T) {
-	if len(dst) >= 16 {
-		copy(dst, src)
+// copyRows copies rows rows of cols values from src (rows lds apart) to
+// dst (rows ldd apart) and zeroes dst between the copied rows:
+// direct.CopyRows for float32 (AVX-512 where the CPU has it), a loop
+// otherwise.
+func copyRows[T float](dst []T, ldd int, src []T, lds, rows, cols int) {
+	if d32, ok := any(dst).([]float32); ok {
+		direct.CopyRows(d32, ldd, any(src).([]float32), lds, rows, cols)
 		return
 	}
-	src = src[:len(dst)]
-	for i, v := range src {
-		dst[i] = v
+	for r := range rows {
+		copy(dst[r*ldd:r*ldd+cols], src[r*lds:r*lds+cols])
+		if r < rows-1 {
+			clear(dst[r*ldd+cols : (r+1)*ldd])
+		}
 	}
 }
 
@@ -280,11 +276,12 @@ func (a *depthwiseGradArgs[T]) run(lo, hi int) {
 	ph, dyq := sc.s[:g.phaseLen*g.nPhase], sc.s[g.phaseLen*g.nPhase:]
 	// spread lays the output gradient of plane out wq wide into dyq.
 	spread := func(plane int) {
-		clear(dyq)
-		src := a.dy[plane*s.l : (plane+1)*s.l]
-		for i := 0; i < s.oh; i++ {
-			copyRow(dyq[i*g.wq:][:s.ow], src[i*s.ow:(i+1)*s.ow])
+		if s.oh == 0 || s.ow == 0 {
+			clear(dyq)
+			return
 		}
+		copyRows(dyq, g.wq, a.dy[plane*s.l:(plane+1)*s.l], s.ow, s.oh, s.ow) // and the zeros between the rows
+		clear(dyq[(s.oh-1)*g.wq+s.ow:])
 	}
 	if a.dx != nil {
 		for plane := lo; plane < hi; plane++ {
@@ -325,9 +322,7 @@ func (a *depthwiseGradArgs[T]) run(lo, hi int) {
 func gatherPhases[T float](g dwGeom, dx, ph []T) {
 	s := g.s
 	if s.StrideH == 1 && s.StrideW == 1 {
-		for h := 0; h < s.H; h++ {
-			copyRow(dx[h*s.W:(h+1)*s.W], ph[(h+s.PadH)*g.wq+s.PadW:][:s.W])
-		}
+		copyRows(dx, s.W, ph[s.PadH*g.wq+s.PadW:], g.wq, s.H, s.W)
 		return
 	}
 	for h := 0; h < s.H; h++ {

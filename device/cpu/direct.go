@@ -165,9 +165,7 @@ func (a *directArgs) run(lo, hi int) {
 			plane := a.y[(n*s.OutC+oc)*s.l:][:s.l]
 			src := out[r*g.qPad:]
 			if a.bias == nil && a.act == device.ActNone {
-				for i := range s.oh {
-					copyRow(plane[i*s.ow:(i+1)*s.ow], src[i*g.wq:])
-				}
+				copyRows(plane, s.ow, src, g.wq, s.oh, s.ow)
 				continue
 			}
 			for i := range s.oh {
@@ -256,10 +254,7 @@ func (a *directGradArgs) run(lo, hi int) {
 				fillPhases(g.dwGeom, in[c*span+at:][:g.chanLen], a.x[(n*s.C+c)*s.inPlane:][:s.inPlane])
 			}
 			for oc := range s.OutC {
-				src := a.dy[(n*s.OutC+oc)*s.l:][:s.l]
-				for i := range s.oh {
-					copyRow(dyq[oc*kn+at+i*g.wq:][:s.ow], src[i*s.ow:(i+1)*s.ow])
-				}
+				copyRows(dyq[oc*kn+at:], g.wq, a.dy[(n*s.OutC+oc)*s.l:][:s.l], s.ow, s.oh, s.ow)
 			}
 		}
 		if n1-n0 < a.chunk { // a short last chunk: its missing images' phases are read with zero gradients

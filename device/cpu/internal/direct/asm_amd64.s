@@ -335,3 +335,71 @@ dw16tap:
 dwdone:
 	VZEROUPPER
 	RET
+
+// func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)
+//
+// Per row: whole vectors, then the cols mod 16 last values under mask K1;
+// between rows, zeros from column cols to ldd, whole vectors and then the
+// (ldd-cols) mod 16 last under K2. Masked loads and stores touch no memory
+// outside their lanes.
+TEXT ·copyRowsAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	MOVQ rows+32(FP), R10
+	MOVQ cols+40(FP), R11
+
+	MOVQ R11, CX
+	ANDQ $15, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1                // the copy's tail
+	MOVQ R8, CX
+	SUBQ R11, CX
+	ANDQ $15, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K2                // the zeros' tail
+	MOVQ R11, R12
+	ANDQ $-16, R12              // whole vectors of a row
+	LEAQ -16(R8), R13           // the zeros' whole vectors end before
+	VPXORD Z31, Z31, Z31
+
+crow:
+	XORQ BX, BX
+ccopy:
+	CMPQ BX, R12
+	JGE ctail
+	VMOVUPS (SI)(BX*4), Z0
+	VMOVUPS Z0, (DI)(BX*4)
+	ADDQ $16, BX
+	JMP ccopy
+ctail:
+	CMPQ BX, R11
+	JGE cfill
+	VMOVUPS.Z (SI)(BX*4), K1, Z0
+	VMOVUPS Z0, K1, (DI)(BX*4)
+cfill:
+	DECQ R10
+	JZ cdone
+	MOVQ R11, BX
+czero:
+	CMPQ BX, R13
+	JGT cztail
+	VMOVUPS Z31, (DI)(BX*4)
+	ADDQ $16, BX
+	JMP czero
+cztail:
+	CMPQ BX, R8
+	JGE cnext
+	VMOVUPS Z31, K2, (DI)(BX*4)
+cnext:
+	LEAQ (DI)(R8*4), DI
+	LEAQ (SI)(R9*4), SI
+	JMP crow
+cdone:
+	VZEROUPPER
+	RET

@@ -16,3 +16,7 @@ func gradBlockAVX512(partial, dy *float32, ldy int, in *float32, offs *[GradCols
 func depthwiseAVX512(out, in *float32, taps *int, ntaps int, w *float32, n int, bias, lo, hi float32) {
 	panic("direct: no assembly on this platform")
 }
+
+func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int) {
+	panic("direct: no assembly on this platform")
+}
