@@ -169,6 +169,10 @@ func fillPhases[T float](g dwGeom, ph, x []T) {
 		return
 	}
 	clear(ph)
+	if ph32, ok := any(ph).([]float32); ok && s.StrideW == 2 {
+		fillPhasesStride2(g, ph32, any(x).([]float32))
+		return
+	}
 	for h := 0; h < s.H; h++ {
 		hp := h + s.PadH
 		in := x[h*s.W : (h+1)*s.W]
@@ -185,6 +189,26 @@ func fillPhases[T float](g dwGeom, ph, x []T) {
 				dst[k] = in[w]
 			}
 		}
+	}
+}
+
+// fillPhasesStride2 is fillPhases for float32 and a horizontal stride of
+// 2 (ph already zeroed): the input rows of each vertical phase (every
+// StrideH-th row) are split into their even and odd columns by one call
+// of direct.SplitColumns. Column w of the input is padded column w+PadW,
+// which lies in column phase (w+PadW) mod 2 at (w+PadW)/2.
+func fillPhasesStride2(g dwGeom, ph, x []float32) {
+	s := g.s
+	for rr := range s.StrideH {
+		h0 := ((rr-s.PadH)%s.StrideH + s.StrideH) % s.StrideH // the first row with (h+PadH) mod StrideH = rr
+		if h0 >= s.H || s.W == 0 {
+			continue
+		}
+		rows := (s.H - h0 + s.StrideH - 1) / s.StrideH
+		row := (h0 + s.PadH) / s.StrideH * g.wq
+		even := (rr*2+s.PadW%2)*g.phaseLen + row + s.PadW/2
+		odd := (rr*2+(1+s.PadW)%2)*g.phaseLen + row + (1+s.PadW)/2
+		direct.SplitColumns(ph[even:], g.wq, ph[odd:], g.wq, x[h0*s.W:], s.StrideH*s.W, rows, s.W)
 	}
 }
 

@@ -40,6 +40,10 @@ var depthwiseCases = []device.ConvParams{
 	depthwiseParams(1, 3, 5, 6, 3, 2, 3, 1), // padding wider than the kernel
 	depthwiseParams(2, 3, 2, 2, 3, 1, 1, 1),
 	{N: 1, C: 4, H: 9, W: 16, OutC: 4, KH: 2, KW: 5, StrideH: 1, StrideW: 3, PadH: 0, PadW: 2, DilH: 2, DilW: 1, Groups: 4},
+	// Horizontal stride 2 (its phases split by direct.SplitColumns) with
+	// other vertical strides, even padding and odd widths.
+	{N: 2, C: 3, H: 11, W: 37, OutC: 3, KH: 3, KW: 3, StrideH: 3, StrideW: 2, PadH: 1, PadW: 2, DilH: 1, DilW: 1, Groups: 3},
+	{N: 1, C: 2, H: 6, W: 65, OutC: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 0, PadW: 0, DilH: 1, DilW: 1, Groups: 2},
 }
 
 // closeRel reports whether got and want agree to a relative 1e-5 of the

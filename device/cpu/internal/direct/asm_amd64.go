@@ -18,3 +18,6 @@ func depthwiseAVX512(out, in *float32, taps *int, ntaps int, w *float32, n int, 
 
 //go:noescape
 func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)
+
+//go:noescape
+func splitColumnsAVX512(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, cols int)

@@ -403,3 +403,111 @@ cnext:
 cdone:
 	VZEROUPPER
 	RET
+
+// The even and the odd positions of 32 floats (two vectors), for
+// VPERMI2PS.
+DATA evenIdx<>+0(SB)/4, $0
+DATA evenIdx<>+4(SB)/4, $2
+DATA evenIdx<>+8(SB)/4, $4
+DATA evenIdx<>+12(SB)/4, $6
+DATA evenIdx<>+16(SB)/4, $8
+DATA evenIdx<>+20(SB)/4, $10
+DATA evenIdx<>+24(SB)/4, $12
+DATA evenIdx<>+28(SB)/4, $14
+DATA evenIdx<>+32(SB)/4, $16
+DATA evenIdx<>+36(SB)/4, $18
+DATA evenIdx<>+40(SB)/4, $20
+DATA evenIdx<>+44(SB)/4, $22
+DATA evenIdx<>+48(SB)/4, $24
+DATA evenIdx<>+52(SB)/4, $26
+DATA evenIdx<>+56(SB)/4, $28
+DATA evenIdx<>+60(SB)/4, $30
+GLOBL evenIdx<>(SB), RODATA|NOPTR, $64
+
+DATA oddIdx<>+0(SB)/4, $1
+DATA oddIdx<>+4(SB)/4, $3
+DATA oddIdx<>+8(SB)/4, $5
+DATA oddIdx<>+12(SB)/4, $7
+DATA oddIdx<>+16(SB)/4, $9
+DATA oddIdx<>+20(SB)/4, $11
+DATA oddIdx<>+24(SB)/4, $13
+DATA oddIdx<>+28(SB)/4, $15
+DATA oddIdx<>+32(SB)/4, $17
+DATA oddIdx<>+36(SB)/4, $19
+DATA oddIdx<>+40(SB)/4, $21
+DATA oddIdx<>+44(SB)/4, $23
+DATA oddIdx<>+48(SB)/4, $25
+DATA oddIdx<>+52(SB)/4, $27
+DATA oddIdx<>+56(SB)/4, $29
+DATA oddIdx<>+60(SB)/4, $31
+GLOBL oddIdx<>(SB), RODATA|NOPTR, $64
+
+// func splitColumnsAVX512(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, cols int)
+//
+// Per row, steps of 32 source values (the last with fewer, n, under masks:
+// K5 and K6 for the two source vectors, K3 for the (n+1)/2 even values,
+// K4 for the n/2 odd ones): VPERMI2PS gathers the even and the odd
+// columns, each stored at half the source index.
+TEXT ·splitColumnsAVX512(SB), NOSPLIT, $0-64
+	MOVQ even+0(FP), DI
+	MOVQ lde+8(FP), R8
+	MOVQ odd+16(FP), DX
+	MOVQ ldo+24(FP), R9
+	MOVQ src+32(FP), SI
+	MOVQ lds+40(FP), R10
+	MOVQ rows+48(FP), R11
+	MOVQ cols+56(FP), R12
+	VMOVDQU32 evenIdx<>(SB), Z20
+	VMOVDQU32 oddIdx<>(SB), Z21
+
+srow:
+	XORQ BX, BX
+sstep:
+	MOVQ R12, R13
+	SUBQ BX, R13                // values left in the row
+	JLE snext
+	CMPQ R13, $32
+	JLE smasks
+	MOVQ $32, R13
+smasks:
+	MOVQ R13, CX
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K5
+	SHRQ $16, AX
+	KMOVW AX, K6
+	INCQ CX
+	SHRQ $1, CX                 // (n+1)/2 even values
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K3
+	MOVQ R13, CX
+	SHRQ $1, CX                 // n/2 odd values
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K4
+
+	VMOVUPS.Z (SI)(BX*4), K5, Z0
+	VMOVUPS.Z 64(SI)(BX*4), K6, Z1
+	VMOVDQA32 Z20, Z2
+	VPERMI2PS Z1, Z0, Z2
+	VMOVDQA32 Z21, Z3
+	VPERMI2PS Z1, Z0, Z3
+	VMOVUPS Z2, K3, (DI)(BX*2)
+	VMOVUPS Z3, K4, (DX)(BX*2)
+	ADDQ $32, BX
+	JMP sstep
+
+snext:
+	DECQ R11
+	JZ sdone
+	LEAQ (DI)(R8*4), DI
+	LEAQ (DX)(R9*4), DX
+	LEAQ (SI)(R10*4), SI
+	JMP srow
+sdone:
+	VZEROUPPER
+	RET

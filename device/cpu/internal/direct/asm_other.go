@@ -20,3 +20,7 @@ func depthwiseAVX512(out, in *float32, taps *int, ntaps int, w *float32, n int, 
 func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int) {
 	panic("direct: no assembly on this platform")
 }
+
+func splitColumnsAVX512(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, cols int) {
+	panic("direct: no assembly on this platform")
+}

@@ -31,3 +31,47 @@ func copyRowsGo(dst []float32, ldd int, src []float32, lds, rows, cols int) {
 		}
 	}
 }
+
+// SplitColumns splits rows rows of cols values of src (rows lds apart)
+// into their even and odd columns: even[r·lde+k] = src[r·lds+2k] for
+// k < (cols+1)/2 and odd[r·ldo+k] = src[r·lds+2k+1] for k < cols/2, the
+// two column phases of a stride-2 convolution's input. Nothing else of
+// even and odd is written. It panics when a slice is too short or a row
+// longer than its stride.
+func SplitColumns(even []float32, lde int, odd []float32, ldo int, src []float32, lds, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	ne, no := (cols+1)/2, cols/2
+	if ne > lde || (no > 0 && no > ldo) || cols > lds || len(even) < (rows-1)*lde+ne ||
+		(no > 0 && len(odd) < (rows-1)*ldo+no) || len(src) < (rows-1)*lds+cols {
+		panic(fmt.Sprintf("direct: SplitColumns of %d rows of %d values from %d values (rows %d apart) to %d and %d values (rows %d and %d apart)",
+			rows, cols, len(src), lds, len(even), len(odd), lde, ldo))
+	}
+	if haveAsm {
+		oddStart := &even[0] // any valid pointer: no odd column is written when cols == 1
+		if no > 0 {
+			oddStart = &odd[0]
+		}
+		splitColumnsAVX512(&even[0], lde, oddStart, ldo, &src[0], lds, rows, cols)
+		return
+	}
+	splitColumnsGo(even, lde, odd, ldo, src, lds, rows, cols)
+}
+
+// splitColumnsGo is SplitColumns in Go.
+func splitColumnsGo(even []float32, lde int, odd []float32, ldo int, src []float32, lds, rows, cols int) {
+	for r := range rows {
+		row := src[r*lds : r*lds+cols]
+		e := even[r*lde:]
+		for k := 0; 2*k < cols; k++ {
+			e[k] = row[2*k]
+		}
+		if cols > 1 {
+			o := odd[r*ldo:]
+			for k := 0; 2*k+1 < cols; k++ {
+				o[k] = row[2*k+1]
+			}
+		}
+	}
+}

@@ -75,3 +75,57 @@ func BenchmarkCopyRows(b *testing.B) {
 		}
 	}
 }
+
+// TestSplitColumns checks SplitColumns (assembly where the CPU has it)
+// against its definition on row lengths around the 32-value steps,
+// writing nothing but the split columns.
+func TestSplitColumns(t *testing.T) {
+	const sentinel = float32(-7.5)
+	for _, rows := range []int{1, 3} {
+		for _, cols := range []int{1, 2, 3, 15, 31, 32, 33, 64, 65, 113} {
+			t.Run(fmt.Sprintf("%dx%d", rows, cols), func(t *testing.T) {
+				ne, no := (cols+1)/2, cols/2
+				lds, lde, ldo := cols+1, ne+2, no+3
+				src := make([]float32, (rows-1)*lds+cols)
+				for i := range src {
+					src[i] = float32(i) + 0.5
+				}
+				even, odd := make([]float32, rows*lde+4), make([]float32, rows*ldo+4)
+				for i := range even {
+					even[i] = sentinel
+				}
+				for i := range odd {
+					odd[i] = sentinel
+				}
+				SplitColumns(even, lde, odd, ldo, src, lds, rows, cols)
+				for i, v := range even {
+					r, k := i/lde, i%lde
+					if r < rows && k < ne {
+						require.Equal(t, src[r*lds+2*k], v, "even row %d column %d", r, k)
+					} else {
+						require.Equal(t, sentinel, v, "even element %d", i)
+					}
+				}
+				for i, v := range odd {
+					r, k := i/ldo, i%ldo
+					if r < rows && k < no {
+						require.Equal(t, src[r*lds+2*k+1], v, "odd row %d column %d", r, k)
+					} else {
+						require.Equal(t, sentinel, v, "odd element %d", i)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSplitColumnsShort: slices too short panic with the sizes; a single
+// column needs no odd slice.
+func TestSplitColumnsShort(t *testing.T) {
+	assert.PanicsWithValue(t, "direct: SplitColumns of 2 rows of 5 values from 9 values (rows 5 apart) to 6 and 5 values (rows 3 and 2 apart)", func() {
+		SplitColumns(make([]float32, 6), 3, make([]float32, 5), 2, make([]float32, 9), 5, 2, 5)
+	})
+	even := make([]float32, 2)
+	SplitColumns(even, 1, nil, 0, []float32{4, 9}, 1, 2, 1)
+	assert.Equal(t, []float32{4, 9}, even)
+}
