@@ -65,7 +65,7 @@ func (a *depthwiseArgs[T]) run(lo, hi int) {
 				i1 := min(i0+g.rows, s.oh)
 				n := ((i1-i0)*g.wq + direct.Lanes - 1) / direct.Lanes * direct.Lanes
 				direct.Depthwise(out32[:n], ph32[i0*g.wq:], taps, any(wc).([]float32), n, float32(b), lower, upper)
-				copyRows(yp[i0*s.ow:], s.ow, out, g.wq, i1-i0, s.ow)
+				copyRows(yp[i0*s.ow:], s.ow, out, g.wq, i1-i0, s.ow, false)
 			}
 			continue
 		}
@@ -164,7 +164,7 @@ func fillPhases[T float](g dwGeom, ph, x []T) {
 		}
 		first := s.PadH*g.wq + s.PadW
 		clear(ph[:first])
-		copyRows(ph[first:], g.wq, x, s.W, s.H, s.W) // and the padding between them
+		copyRows(ph[first:], g.wq, x, s.W, s.H, s.W, true) // and the padding between them
 		clear(ph[first+(s.H-1)*g.wq+s.W:])
 		return
 	}
@@ -213,17 +213,21 @@ func fillPhasesStride2(g dwGeom, ph, x []float32) {
 }
 
 // copyRows copies rows rows of cols values from src (rows lds apart) to
-// dst (rows ldd apart) and zeroes dst between the copied rows:
-// direct.CopyRows for float32 (AVX-512 where the CPU has it), a loop
-// otherwise.
-func copyRows[T float](dst []T, ldd int, src []T, lds, rows, cols int) {
+// dst (rows ldd apart) and, with pad, zeroes dst between the copied rows:
+// direct.CopyRows or direct.PadRows for float32 (AVX-512 where the CPU
+// has it), a loop otherwise.
+func copyRows[T float](dst []T, ldd int, src []T, lds, rows, cols int, pad bool) {
 	if d32, ok := any(dst).([]float32); ok {
-		direct.CopyRows(d32, ldd, any(src).([]float32), lds, rows, cols)
+		if pad {
+			direct.PadRows(d32, ldd, any(src).([]float32), lds, rows, cols)
+		} else {
+			direct.CopyRows(d32, ldd, any(src).([]float32), lds, rows, cols)
+		}
 		return
 	}
 	for r := range rows {
 		copy(dst[r*ldd:r*ldd+cols], src[r*lds:r*lds+cols])
-		if r < rows-1 {
+		if pad && r < rows-1 {
 			clear(dst[r*ldd+cols : (r+1)*ldd])
 		}
 	}
@@ -304,7 +308,7 @@ func (a *depthwiseGradArgs[T]) run(lo, hi int) {
 			clear(dyq)
 			return
 		}
-		copyRows(dyq, g.wq, a.dy[plane*s.l:(plane+1)*s.l], s.ow, s.oh, s.ow) // and the zeros between the rows
+		copyRows(dyq, g.wq, a.dy[plane*s.l:(plane+1)*s.l], s.ow, s.oh, s.ow, true) // and the zeros between the rows
 		clear(dyq[(s.oh-1)*g.wq+s.ow:])
 	}
 	if a.dx != nil {
@@ -346,7 +350,7 @@ func (a *depthwiseGradArgs[T]) run(lo, hi int) {
 func gatherPhases[T float](g dwGeom, dx, ph []T) {
 	s := g.s
 	if s.StrideH == 1 && s.StrideW == 1 {
-		copyRows(dx, s.W, ph[s.PadH*g.wq+s.PadW:], g.wq, s.H, s.W)
+		copyRows(dx, s.W, ph[s.PadH*g.wq+s.PadW:], g.wq, s.H, s.W, false)
 		return
 	}
 	for h := 0; h < s.H; h++ {

@@ -165,7 +165,7 @@ func (a *directArgs) run(lo, hi int) {
 			plane := a.y[(n*s.OutC+oc)*s.l:][:s.l]
 			src := out[r*g.qPad:]
 			if a.bias == nil && a.act == device.ActNone {
-				copyRows(plane, s.ow, src, g.wq, s.oh, s.ow)
+				copyRows(plane, s.ow, src, g.wq, s.oh, s.ow, false)
 				continue
 			}
 			for i := range s.oh {
@@ -254,7 +254,7 @@ func (a *directGradArgs) run(lo, hi int) {
 				fillPhases(g.dwGeom, in[c*span+at:][:g.chanLen], a.x[(n*s.C+c)*s.inPlane:][:s.inPlane])
 			}
 			for oc := range s.OutC {
-				copyRows(dyq[oc*kn+at:], g.wq, a.dy[(n*s.OutC+oc)*s.l:][:s.l], s.ow, s.oh, s.ow)
+				copyRows(dyq[oc*kn+at:], g.wq, a.dy[(n*s.OutC+oc)*s.l:][:s.l], s.ow, s.oh, s.ow, false) // the gaps are zero
 			}
 		}
 		if n1-n0 < a.chunk { // a short last chunk: its missing images' phases are read with zero gradients

@@ -17,7 +17,7 @@ func gradBlockAVX512(partial, dy *float32, ldy int, in *float32, offs *[GradCols
 func depthwiseAVX512(out, in *float32, taps *int, ntaps int, w *float32, n int, bias, lo, hi float32)
 
 //go:noescape
-func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)
+func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols, zero int)
 
 //go:noescape
 func splitColumnsAVX512(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, cols int)

@@ -336,13 +336,13 @@ dwdone:
 	VZEROUPPER
 	RET
 
-// func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)
+// func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols, zero int)
 //
 // Per row: whole vectors, then the cols mod 16 last values under mask K1;
-// between rows, zeros from column cols to ldd, whole vectors and then the
-// (ldd-cols) mod 16 last under K2. Masked loads and stores touch no memory
-// outside their lanes.
-TEXT ·copyRowsAVX512(SB), NOSPLIT, $0-48
+// between rows, when zero is not 0, zeros from column cols to ldd, whole
+// vectors and then the (ldd-cols) mod 16 last under K2. Masked loads and
+// stores touch no memory outside their lanes.
+TEXT ·copyRowsAVX512(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), R8
 	MOVQ src+16(FP), SI
@@ -385,6 +385,8 @@ ctail:
 cfill:
 	DECQ R10
 	JZ cdone
+	CMPQ zero+48(FP), $0
+	JEQ cnext
 	MOVQ R11, BX
 czero:
 	CMPQ BX, R13

@@ -17,7 +17,7 @@ func depthwiseAVX512(out, in *float32, taps *int, ntaps int, w *float32, n int, 
 	panic("direct: no assembly on this platform")
 }
 
-func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int) {
+func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols, zero int) {
 	panic("direct: no assembly on this platform")
 }
 

@@ -9,37 +9,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCopyRows checks CopyRows (assembly where the CPU has it) against a
-// plain loop on row lengths around the vector width, with and without
-// gaps between the rows, leaving everything else of dst untouched.
+// TestCopyRows checks CopyRows and PadRows (assembly where the CPU has
+// it) on row lengths around the vector width, with and without gaps
+// between the rows: PadRows zeroes the gaps, CopyRows leaves them, and
+// neither touches anything else of dst.
 func TestCopyRows(t *testing.T) {
 	const sentinel = float32(-7.5)
-	for _, rows := range []int{1, 2, 5} {
-		for _, cols := range []int{1, 7, 15, 16, 17, 33} {
-			for _, gap := range []int{0, 1, 2, 15, 16, 19} {
-				t.Run(fmt.Sprintf("%dx%d/gap%d", rows, cols, gap), func(t *testing.T) {
-					ldd, lds := cols+gap, cols+3
-					src := make([]float32, (rows-1)*lds+cols)
-					for i := range src {
-						src[i] = float32(i) + 0.25
-					}
-					dst := make([]float32, rows*ldd+5)
-					for i := range dst {
-						dst[i] = sentinel
-					}
-					CopyRows(dst, ldd, src, lds, rows, cols)
-					for i, v := range dst {
-						r, c := i/ldd, i%ldd
-						switch {
-						case r < rows && c < cols:
-							require.Equal(t, src[r*lds+c], v, "row %d column %d", r, c)
-						case r < rows-1:
-							require.Equal(t, uint32(0), math.Float32bits(v), "gap after row %d, column %d", r, c)
-						default:
-							require.Equal(t, sentinel, v, "element %d past the last row", i)
+	for _, pad := range []bool{false, true} {
+		for _, rows := range []int{1, 2, 5} {
+			for _, cols := range []int{1, 7, 15, 16, 17, 33} {
+				for _, gap := range []int{0, 1, 2, 15, 16, 19} {
+					t.Run(fmt.Sprintf("pad%v/%dx%d/gap%d", pad, rows, cols, gap), func(t *testing.T) {
+						ldd, lds := cols+gap, cols+3
+						src := make([]float32, (rows-1)*lds+cols)
+						for i := range src {
+							src[i] = float32(i) + 0.25
 						}
-					}
-				})
+						dst := make([]float32, rows*ldd+5)
+						for i := range dst {
+							dst[i] = sentinel
+						}
+						if pad {
+							PadRows(dst, ldd, src, lds, rows, cols)
+						} else {
+							CopyRows(dst, ldd, src, lds, rows, cols)
+						}
+						for i, v := range dst {
+							r, c := i/ldd, i%ldd
+							switch {
+							case r < rows && c < cols:
+								require.Equal(t, src[r*lds+c], v, "row %d column %d", r, c)
+							case r < rows-1 && pad:
+								require.Equal(t, uint32(0), math.Float32bits(v), "gap after row %d, column %d", r, c)
+							default:
+								require.Equal(t, sentinel, v, "element %d", i)
+							}
+						}
+					})
+				}
 			}
 		}
 	}
@@ -47,7 +54,7 @@ func TestCopyRows(t *testing.T) {
 
 // TestCopyRowsShort: slices too short for the rows panic with the sizes.
 func TestCopyRowsShort(t *testing.T) {
-	assert.PanicsWithValue(t, "direct: CopyRows of 2 rows of 4 values from 8 values (rows 4 apart) to 7 values (rows 4 apart)", func() {
+	assert.PanicsWithValue(t, "direct: copy of 2 rows of 4 values from 8 values (rows 4 apart) to 7 values (rows 4 apart)", func() {
 		CopyRows(make([]float32, 7), 4, make([]float32, 8), 4, 2, 4)
 	})
 	assert.Panics(t, func() { CopyRows(make([]float32, 8), 3, make([]float32, 8), 4, 2, 4) }, "row longer than dst's stride")
@@ -55,20 +62,20 @@ func TestCopyRowsShort(t *testing.T) {
 }
 
 // BenchmarkCopyRows lays out planes as the depthwise and direct kernels
-// do (rows of 7 to 56 values, padded by 2 or 4), with CopyRows and with a
+// do (rows of 7 to 56 values, padded by 2 or 4), with PadRows and with a
 // loop of copy and clear per row.
 func BenchmarkCopyRows(b *testing.B) {
 	for _, c := range [][2]int{{7, 2}, {14, 2}, {28, 4}, {56, 2}} {
 		n, gap := c[0], c[1]
 		src := make([]float32, n*n)
 		dst := make([]float32, n*(n+gap))
-		for _, impl := range []string{"loop", "CopyRows"} {
+		for _, impl := range []string{"loop", "PadRows"} {
 			b.Run(fmt.Sprintf("%dx%d+%d/%s", n, n, gap, impl), func(b *testing.B) {
 				for b.Loop() {
 					if impl == "loop" {
-						copyRowsGo(dst, n+gap, src, n, n, n)
+						copyRowsGo(dst, n+gap, src, n, n, n, true)
 					} else {
-						CopyRows(dst, n+gap, src, n, n, n)
+						PadRows(dst, n+gap, src, n, n, n)
 					}
 				}
 			})
