@@ -1,7 +1,7 @@
 // Package gemm is a pure-Go single-precision matrix product (SGEMM) with
-// assembly micro-kernels for amd64: the CPU backend's float32 GEMM where it
-// runs its AVX-512 kernel, and its fallback when no BLAS library can be
-// loaded at run time.
+// assembly micro-kernels for amd64 (AVX-512, AVX2) and arm64 (NEON): the
+// CPU backend's float32 GEMM where it runs its AVX-512 kernel, and its
+// fallback when no BLAS library can be loaded at run time.
 //
 // Sgemm computes C = alpha*op(A)*op(B) + beta*C on row-major matrices, with
 // the argument convention of CBLAS row-major (and gonum's blas.Float32). It
@@ -50,6 +50,13 @@
 // layout: the AVX-512 kernels write only the valid columns (masked stores)
 // and have 8-, 4-, 2- and 1-row variants for the last rows; the other
 // kernels compute the full tile into the Workspace and copy its valid part.
+//
+// On arm64 the NEON kernel (kernel_arm64.s) computes 8×12 tiles in 24 of
+// the 32 vector registers, loading each value of Ã replicated (LD1R) and
+// multiplying it into the three vectors of a k step of B̃ with fused
+// multiply-adds; alpha and beta are applied in Go. Its tests run under
+// qemu-user (make test-arm64); its speed has not been measured on arm64
+// hardware.
 //
 // # Block sizes from the cache sizes
 //

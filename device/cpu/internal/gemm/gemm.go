@@ -46,8 +46,8 @@ var (
 	active = kernels[0]
 )
 
-// Kernel names the micro-kernel chosen for this CPU: "avx512", "avx2" or
-// "go".
+// Kernel names the micro-kernel chosen for this CPU: "avx512", "avx2"
+// (amd64), "neon" (arm64) or "go".
 func Kernel() string { return active.name }
 
 // setKernel makes Sgemm use the named micro-kernel (one of kernels) and

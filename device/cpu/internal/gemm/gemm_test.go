@@ -473,7 +473,7 @@ func TestSgemmPanics(t *testing.T) {
 // TestKernel: Kernel names the first of the available kernels, and the
 // pure-Go one is always available.
 func TestKernel(t *testing.T) {
-	require.Contains(t, []string{"avx512", "avx2", "go"}, Kernel())
+	require.Contains(t, []string{"avx512", "avx2", "neon", "go"}, Kernel())
 	require.Equal(t, kernels[0].name, Kernel())
 	require.Equal(t, "go", kernels[len(kernels)-1].name)
 	t.Logf("kernel %s; available: %d", Kernel(), len(kernels))
