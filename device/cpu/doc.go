@@ -11,15 +11,18 @@
 // # Matrix products
 //
 // Float32 GEMM runs Hora's own Go-assembly kernel (internal/gemm: AVX-512,
-// or AVX2) where the CPU has AVX-512, else a BLAS library loaded at run
-// time without cgo (internal/blas: OpenBLAS, MKL or BLIS), else the AVX2
-// kernel, else gonum. Float64 GEMM runs the BLAS library when there is one,
+// AVX2, or NEON on arm64) where the CPU has AVX-512, else a BLAS library
+// loaded at run time without cgo (internal/blas: OpenBLAS, MKL or BLIS),
+// else the AVX2 or NEON kernel, else gonum. Float64 GEMM runs the BLAS library when there is one,
 // else gonum. The library is set to one thread and called from the pool's
 // goroutines, each on its share of the product, so BLAS threads and
 // goroutines never compete for cores. Device.Backend describes the choice;
 // HORA_GEMM and HORA_BLAS change it (see gemmBackend). Convolutions are
-// im2col plus GEMM over groups of images, with a shifted-copy im2col for
-// "same" convolutions.
+// chosen per shape (linalg.go): depthwise, Winograd, direct, or im2col plus
+// GEMM over groups of images, with a shifted-copy im2col for "same"
+// convolutions. A single image's GEMM is split across the workers (bands
+// of output rows, or blocks of output channels for which each worker
+// unfolds the image into its own cache, convsplit.go).
 //
 // # Fused kernels
 //
@@ -28,13 +31,15 @@
 // gradient, a convolution followed by bias, ReLU and max pooling whose
 // output never leaves a worker's cache; device.BatchNormKernels: batch
 // normalisation and its gradient (parallel over channels, a plane per
-// vector loop); device.LayerNormKernels and device.SoftmaxKernels: layer
+// vector loop, planes under 256 values gathered per channel first); device.LayerNormKernels and device.SoftmaxKernels: layer
 // normalisation and the softmax over rows, with their gradients (parallel
 // over rows); device.GELUKernels: GELU and its gradient (float32 through
 // vec.Erf, a rational approximation); and device.OptimizerKernels: the
 // SGD and Adam updates. Their inner loops are mostly the vectorised ones
 // of internal/vec. Depthwise convolutions (MobileNet's) run directly,
-// forward and backward, on padded phases of each plane (depthwise.go).
+// forward and backward, on padded phases of each plane (depthwise.go,
+// laid out by internal/direct's row copies). 2×2 max pooling with stride 2
+// runs in internal/maxpool.
 //
 // # Float16
 //

@@ -19,8 +19,10 @@ import (
 // float32 unless Hora's own Go-assembly kernel is faster: that is the case
 // where it runs its AVX-512 micro-kernel (on 2 Zen 5 cores it beats
 // OpenBLAS 0.3.21 on every size measured, see BENCHMARKS.md). Without a
-// BLAS, float64 goes to gonum. HORA_GEMM=blas or HORA_GEMM=go forces the
-// float32 choice; HORA_BLAS picks or disables the library (see blas.Load).
+// BLAS, float32 goes to Hora's kernel for the CPU (AVX-512, AVX2 or, on
+// arm64, NEON; gonum's pure-Go Sgemm where there is none) and float64 to
+// gonum. HORA_GEMM=blas or HORA_GEMM=go forces the float32 choice;
+// HORA_BLAS picks or disables the library (see blas.Load).
 type gemmBackend struct {
 	once  sync.Once
 	lib   *hblas.Library // nil: no BLAS library

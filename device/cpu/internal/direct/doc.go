@@ -13,4 +13,10 @@
 // for r < Rows and q < Cols, the weights packed Rows output channels at a
 // time. On amd64 with AVX-512 it keeps the 8×48 block in 24 registers (an
 // input vector feeds 8 multiply-adds, a weight 3); elsewhere it runs in Go.
+//
+// The package also holds the depthwise kernel (Depthwise) and the strided
+// copies that lay planes out for these kernels and back, one call per
+// plane instead of one per row: CopyRows, PadRows (which zeroes the
+// padding between rows) and SplitColumns (the even and odd columns of a
+// stride-2 convolution's phases).
 package direct
