@@ -544,14 +544,7 @@ func batchNormPlanes(a *batchNormArgs[float32], lo, hi int) {
 			ss += vec.SumSqDev(x, m)
 		}
 		variance := ss / n
-		scale := 1 / math.Sqrt(variance+a.eps)
-		if a.weight != nil {
-			scale *= float64(a.weight[c])
-		}
-		var b float32
-		if a.bias != nil {
-			b = a.bias[c]
-		}
+		scale, b := a.scaleBias(c, variance)
 		for o := 0; o < a.outer; o++ {
 			x, y := a.plane(o, c)
 			vec.ScaleShift(y, x, m, float32(scale), b)
@@ -566,6 +559,19 @@ func batchNormPlanes(a *batchNormArgs[float32], lo, hi int) {
 // call instead of one per plane, whose fixed cost dominates small planes
 // (7×7: 19 GB/s per plane, 57–69 GB/s for 14×14 and 28×28 planes).
 const gatherPlane = 256
+
+// scaleBias returns channel c's scale 1/√(variance+ε)·weight and bias
+// (weight 1 and bias 0 when there are none).
+func (a *batchNormArgs[T]) scaleBias(c int, variance float64) (scale float64, bias T) {
+	scale = 1 / math.Sqrt(variance+a.eps)
+	if a.weight != nil {
+		scale *= float64(a.weight[c])
+	}
+	if a.bias != nil {
+		bias = a.bias[c]
+	}
+	return scale, bias
+}
 
 // gathers reports whether the float32 kernels gather each channel's planes
 // (see gatherPlane).
@@ -584,14 +590,7 @@ func batchNormGathered(a *batchNormArgs[float32], lo, hi int) {
 		direct.CopyRows(xs, a.inner, a.x[c*a.inner:], ld, a.outer, a.inner)
 		m := float32(vec.SumF64(xs) / float64(n))
 		variance := vec.SumSqDev(xs, m) / float64(n)
-		scale := 1 / math.Sqrt(variance+a.eps)
-		if a.weight != nil {
-			scale *= float64(a.weight[c])
-		}
-		var b float32
-		if a.bias != nil {
-			b = a.bias[c]
-		}
+		scale, b := a.scaleBias(c, variance)
 		vec.ScaleShift(xs, xs, m, float32(scale), b)
 		direct.CopyRows(a.y[c*a.inner:], ld, xs, a.inner, a.outer, a.inner)
 		a.mean[c], a.variance[c] = m, float32(variance)
@@ -723,14 +722,7 @@ func (a *batchNormArgs[T]) run(lo, hi int) {
 		// the subtraction first is exact where x is near the mean, so that
 		// no large x·s cancels a large shift (and a value equal to the mean
 		// gives exactly bias, with or without a fused multiply-add).
-		scale := 1 / math.Sqrt(variance+a.eps)
-		if a.weight != nil {
-			scale *= float64(a.weight[c])
-		}
-		var b T
-		if a.bias != nil {
-			b = a.bias[c]
-		}
+		scale, b := a.scaleBias(c, variance)
 		m, s := T(mean), T(scale)
 		for o := 0; o < a.outer; o++ {
 			x, y := a.plane(o, c)
@@ -772,17 +764,7 @@ func (a *batchNormGradArgs[T]) run(lo, hi int) {
 				sumDyXhat += float64(g) * (float64(x[i]) - mean) * invstd
 			}
 		}
-		if a.dbias != nil {
-			a.dbias[c] = T(sumDy)
-		}
-		if a.dweight != nil {
-			a.dweight[c] = T(sumDyXhat)
-		}
-		w := 1.0
-		if a.weight != nil {
-			w = float64(a.weight[c])
-		}
-		k := w * invstd
+		k, _, _ := a.gradCoefficients(c, invstd, sumDy, sumDyXhat, n)
 		for o := 0; o < a.outer; o++ {
 			x, dy := a.plane(o, c)
 			dx := a.dx[(o*a.channels+c)*a.inner:][:a.inner]
