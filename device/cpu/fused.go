@@ -554,10 +554,12 @@ func batchNormPlanes(a *batchNormArgs[float32], lo, hi int) {
 }
 
 // gatherPlane bounds the planes batch normalization gathers: a channel's
-// planes smaller than this are first copied side by side (one
-// direct.CopyRows call), so that each pass over the channel is one vector
-// call instead of one per plane, whose fixed cost dominates small planes
-// (7×7: 19 GB/s per plane, 57–69 GB/s for 14×14 and 28×28 planes).
+// planes of vecPlane to gatherPlane-1 values are first copied side by side
+// (one direct.CopyRows call), so that each pass over the channel is one
+// vector call instead of one per plane, whose fixed cost dominates small
+// planes (7×7: 19 GB/s per plane, 57–69 GB/s for 14×14 and 28×28 planes).
+// Smaller planes keep the element loops (and their rounding, which the
+// CUDA device's kernels share).
 const gatherPlane = 256
 
 // scaleBias returns channel c's scale 1/√(variance+ε)·weight and bias
@@ -575,7 +577,9 @@ func (a *batchNormArgs[T]) scaleBias(c int, variance float64) (scale float64, bi
 
 // gathers reports whether the float32 kernels gather each channel's planes
 // (see gatherPlane).
-func (a *batchNormArgs[T]) gathers() bool { return a.inner < gatherPlane && a.outer > 1 }
+func (a *batchNormArgs[T]) gathers() bool {
+	return a.inner >= vecPlane && a.inner < gatherPlane && a.outer > 1
+}
 
 // batchNormGathered is batchNormArgs.run for float32 with small planes:
 // each channel's planes are gathered into one vector, normalized there by
