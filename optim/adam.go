@@ -111,8 +111,8 @@ func NewAdam(params []*autograd.Param, cfg AdamConfig) (*Adam, error) {
 	o.fused = func(p *autograd.Param, st *paramState) bool {
 		return adamFused(adamParams(o.cfg), o.lr, false, p, st)
 	}
-	o.fusedGroup = func(ps []*autograd.Param, sts []*paramState) bool {
-		return adamFusedGroup(adamParams(o.cfg), o.lr, false, ps, sts)
+	o.fusedGroup = func(g *group) bool {
+		return adamFusedGroup(adamParams(o.cfg), o.lr, false, g)
 	}
 	return o, nil
 }
@@ -149,8 +149,8 @@ func NewAdamW(params []*autograd.Param, cfg AdamWConfig) (*AdamW, error) {
 	o.fused = func(p *autograd.Param, st *paramState) bool {
 		return adamFused(adamParams(o.cfg), o.lr, true, p, st)
 	}
-	o.fusedGroup = func(ps []*autograd.Param, sts []*paramState) bool {
-		return adamFusedGroup(adamParams(o.cfg), o.lr, true, ps, sts)
+	o.fusedGroup = func(g *group) bool {
+		return adamFusedGroup(adamParams(o.cfg), o.lr, true, g)
 	}
 	return o, nil
 }
@@ -174,15 +174,15 @@ func adamHyper(c adamParams, lr float64, decoupled bool, st *paramState) device.
 	}
 }
 
-// adamFusedGroup runs one Adam (AdamW) step of the parameters ps, all at
+// adamFusedGroup runs one Adam (AdamW) step of the parameters of g, all at
 // the same step, with the device's multi-tensor kernel, reporting false
 // when there is none.
-func adamFusedGroup(c adamParams, lr float64, decoupled bool, ps []*autograd.Param, sts []*paramState) bool {
+func adamFusedGroup(c adamParams, lr float64, decoupled bool, g *group) bool {
 	if c.AMSGrad {
 		return false
 	}
-	values, grads, bufs := groupTensors(ps, sts, ExpAvgState, ExpAvgSqState)
-	return adamSteps(adamHyper(c, lr, decoupled, sts[0]), values, grads, bufs[0], bufs[1])
+	values, grads, bufs := g.tensors(ExpAvgState, ExpAvgSqState)
+	return adamSteps(adamHyper(c, lr, decoupled, g.sts[0]), values, grads, bufs[0], bufs[1])
 }
 
 // adamFused runs one Adam (or, decoupled, AdamW) step of p in place with

@@ -113,11 +113,48 @@ type core struct {
 	// back to update when it returns false.
 	fused func(p *autograd.Param, st *paramState) bool
 	// fusedGroup, when set, updates in place, with one call of the
-	// device's multi-tensor kernel, several parameters whose states are
+	// device's multi-tensor kernel, the parameters of g, whose states are
 	// at the same step (so they share every hyper-parameter), and reports
 	// whether it could; Step falls back to fused and update for the
 	// parameters of a group it declines.
-	fusedGroup func(ps []*autograd.Param, sts []*paramState) bool
+	fusedGroup func(g *group) bool
+	// The slices a step needs, kept so that a steady-state step allocates
+	// none: the parameters with a gradient, those left to fused and
+	// update, the distinct step counts, and the group being updated.
+	todo, left, indices []int
+	stepCounts          []int64
+	group               group
+}
+
+// group is the parameters of one fused update with their states, and the
+// slices of their tensors that the multi-tensor kernels take (filled by
+// tensors, reused from step to step).
+type group struct {
+	ps            []*autograd.Param
+	sts           []*paramState
+	values, grads []*tensor.Tensor
+	bufs          [][]*tensor.Tensor
+}
+
+// tensors returns the values and gradients of g's parameters and, for each
+// slot named, its state buffer of every parameter. The slices are g's own,
+// valid until the next call.
+func (g *group) tensors(slots ...string) (values, grads []*tensor.Tensor, bufs [][]*tensor.Tensor) {
+	g.values, g.grads = g.values[:0], g.grads[:0]
+	for len(g.bufs) < len(slots) {
+		g.bufs = append(g.bufs, nil)
+	}
+	bufs = g.bufs[:len(slots)]
+	for k := range bufs {
+		bufs[k] = bufs[k][:0]
+	}
+	for i, p := range g.ps {
+		g.values, g.grads = append(g.values, p.Value), append(g.grads, p.Grad)
+		for k, s := range slots {
+			bufs[k] = append(bufs[k], g.sts[i].bufs[s])
+		}
+	}
+	return g.values, g.grads, bufs
 }
 
 // newCore checks params and allocates, for each, the state buffers named
@@ -174,13 +211,14 @@ func (c *core) Step() error {
 			return err
 		}
 	}
-	var todo []int
+	todo := c.todo[:0]
 	for i, p := range c.params {
 		if p.Grad != nil {
 			c.state[i].step++
 			todo = append(todo, i)
 		}
 	}
+	c.todo = todo
 	if c.fusedGroup != nil && c.fused != nil {
 		todo = c.stepGroups(todo)
 	}
@@ -195,46 +233,33 @@ func (c *core) Step() error {
 	return nil
 }
 
-// groupTensors returns the values and gradients of ps and, for each slot
-// named, its state buffer of every parameter.
-func groupTensors(ps []*autograd.Param, sts []*paramState, slots ...string) (values, grads []*tensor.Tensor, bufs [][]*tensor.Tensor) {
-	values, grads = make([]*tensor.Tensor, len(ps)), make([]*tensor.Tensor, len(ps))
-	bufs = make([][]*tensor.Tensor, len(slots))
-	for k := range slots {
-		bufs[k] = make([]*tensor.Tensor, len(ps))
-	}
-	for i, p := range ps {
-		values[i], grads[i] = p.Value, p.Grad
-		for k, s := range slots {
-			bufs[k][i] = sts[i].bufs[s]
-		}
-	}
-	return values, grads, bufs
-}
-
 // stepGroups updates the parameters of todo (indices into params) with
-// fusedGroup, one group per step count, and returns those it did not.
+// fusedGroup, one group per step count (in the order of their first
+// parameter), and returns those it did not.
 func (c *core) stepGroups(todo []int) []int {
-	groups := map[int64][]int{}
-	var order []int64
+	counts := c.stepCounts[:0]
 	for _, i := range todo {
-		s := c.state[i].step
-		if groups[s] == nil {
-			order = append(order, s)
-		}
-		groups[s] = append(groups[s], i)
-	}
-	var left []int
-	for _, s := range order {
-		g := groups[s]
-		ps, sts := make([]*autograd.Param, len(g)), make([]*paramState, len(g))
-		for j, i := range g {
-			ps[j], sts[j] = c.params[i], &c.state[i]
-		}
-		if len(g) < 2 || !c.fusedGroup(ps, sts) {
-			left = append(left, g...)
+		if s := c.state[i].step; !slices.Contains(counts, s) {
+			counts = append(counts, s)
 		}
 	}
+	c.stepCounts = counts
+	left, g := c.left[:0], &c.group
+	for _, s := range counts {
+		idx := c.indices[:0]
+		g.ps, g.sts = g.ps[:0], g.sts[:0]
+		for _, i := range todo {
+			if c.state[i].step == s {
+				idx = append(idx, i)
+				g.ps, g.sts = append(g.ps, c.params[i]), append(g.sts, &c.state[i])
+			}
+		}
+		c.indices = idx
+		if len(idx) < 2 || !c.fusedGroup(g) {
+			left = append(left, idx...)
+		}
+	}
+	c.left = left
 	return left
 }
 

@@ -94,9 +94,9 @@ func NewSGD(params []*autograd.Param, cfg SGDConfig) (*SGD, error) {
 	o.fused = func(p *autograd.Param, st *paramState) bool {
 		return sgdStep(hyper(st), p.Value, p.Grad, st.bufs[MomentumBufferState])
 	}
-	o.fusedGroup = func(ps []*autograd.Param, sts []*paramState) bool {
-		values, grads, bufs := groupTensors(ps, sts, MomentumBufferState)
-		return sgdSteps(hyper(sts[0]), values, grads, bufs[0])
+	o.fusedGroup = func(g *group) bool {
+		values, grads, bufs := g.tensors(MomentumBufferState)
+		return sgdSteps(hyper(g.sts[0]), values, grads, bufs[0])
 	}
 	return o, nil
 }

@@ -375,6 +375,12 @@ func (t *Tensor) Item() float64 {
 	if t.Len() != 1 {
 		panic(fmt.Sprintf("tensor: Item of shape %v (%d elements)", t.shape, t.Len()))
 	}
+	switch t.DType() { // read it as it is: no converted copy to allocate
+	case device.Float32:
+		return float64(t.Float32s()[0])
+	case device.Float64:
+		return t.Float64s()[0]
+	}
 	return t.Values()[0]
 }
 
