@@ -39,7 +39,8 @@ type depthwiseArgs[T float] struct {
 
 func (a *depthwiseArgs[T]) run(lo, hi int) {
 	g := newDWGeom(a.s)
-	taps := g.taps()
+	var tapBuf [maxStackTaps]int
+	taps := g.taps(tapBuf[:0])
 	sc := getScratch[T](g.scratch())
 	defer putScratch(sc)
 	phases := g.phaseLen * g.nPhase
@@ -142,9 +143,13 @@ func (g dwGeom) tapOffset(kh, kw int) int {
 	return phase*g.phaseLen + (dh/s.StrideH)*g.wq + dw/s.StrideW
 }
 
-// taps returns tapOffset for every tap, in (kh, kw) order.
-func (g dwGeom) taps() []int {
-	at := make([]int, 0, g.s.KH*g.s.KW)
+// maxStackTaps is the number of taps whose offsets the kernels keep in an
+// array on the stack (every kernel up to 8×8) rather than on the heap.
+const maxStackTaps = 64
+
+// taps appends tapOffset for every tap, in (kh, kw) order, to at (an
+// array of maxStackTaps on the caller's stack: a step allocates nothing).
+func (g dwGeom) taps(at []int) []int {
 	for kh := 0; kh < g.s.KH; kh++ {
 		for kw := 0; kw < g.s.KW; kw++ {
 			at = append(at, g.tapOffset(kh, kw))
@@ -297,7 +302,8 @@ type depthwiseGradArgs[T float] struct {
 func (a *depthwiseGradArgs[T]) run(lo, hi int) {
 	s, kk := a.s, a.s.KH*a.s.KW
 	g := newDWGeom(s)
-	taps := g.taps()
+	var tapBuf [maxStackTaps]int
+	taps := g.taps(tapBuf[:0])
 	span := s.oh * g.wq // the output rows, wq wide
 	sc := getScratch[T](g.phaseLen*g.nPhase + span)
 	defer putScratch(sc)

@@ -35,25 +35,26 @@ func useDirect(s convShape) bool {
 // directGeom is the layout of one direct convolution.
 type directGeom struct {
 	dwGeom
-	taps      []int // offset of each tap in a channel's phases
-	maxTap    int   // the largest of them
-	chanLen   int   // a channel's phases, the kernel's cstride
-	q, qPad   int   // output positions (oh rows of wq), rounded up to whole blocks
-	inLen     int   // the input of one image, with the slack the last block reads
+	nTaps     int // kernel taps (their offsets: dwGeom.taps)
+	maxTap    int // the largest offset of a tap in a channel's phases
+	chanLen   int // a channel's phases, the kernel's cstride
+	q, qPad   int // output positions (oh rows of wq), rounded up to whole blocks
+	inLen     int // the input of one image, with the slack the last block reads
 	ocBlocks  int
 	packedLen int // packed weights: ocBlocks × C × taps × direct.Rows
 }
 
 func newDirectGeom(s convShape) directGeom {
 	g := directGeom{dwGeom: newDWGeom(s)}
-	g.taps = g.dwGeom.taps()
+	var tapBuf [maxStackTaps]int
+	taps := g.taps(tapBuf[:0])
+	g.nTaps, g.maxTap = len(taps), slices.Max(taps)
 	g.chanLen = g.phaseLen * g.nPhase
 	g.q = s.oh * g.wq
 	g.qPad = (g.q + direct.Cols - 1) / direct.Cols * direct.Cols
-	g.maxTap = slices.Max(g.taps)
 	g.inLen = max(s.C*g.chanLen, (s.C-1)*g.chanLen+g.maxTap+g.qPad)
 	g.ocBlocks = (s.OutC + direct.Rows - 1) / direct.Rows
-	g.packedLen = g.ocBlocks * s.C * len(g.taps) * direct.Rows
+	g.packedLen = g.ocBlocks * s.C * g.nTaps * direct.Rows
 	return g
 }
 
@@ -89,7 +90,7 @@ func (s convShape) directGradInput() bool {
 // putScratch.
 func (g directGeom) packFilters(w []float32) *scratch[float32] {
 	wp := getScratch[float32](g.packedLen)
-	g.packWeights(wp.s, func(oc, c, t int) float32 { return w[(oc*g.s.C+c)*len(g.taps)+t] })
+	g.packWeights(wp.s, func(oc, c, t int) float32 { return w[(oc*g.s.C+c)*g.nTaps+t] })
 	return wp
 }
 
@@ -97,7 +98,7 @@ func (g directGeom) packFilters(w []float32) *scratch[float32] {
 // channels, then input channels, then taps, the Rows channels' weights
 // side by side (zero past OutC). weight(oc, c, t) is the filter element.
 func (g directGeom) packWeights(wp []float32, weight func(oc, c, t int) float32) {
-	s, nt := g.s, len(g.taps)
+	s, nt := g.s, g.nTaps
 	i := 0
 	for ob := range g.ocBlocks {
 		for c := range s.C {
@@ -119,7 +120,7 @@ func (g directGeom) packWeights(wp []float32, weight func(oc, c, t int) float32)
 // directRun runs the direct convolution with packed weights wp, one task
 // per image and block of output channels.
 func directRun(dev *Device, s convShape, g directGeom, act device.Activation, y, x, wp, bias []float32) {
-	launch(dev, s.N*g.ocBlocks, g.qPad*direct.Rows*s.C*len(g.taps),
+	launch(dev, s.N*g.ocBlocks, g.qPad*direct.Rows*s.C*g.nTaps,
 		directArgs{s: s, g: g, act: act, y: y, x: x, wp: wp, bias: bias})
 }
 
@@ -139,7 +140,8 @@ func (a *directArgs) run(lo, hi int) {
 	defer putScratch(sc)
 	in, out := sc.s[:g.inLen], sc.s[g.inLen:]
 	clear(in[s.C*g.chanLen:]) // the slack past the last channel
-	nt := len(g.taps)
+	var tapBuf [maxStackTaps]int
+	taps, nt := g.taps(tapBuf[:0]), g.nTaps
 	image := -1
 	for task := lo; task < hi; task++ {
 		n, ob := task/g.ocBlocks, task%g.ocBlocks
@@ -151,7 +153,7 @@ func (a *directArgs) run(lo, hi int) {
 		}
 		w := a.wp[ob*s.C*nt*direct.Rows:]
 		for q := 0; q < g.qPad; q += direct.Cols {
-			direct.Block(out[q:], g.qPad, in[q:], g.chanLen, g.taps, w, s.C)
+			direct.Block(out[q:], g.qPad, in[q:], g.chanLen, taps, w, s.C)
 		}
 		for r := range direct.Rows {
 			oc := ob*direct.Rows + r
@@ -198,7 +200,7 @@ func (s convShape) directGradWeight() bool {
 // of the chunk's positions at once.
 func conv2dDirectGradWeight(dev *Device, s convShape, dw, dy, x []float32) {
 	g := newDirectGeom(s)
-	size := s.OutC * s.C * len(g.taps)
+	size := s.OutC * s.C * g.nTaps
 	if s.N == 0 {
 		clear(dw[:size])
 		return
@@ -207,7 +209,7 @@ func conv2dDirectGradWeight(dev *Device, s convShape, dw, dy, x []float32) {
 	nparts := (s.N + chunk - 1) / chunk
 	psc := getScratch[float64](nparts * size)
 	defer putScratch(psc)
-	launch(dev, nparts, chunk*g.qPad*s.OutC*s.C*len(g.taps), directGradArgs{s: s, g: g, dy: dy, x: x, partials: psc.s, chunk: chunk})
+	launch(dev, nparts, chunk*g.qPad*s.OutC*s.C*g.nTaps, directGradArgs{s: s, g: g, dy: dy, x: x, partials: psc.s, chunk: chunk})
 	for i := range size {
 		var v float64
 		for p := range nparts {
@@ -229,7 +231,8 @@ type directGradArgs struct {
 
 func (a *directGradArgs) run(lo, hi int) {
 	s, g := a.s, a.g
-	nt := len(g.taps)
+	var tapBuf [maxStackTaps]int
+	taps, nt := g.taps(tapBuf[:0]), g.nTaps
 	pairs := s.C * nt
 	size := s.OutC * pairs
 	rows := (s.OutC + direct.GradRows - 1) / direct.GradRows * direct.GradRows
@@ -266,7 +269,7 @@ func (a *directGradArgs) run(lo, hi int) {
 			for p0 := 0; p0 < pairs; p0 += direct.GradCols {
 				for j := range offs {
 					pair := min(p0+j, pairs-1) // past the end: a repeat, dropped
-					offs[j] = pair/nt*span + g.taps[pair%nt]
+					offs[j] = pair/nt*span + taps[pair%nt]
 				}
 				direct.GradBlock(partial, dyq[ob*kn:], kn, in, &offs, kn)
 				for r := range min(direct.GradRows, s.OutC-ob) {
