@@ -696,18 +696,7 @@ var fusable = map[string]bool{"Conv": true, "Gemm": true}
 // the activation's output: one pass over the activations instead of two
 // or three, the same values.
 func (m *Model) fuseActivations() {
-	readers := map[string]int{}
-	for _, n := range m.nodes {
-		for _, in := range n.inputs {
-			readers[in]++
-		}
-		for _, in := range n.implicit {
-			readers[in]++
-		}
-	}
-	for _, out := range m.Outputs {
-		readers[out.Name]++
-	}
+	readers := m.readerCounts()
 	producer := map[string]*graphNode{}
 	kept := m.nodes[:0]
 	for _, n := range m.nodes {
