@@ -13,9 +13,9 @@ import "github.com/hora-dl/hora/device"
 // with many channels and small planes) the workers take blocks of output
 // channels, each unfolding the whole image itself: a column matrix that
 // another core has just written costs more to read than to unfold again
-// (resnet18's 14×14×256 layer at batch 1 on 2 Zen 5 cores: 1.45 ms
-// with one unfolding shared, by channels in parallel, 1.0 ms in bands,
-// 0.87 ms unfolded by each worker; 7×7×512: 1.17, 1.08, 1.01 ms).
+// (resnet18's 14×14×256 layer at batch 1 on 2 Zen 5 cores, one run: 1.47
+// ms with one unfolding shared, by channels in parallel, 1.01 ms in
+// bands, 0.87 ms unfolded by each worker; 7×7×512: 1.25, 1.14, 1.01 ms).
 // Either way each block of y gets the bias and activation as soon as its
 // GEMM has written it, and, since every element of a GEMM's output goes
 // through the same operations however the output is split, the result is
