@@ -11,12 +11,14 @@
 // # Matrix products
 //
 // Float32 GEMM runs Hora's own Go-assembly kernel (internal/gemm: AVX-512,
-// AVX2, or NEON on arm64) where the CPU has AVX-512, else a BLAS library
-// loaded at run time without cgo (internal/blas: OpenBLAS, MKL or BLIS),
-// else the AVX2 or NEON kernel, else gonum. Float64 GEMM runs the BLAS library when there is one,
-// else gonum. The library is set to one thread and called from the pool's
-// goroutines, each on its share of the product, so BLAS threads and
-// goroutines never compete for cores. Device.Backend describes the choice;
+// AVX2, or NEON on arm64; gonum where there is none) or a BLAS library
+// loaded at run time without cgo (internal/blas: OpenBLAS, MKL or BLIS):
+// per class of shapes, whichever was faster on this machine, measured at
+// the first product and kept on disk (internal/gemmchoice). Float64 GEMM
+// runs the BLAS library when there is one, else gonum. The library is set
+// to one thread and called from the pool's goroutines, each on its share
+// of the product, so BLAS threads and goroutines never compete for cores.
+// Device.Backend describes the choice and the measurement;
 // HORA_GEMM and HORA_BLAS change it (see gemmBackend). Convolutions are
 // chosen per shape (linalg.go): depthwise, Winograd, direct, or im2col plus
 // GEMM over groups of images, with a shifted-copy im2col for "same"

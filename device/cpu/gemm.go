@@ -4,31 +4,40 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"sync"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 
 	hblas "github.com/hora-dl/hora/device/cpu/internal/blas"
 	"github.com/hora-dl/hora/device/cpu/internal/gemm"
+	"github.com/hora-dl/hora/device/cpu/internal/gemmchoice"
+	"github.com/hora-dl/hora/internal/diskcache"
+	"github.com/hora-dl/hora/internal/hostcpu"
 )
 
 // gemmBackend is how a device multiplies matrices, chosen once, at its
 // first GEMM. A BLAS library loaded at run time (OpenBLAS, MKL or BLIS, set
-// to one thread and called from the device's workers) does float64, and
-// float32 unless Hora's own Go-assembly kernel is faster: that is the case
-// where it runs its AVX-512 micro-kernel (on 2 Zen 5 cores it beats
-// OpenBLAS 0.3.21 on every size measured, see BENCHMARKS.md). Without a
-// BLAS, float32 goes to Hora's kernel for the CPU (AVX-512, AVX2 or, on
+// to one thread and called from the device's workers) does float64. Without
+// one, float32 goes to Hora's kernel for the CPU (AVX-512, AVX2 or, on
 // arm64, NEON; gonum's pure-Go Sgemm where there is none) and float64 to
-// gonum. HORA_GEMM=blas or HORA_GEMM=go forces the float32 choice;
-// HORA_BLAS picks or disables the library (see blas.Load).
+// gonum. With one, float32 goes to whichever of the two was faster on this
+// machine for the product's class of shapes (small, skinny, large; see
+// gemmchoice): measured once per machine, kernel and library, and kept in
+// the user's cache folder (gemmChoicePath). HORA_GEMM=go or HORA_GEMM=blas
+// forces the float32 choice, HORA_GEMM=measure measures again; HORA_BLAS
+// picks or disables the library (see blas.Load).
 type gemmBackend struct {
-	once  sync.Once
-	lib   *hblas.Library // nil: no BLAS library
-	own32 bool           // float32 by Hora's own kernel
-	name  string
-	err   error // why no BLAS is used (nil when one is)
+	once   sync.Once
+	lib    *hblas.Library    // nil: no BLAS library
+	choice gemmchoice.Choice // per class of float32 product: BLAS or Hora's kernel
+	name   string
+	err    error // why no BLAS is used (nil when one is)
 }
 
 func (d *Device) gemmBackend() *gemmBackend {
@@ -36,31 +45,114 @@ func (d *Device) gemmBackend() *gemmBackend {
 	g.once.Do(func() {
 		lib, err := hblas.Load()
 		g.lib, g.err = lib, err
-		switch v := os.Getenv("HORA_GEMM"); v {
-		case "go":
-			g.own32 = true
-		case "blas":
-			g.own32 = lib == nil
-		case "", "auto":
-			g.own32 = lib == nil || gemm.Kernel() == "avx512"
-		default:
-			g.own32 = lib == nil || gemm.Kernel() == "avx512"
-			g.err = errors.Join(g.err, fmt.Errorf("HORA_GEMM=%s: expected auto, blas or go", v))
-		}
 		own := fmt.Sprintf("Go assembly (%s)", gemm.Blocking())
 		if gemm.Kernel() == "go" {
 			own = "gonum (pure Go)"
 		}
-		switch {
-		case lib == nil:
+		if lib == nil {
 			g.name = own + " for float32, gonum for float64"
-		case g.own32:
-			g.name = own + " for float32, " + lib.Name() + " for float64"
+			if v := os.Getenv("HORA_GEMM"); !validGEMMSetting(v) {
+				g.err = errors.Join(g.err, fmt.Errorf("HORA_GEMM=%s: expected auto, measure, blas or go", v))
+			}
+			return
+		}
+		var measured string
+		switch v := os.Getenv("HORA_GEMM"); v {
+		case "go":
+			// g.choice is the zero Choice: Hora's kernel for every class.
+		case "blas":
+			g.choice = allBLAS()
+		case "", "auto", "measure":
+			measured = g.measure(lib, v == "measure")
 		default:
+			measured = g.measure(lib, false)
+			g.err = errors.Join(g.err, fmt.Errorf("HORA_GEMM=%s: expected auto, measure, blas or go", v))
+		}
+		switch {
+		case g.choice.NoBLAS():
+			g.name = own + " for float32, " + lib.Name() + " for float64"
+		case g.choice.AllBLAS():
 			g.name = lib.Name()
+		default:
+			g.name = fmt.Sprintf("%s for float32 %s products, %s for float32 %s products and float64",
+				own, g.choice.List(false), lib.Name(), g.choice.List(true))
+		}
+		if measured != "" {
+			g.name += " [" + measured + "]"
 		}
 	})
 	return g
+}
+
+func validGEMMSetting(v string) bool {
+	switch v {
+	case "", "auto", "measure", "blas", "go":
+		return true
+	}
+	return false
+}
+
+func allBLAS() gemmchoice.Choice {
+	var ch gemmchoice.Choice
+	for cl := range ch.Classes {
+		ch.Classes[cl].UseBLAS = true
+	}
+	return ch
+}
+
+// gemmChoicePath is the file that keeps the measured float32 choice:
+// gemm-choice.json in Hora's cache folder (see diskcache.Dir).
+func gemmChoicePath() string { return filepath.Join(diskcache.Dir("gemm"), "gemm-choice.json") }
+
+// measurePerProbe is how long each probe product of the measured choice is
+// timed (both implementations together take twice as long).
+const measurePerProbe = 15 * time.Millisecond
+
+// measure sets g.choice from the cache file, or by timing Hora's kernel
+// against lib (again when remeasure is set), and describes where it came
+// from.
+func (g *gemmBackend) measure(lib *hblas.Library, remeasure bool) string {
+	blasImpl := func(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+		lib.Sgemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+	}
+	ownImpl := func(tA, tB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+		ownSgemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+	}
+	path := gemmChoicePath()
+	key := strings.Join([]string{runtime.GOARCH, hostcpu.Model(), gemm.Kernel(), gemm.Blocking().String(), lib.Name(), buildRevision()}, " | ")
+	ch, src, err := gemmchoice.Cached(path, key, remeasure, func() gemmchoice.Choice {
+		return gemmchoice.Measure(ownImpl, blasImpl, measurePerProbe)
+	})
+	g.choice = ch
+	how := "measured now"
+	if src == gemmchoice.FromCache {
+		how = "measured before"
+	}
+	where := "kept in " + path
+	if err != nil {
+		where = "not kept: " + err.Error()
+	}
+	return fmt.Sprintf("float32 %s, %s, %s", ch.String(), how, where)
+}
+
+// buildRevision names the source revision of this binary (its VCS commit,
+// "+dirty" when modified), or "" when the build does not record one (go
+// test, go run): a new revision measures the choice again.
+func buildRevision() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
+		}
+	}
+	return rev + dirty
 }
 
 // Backend describes how the device multiplies matrices, e.g. "Go assembly
@@ -117,19 +209,11 @@ func gemmOn[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda in
 	switch a := any(a).(type) {
 	case []float32:
 		b, c := any(b).([]float32), any(c).([]float32)
-		if !be.own32 {
+		if be.lib != nil && be.choice.UseBLAS(m, n, k) {
 			be.lib.Sgemm(tA, tB, m, n, k, float32(alpha), a, lda, b, ldb, float32(beta), c, ldc)
 			return
 		}
-		if gemm.Kernel() == "go" {
-			// No vector kernel for this CPU (or a noasm build): gonum's
-			// pure-Go Sgemm is about 3× faster than ours.
-			gonum.Implementation{}.Sgemm(gonumTrans(tA), gonumTrans(tB), m, n, k, float32(alpha), a, lda, b, ldb, float32(beta), c, ldc)
-			return
-		}
-		ws := workspaces.Get().(*gemm.Workspace)
-		gemm.Sgemm(ws, tA, tB, m, n, k, float32(alpha), a, lda, b, ldb, float32(beta), c, ldc)
-		workspaces.Put(ws)
+		ownSgemm(tA, tB, m, n, k, float32(alpha), a, lda, b, ldb, float32(beta), c, ldc)
 	case []float64:
 		b, c := any(b).([]float64), any(c).([]float64)
 		if be.lib != nil {
@@ -138,6 +222,19 @@ func gemmOn[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda in
 		}
 		gonum.Implementation{}.Dgemm(gonumTrans(tA), gonumTrans(tB), m, n, k, float64(alpha), a, lda, b, ldb, float64(beta), c, ldc)
 	}
+}
+
+// ownSgemm is Hora's float32 GEMM on one thread: its Go-assembly kernel,
+// or, where the CPU has no vector kernel (or in a noasm build), gonum's
+// pure-Go Sgemm, about 3× faster than Hora's pure-Go kernel.
+func ownSgemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if gemm.Kernel() == "go" {
+		gonum.Implementation{}.Sgemm(gonumTrans(tA), gonumTrans(tB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	ws := workspaces.Get().(*gemm.Workspace)
+	gemm.Sgemm(ws, tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	workspaces.Put(ws)
 }
 
 func gonumTrans(t bool) blas.Transpose {

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -128,7 +127,7 @@ func workload(t *testing.T, d *cpu.Device) map[string][]float32 {
 // from run to run with the same GOMAXPROCS (and close otherwise).
 func TestGOMAXPROCSIndependent(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	blasSplit := !strings.HasPrefix(cpu.Default().Backend(), "Go assembly") // float32 GEMM by a BLAS library
+	blasSplit := cpu.Float32ByBLAS(cpu.Default())
 	runtime.GOMAXPROCS(1)
 	ref := workload(t, cpu.New())
 	for _, procs := range []int{2, 3, 8} {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/hora-dl/hora/internal/diskcache"
 )
 
 // kernelFS holds Hora's CUDA C sources. Source returns them as the one
@@ -108,16 +110,8 @@ func loadNVRTC() (*nvrtcAPI, error) {
 
 // CacheDir returns the folder where compiled kernels are kept:
 // $HORA_CACHE_DIR/cuda, or hora/cuda in the user's cache folder
-// (~/.cache/hora/cuda).
-func CacheDir() string {
-	if d := os.Getenv("HORA_CACHE_DIR"); d != "" {
-		return filepath.Join(d, "cuda")
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "hora", "cuda")
-	}
-	return filepath.Join(os.TempDir(), "hora-cuda-cache")
-}
+// (~/.cache/hora/cuda; see diskcache.Dir).
+func CacheDir() string { return diskcache.Dir("cuda") }
 
 // compileOptions returns NVRTC's options for compute capability arch.
 func compileOptions(arch int) []string {

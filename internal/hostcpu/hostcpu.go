@@ -1,7 +1,8 @@
-// Package hostcpu tells how many CPUs the host has online, whatever the
-// process's affinity mask (which runtime.NumCPU reports): data-parallel
-// ranks use it to tell whether mpirun bound them to a few cores and
-// whether there are more ranks than cores.
+// Package hostcpu describes the host's processors: how many are online,
+// whatever the process's affinity mask (which runtime.NumCPU reports), so
+// that data-parallel ranks can tell whether mpirun bound them to a few
+// cores and whether there are more ranks than cores; and the processor's
+// model, which keys what is measured per machine.
 package hostcpu
 
 import (
@@ -37,4 +38,26 @@ func Count(list string) int {
 		n += b - a + 1
 	}
 	return n
+}
+
+// Model returns the processor's model name, "AMD EPYC 9R45" or "Intel(R)
+// Xeon(R) Platinum 8259CL CPU @ 2.50GHz" (the first "model name" of
+// /proc/cpuinfo on Linux), or "" when it cannot tell.
+func Model() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	return ModelIn(string(b))
+}
+
+// ModelIn returns the first "model name" of a /proc/cpuinfo text, or "".
+func ModelIn(cpuinfo string) string {
+	for line := range strings.SplitSeq(cpuinfo, "\n") {
+		key, value, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(key) == "model name" {
+			return strings.TrimSpace(value)
+		}
+	}
+	return ""
 }

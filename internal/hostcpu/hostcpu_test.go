@@ -19,3 +19,13 @@ func TestOnline(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, Online(), runtime.NumCPU())
 }
+
+func TestModelIn(t *testing.T) {
+	info := "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel\t\t: 85\nmodel name\t: Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz\n\nprocessor\t: 1\nmodel name\t: other\n"
+	if got, want := ModelIn(info), "Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz"; got != want {
+		t.Errorf("ModelIn = %q, want %q", got, want)
+	}
+	if got := ModelIn("processor : 0\nmodel : 85\n"); got != "" {
+		t.Errorf("ModelIn without a model name = %q, want \"\"", got)
+	}
+}

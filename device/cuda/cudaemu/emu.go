@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/hora-dl/hora/internal/diskcache"
 )
 
 // The C++ sources live in csrc/ because the go command refuses C++ files
@@ -164,7 +166,7 @@ func buildCached() (string, error) {
 		return "", fmt.Errorf("cuda emulator: %w", err)
 	}
 	// One process builds; the others (go test runs packages in parallel) wait.
-	unlock := lockFile(dir + ".lock")
+	unlock := diskcache.Lock(dir + ".lock")
 	defer unlock()
 	if complete(dir) {
 		return dir, nil
