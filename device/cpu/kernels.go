@@ -225,11 +225,10 @@ func unary[T float](dev *Device, op device.UnaryOp, dst, src []T, s float64) {
 			}
 		case device.Relu:
 			for i, v := range x {
-				if v > 0 {
-					d[i] = v
-				} else {
-					d[i] = 0
+				if v < 0 { // NaN and -0 pass, as in float32 (vec.ReLU) and PyTorch
+					v = 0
 				}
+				d[i] = v
 			}
 		case device.AddScalar:
 			for i, v := range x {
