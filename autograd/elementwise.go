@@ -17,6 +17,20 @@ func Add(a, b *Var) *Var {
 	}, a, b), "Add")
 }
 
+// AddAct returns act(a + b) as one operation, a residual block's sum and
+// activation: for a and b of one shape, one pass over memory forward (no
+// separate sum is stored) and one backward, where both inputs receive the
+// activation's gradient. Other shapes broadcast as in Add.
+func AddAct(a, b *Var, act device.Activation) *Var {
+	as, bs := a.Value.Shape(), b.Value.Shape()
+	y := tensor.AddAct(a.Value, b.Value, act)
+	return describeOp(record(y, func(g *tensor.Tensor, needs []bool) []*tensor.Tensor {
+		g = tensor.ActGrad(g, y, act)
+		return []*tensor.Tensor{when(needs[0], func() *tensor.Tensor { return g.SumTo(as) }),
+			when(needs[1], func() *tensor.Tensor { return g.SumTo(bs) })}
+	}, a, b), "AddAct", ActAttrs{Act: act})
+}
+
 // Sub returns a - b.
 func Sub(a, b *Var) *Var {
 	as, bs := a.Value.Shape(), b.Value.Shape()

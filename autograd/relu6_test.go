@@ -37,6 +37,14 @@ func TestGradCheckReLU6(t *testing.T) {
 			func(rng *rand.Rand) []*tensor.Tensor { return inputs(scaled(rng, 4, 4, 6)) }},
 		{"relu", func(x []*autograd.Var) *autograd.Var { return autograd.Relu(x[0]) },
 			func(rng *rand.Rand) []*tensor.Tensor { return inputs(randn(rng, 3, 2, 5)) }},
+		{"add_relu", func(x []*autograd.Var) *autograd.Var { return autograd.AddAct(x[0], x[1], device.ActReLU) },
+			func(rng *rand.Rand) []*tensor.Tensor { return inputs(randn(rng, 2, 3, 4), randn(rng, 2, 3, 4)) }},
+		{"add_relu6", func(x []*autograd.Var) *autograd.Var { return autograd.AddAct(x[0], x[1], device.ActReLU6) },
+			func(rng *rand.Rand) []*tensor.Tensor { return inputs(scaled(rng, 4, 2, 3, 4), scaled(rng, 4, 2, 3, 4)) }},
+		{"add_relu_broadcast", func(x []*autograd.Var) *autograd.Var { return autograd.AddAct(x[0], x[1], device.ActReLU) },
+			func(rng *rand.Rand) []*tensor.Tensor { return inputs(randn(rng, 2, 3, 4), randn(rng, 3, 1)) }},
+		{"add_none", func(x []*autograd.Var) *autograd.Var { return autograd.AddAct(x[0], x[1], device.ActNone) },
+			func(rng *rand.Rand) []*tensor.Tensor { return inputs(randn(rng, 5), randn(rng, 5)) }},
 		{"linear_relu6", func(x []*autograd.Var) *autograd.Var {
 			return autograd.LinearAct(x[0], x[1], x[2], device.ActReLU6)
 		}, func(rng *rand.Rand) []*tensor.Tensor {

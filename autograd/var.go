@@ -183,6 +183,7 @@ func recordInto(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bo
 //	Reshape Expand                            nil (the target is the output's shape)
 //	AddScalar MulScalar PowScalar LeakyRelu   ScalarAttrs (LeakyRelu: the slope)
 //	Where                                     WhereAttrs
+//	AddAct                                    ActAttrs
 //	Linear                                    LinearAttrs (input, weight[, bias])
 //	Conv2D Conv2DMaxPool                      ConvAttrs (input, weight[, bias])
 //	MaxPool2D AvgPool2D                       tensor.PoolOptions
@@ -302,6 +303,10 @@ type WhereAttrs struct{ Cond *tensor.Tensor }
 // LinearAttrs is the OpInfo.Attrs of Linear: the activation applied after
 // x×wᵀ + b.
 type LinearAttrs struct{ Act device.Activation }
+
+// ActAttrs is the OpInfo.Attrs of AddAct: the activation applied after
+// the sum.
+type ActAttrs struct{ Act device.Activation }
 
 // ConvAttrs is the OpInfo.Attrs of Conv2D and Conv2DMaxPool: the
 // convolution, the activation after its bias and, for Conv2DMaxPool, the

@@ -36,6 +36,16 @@ type ConvBiasActKernels interface {
 	Conv2DBiasAct(p ConvParams, act Activation, y, x, w, bias Buffer)
 }
 
+// AddActKernels is an optional kernel of a device whose Kernels() value
+// implements it: the sum of two tensors of one shape and its activation in
+// one pass, a residual block's act(branch + shortcut). Callers find it by
+// type assertion and otherwise compose Binary(Add) and the activation.
+type AddActKernels interface {
+	// AddAct computes y[i] = act(a[i] + b[i]) for i < n over dense
+	// buffers of one floating-point type; y may be a or b.
+	AddAct(act Activation, y, a, b Buffer, n int)
+}
+
 // MaxPoolValuesKernels is an optional kernel of a device whose Kernels()
 // value implements it: max pooling for inference, which writes the maxima
 // of MaxPool2D but not their positions (no gradient will need them), so it

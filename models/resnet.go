@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -263,7 +264,7 @@ func newBasicBlock(in, width, stride int, zeroInit bool, rng *rand.Rand) *basicB
 func (b *basicBlock) Forward(x *autograd.Var) *autograd.Var {
 	y := autograd.Relu(b.bn1.Forward(b.conv1.Forward(x)))
 	y = b.bn2.Forward(b.conv2.Forward(y))
-	return autograd.Relu(autograd.Add(y, shortcut(b.downsample, x)))
+	return autograd.AddAct(y, shortcut(b.downsample, x), device.ActReLU)
 }
 
 func (b *basicBlock) Parameters() []*autograd.Param { return paramsOf(b.Children()) }
@@ -311,7 +312,7 @@ func (b *bottleneck) Forward(x *autograd.Var) *autograd.Var {
 	y := autograd.Relu(b.bn1.Forward(b.conv1.Forward(x)))
 	y = autograd.Relu(b.bn2.Forward(b.conv2.Forward(y)))
 	y = b.bn3.Forward(b.conv3.Forward(y))
-	return autograd.Relu(autograd.Add(y, shortcut(b.downsample, x)))
+	return autograd.AddAct(y, shortcut(b.downsample, x), device.ActReLU)
 }
 
 func (b *bottleneck) Parameters() []*autograd.Param { return paramsOf(b.Children()) }

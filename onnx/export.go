@@ -730,6 +730,14 @@ func (e *exporter) translate(info *autograd.OpInfo, ins []string, out string) er
 	switch info.Name {
 	case "Add", "Sub", "Mul", "Div", "Pow", "Neg", "Exp", "Log", "Sqrt", "Abs", "Tanh", "Sigmoid", "Relu", "MatMul":
 		e.chain(info.Name, out, ins)
+	case "AddAct":
+		a := info.Attrs.(autograd.ActAttrs)
+		if a.Act == device.ActNone {
+			e.chain("Add", out, ins)
+			return nil
+		}
+		_, err := exportAct(e, a.Act, e.chain("Add", "", ins), out, info.Inputs[0].Value.DType())
+		return err
 	case "Maximum":
 		e.chain("Max", out, ins)
 	case "Minimum":

@@ -689,10 +689,10 @@ func (m *Model) fold() error {
 
 // fusable lists the operators that can apply a following Relu in the
 // same pass over their output (nodeCtx.FusedActivation).
-var fusable = map[string]bool{"Conv": true, "Gemm": true}
+var fusable = map[string]bool{"Conv": true, "Gemm": true, "Add": true}
 
 // fuseActivations folds each Relu (or Clip(0, 6), ReLU6) that is the only
-// reader of a Conv's or Gemm's output into that node, which then writes
+// reader of a Conv's, Gemm's or Add's output into that node, which then writes
 // the activation's output: one pass over the activations instead of two
 // or three, the same values.
 func (m *Model) fuseActivations() {

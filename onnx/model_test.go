@@ -396,6 +396,39 @@ func TestReluFusedIntoConvAndGemm(t *testing.T) {
 	assert.InDeltaSlice(t, want.Float32s(), outs[0].Value.Float32s(), 1e-5)
 }
 
+// TestReluFusedIntoAdd checks a residual block's Add followed by Relu:
+// fused when the Relu is the Add's only reader (same shapes: the one-pass
+// kernel; broadcast: the composed path), kept apart when the sum is read
+// again, with the same values as the unfused graph.
+func TestReluFusedIntoAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	bias := tensor.RandNormal(rng, 0, 1, 3, 1, 1)
+	s := graphSpec{
+		nodes: []*onnxpb.NodeProto{
+			node("Add", "add1", []string{"x", "y"}, []string{"s1"}),
+			node("Relu", "relu1", []string{"s1"}, []string{"r1"}),
+			node("Add", "add2", []string{"r1", "bias"}, []string{"s2"}),
+			node("Relu", "relu2", []string{"s2"}, []string{"r2"}),
+			node("Add", "add3", []string{"r2", "x"}, []string{"s3"}),
+			node("Relu", "relu3", []string{"s3"}, []string{"r3"}),
+			node("Mul", "mul", []string{"r3", "s3"}, []string{"out"}),
+		},
+		inits:   []*onnxpb.TensorProto{initTensor(t, "bias", bias, f32)},
+		inputs:  []*onnxpb.ValueInfoProto{tensorInfo("x", f32, -1, 3, 4, 5), tensorInfo("y", f32, -1, 3, 4, 5)},
+		outputs: []*onnxpb.ValueInfoProto{tensorInfo("out", f32, -1, 3, 4, 5)},
+	}
+	m := s.load(t)
+	assert.Contains(t, m.Summary(), "5 nodes: Add×3 Mul×1 Relu×1", "the first two Relus are fused, the third's input is read again")
+
+	x, y := tensor.RandNormal(rng, 0, 1, 2, 3, 4, 5), tensor.RandNormal(rng, 0, 1, 2, 3, 4, 5)
+	r2 := x.Add(y).Relu().Add(bias).Relu()
+	s3 := r2.Add(x)
+	want := s3.Relu().Mul(s3)
+	outs, err := m.Run(autograd.Constant(x), autograd.Constant(y))
+	require.NoError(t, err)
+	assert.Equal(t, want.Float32s(), outs[0].Value.Float32s())
+}
+
 func TestClipFusedIntoConvAsReLU6(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 7))
 	w := tensor.RandNormal(rng, 0, 3, 4, 1, 3, 3) // depthwise: 4 groups

@@ -166,8 +166,9 @@ func (c *nodeCtx) RunGraph(attr string, args []*autograd.Var) ([]*autograd.Var, 
 }
 
 // FusedActivation returns the activation the interpreter fused into this
-// node (a Relu that was the only reader of a Conv's or Gemm's output); the
-// operator applies it to its output, preferably in the same pass.
+// node (a Relu that was the only reader of a Conv's, Gemm's or Add's
+// output); the operator applies it to its output, preferably in the same
+// pass.
 func (c *nodeCtx) FusedActivation() device.Activation { return c.act }
 
 // applyAct applies activation act to y (for operators whose kernel could

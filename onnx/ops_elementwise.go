@@ -30,13 +30,13 @@ func init() {
 		since int
 		run   func(a, b *autograd.Var) *autograd.Var
 	}{
-		{"Add", 1, autograd.Add},
 		{"Sub", 1, autograd.Sub},
 		{"Mul", 1, autograd.Mul},
 		{"Div", 1, autograd.Div},
 	} {
 		register(op.name, op.since, true, ewArith(op.run))
 	}
+	register("Add", 1, true, opAdd)
 	register("Pow", 1, true, opPow)
 	register("Mod", 10, false, opMod)
 
@@ -207,6 +207,14 @@ func ewArith(f func(a, b *autograd.Var) *autograd.Var) opFunc {
 		}
 		return []*autograd.Var{ewIntOrFloat(func(vs ...*autograd.Var) *autograd.Var { return f(vs[0], vs[1]) }, a, b)}, nil
 	}
+}
+
+// opAdd implements Add, with the Relu or Clip(0, 6) that the interpreter
+// fused into it (a residual block's sum and activation) applied in the same
+// pass.
+func opAdd(c *nodeCtx) ([]*autograd.Var, error) {
+	act := c.FusedActivation()
+	return ewArith(func(a, b *autograd.Var) *autograd.Var { return autograd.AddAct(a, b, act) })(c)
 }
 
 // ewScalarConst returns the value of v when it is a one-element constant

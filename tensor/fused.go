@@ -78,6 +78,26 @@ func BiasAct(x, bias *Tensor, act device.Activation, inPlace bool) *Tensor {
 	return y
 }
 
+// AddAct returns act(a + b), a residual block's sum and activation: in one
+// pass for dense tensors of one shape and floating-point type on a device
+// with device.AddActKernels, else composed from Add (which broadcasts) and
+// the activation.
+func AddAct(a, b *Tensor, act device.Activation) *Tensor {
+	if ak, ok := a.kernels().(device.AddActKernels); ok && sameShape(a, b) && fused(a, b) != nil {
+		out := newOut(false, a.DType(), a.shape, a, b)
+		ak.AddAct(act, out.buf, a.buf, b.buf, a.Len())
+		return out
+	}
+	y := a.Add(b)
+	switch act {
+	case device.ActReLU:
+		y = y.Relu()
+	case device.ActReLU6:
+		y = y.Relu().MinScalar(6)
+	}
+	return y
+}
+
 // Conv2DBiasAct returns act(Conv2D(x, w) + bias), bias (OutC) optional,
 // as one kernel call on devices with a fused convolution (a depthwise
 // convolution then applies the bias and activation while each output row

@@ -2,6 +2,7 @@ package tensor_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -57,6 +58,55 @@ func TestBiasActMatchesComposition(t *testing.T) {
 			}
 			assertNear(t, g.SumAxes(axes, false), tensor.BiasGrad(g), "bias grad")
 		}
+	}
+}
+
+// TestAddActMatchesReference checks AddAct against act(a + b) computed
+// element by element in the tensors' type (a NaN stays NaN, as in
+// PyTorch), bit for bit, on the fused kernel (one shape, long enough for
+// the vector loop and its tail) and on the composed fallback (broadcast,
+// strided), with NaNs and infinities.
+func TestAddActMatchesReference(t *testing.T) {
+	act := func(a device.Activation, v float64) float64 {
+		if a != device.ActNone && v < 0 {
+			v = 0
+		}
+		if a == device.ActReLU6 && v > 6 {
+			v = 6
+		}
+		return v
+	}
+	check := func(name string, dt device.DType, a, b *tensor.Tensor) {
+		t.Helper()
+		sum := a.Add(b) // the broadcast shape; the sum rounded to dt
+		for _, ac := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
+			got := tensor.AddAct(a, b, ac)
+			require.Equal(t, sum.Shape(), got.Shape(), name)
+			gv := got.Values()
+			for i, v := range sum.Values() {
+				want := act(ac, v)
+				if math.Float64bits(want) != math.Float64bits(gv[i]) && !(math.IsNaN(want) && math.IsNaN(gv[i])) {
+					t.Errorf("%s %v %v: element %d is %v, want %v", name, dt, ac, i, gv[i], want)
+					break
+				}
+			}
+		}
+	}
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		for _, shapes := range [][2][]int{{{2, 3, 37}, {2, 3, 37}}, {{1000}, {1000}}, {{2, 3, 5}, {3, 1}}} {
+			in := fusedInputs(dt, 3, shapes[0], shapes[1])
+			a, b := in[0].MulScalar(4), in[1].MulScalar(4)
+			if a.Len() == b.Len() {
+				v := a.Values()
+				v[0], v[1], v[2] = math.NaN(), math.Inf(1), math.Inf(-1)
+				a = tensor.FromFloat64(v, a.Shape()...).Cast(dt)
+			}
+			check(fmt.Sprint(shapes[0], "+", shapes[1]), dt, a, b)
+		}
+		in := fusedInputs(dt, 4, []int{4, 6}, []int{6, 4})
+		v := in[0].Values()
+		v[5] = math.NaN()
+		check("strided", dt, tensor.FromFloat64(v, 4, 6).Cast(dt), in[1].T())
 	}
 }
 

@@ -129,6 +129,48 @@ func biasActRows[T float](act device.Activation, y, x, bias []T, channels, inner
 }
 
 // ActGrad computes dx = dy * act'(y).
+// AddAct implements device.AddActKernels.
+func (k kernels) AddAct(act device.Activation, y, a, b device.Buffer, n int) {
+	noHalf("AddAct", y, a, b)
+	switch buf(y).dt {
+	case device.Float32:
+		launch(k.d, n, 1, addActArgs[float32]{act, buf(y).f32[:n], buf(a).f32[:n], buf(b).f32[:n]})
+	case device.Float64:
+		launch(k.d, n, 1, addActArgs[float64]{act, buf(y).f64[:n], buf(a).f64[:n], buf(b).f64[:n]})
+	default:
+		panic(dtypeMsg("AddAct", buf(y).dt))
+	}
+}
+
+// addActArgs are the arguments of one AddAct call.
+type addActArgs[T float] struct {
+	act     device.Activation
+	y, a, b []T
+}
+
+func (args *addActArgs[T]) run(lo, hi int) {
+	y, a, b := args.y[lo:hi], args.a[lo:hi], args.b[lo:hi]
+	if y32, ok := any(y).([]float32); ok {
+		a32, b32 := any(a).([]float32), any(b).([]float32)
+		switch args.act {
+		case device.ActReLU:
+			vec.AddReLU(y32, a32, b32)
+		case device.ActReLU6:
+			vec.Add(y32, a32, b32)
+			vec.Clamp(y32, y32, 0, 6)
+		default:
+			vec.Add(y32, a32, b32)
+		}
+		return
+	}
+	for i := range y {
+		y[i] = a[i] + b[i]
+	}
+	if args.act != device.ActNone {
+		biasActSlice(args.act, y, y, 0)
+	}
+}
+
 func (k kernels) ActGrad(act device.Activation, dx, dy, y device.Buffer, n int) {
 	noHalf("ActGrad", dx, dy, y)
 	switch buf(dx).dt {

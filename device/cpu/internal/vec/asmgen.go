@@ -210,17 +210,27 @@ func ps(spec string) []param {
 }
 
 // Binary elementwise: dst, a, b; DI, SI, DX.
-func binary(op string) func(g *gen, f *frame) {
+func binary(op string) func(g *gen, f *frame) { return binaryAct(op, false) }
+
+// binaryAct is binary followed, with relu, by a ReLU (zero in r13) that
+// keeps NaNs, as scalarOp's.
+func binaryAct(op string, relu bool) func(g *gen, f *frame) {
 	return func(g *gen, f *frame) {
 		g.in("MOVQ %s, DI", f.at("dst"))
 		g.in("MOVQ %s, SI", f.at("a"))
 		g.in("MOVQ %s, DX", f.at("b"))
 		g.in("MOVQ %s, R12", f.at("n"))
+		if relu {
+			g.zero(g.r(13))
+		}
 		g.in("XORQ BX, BX")
 		g.loop("l", "R12", 4, func(k int, m bool) {
 			t := g.r(k)
 			g.ld(t, "SI", k, m)
 			g.in("%s %s, %s, %s", op, g.src(g.r(k+4), "DX", k, m), t, t)
+			if relu {
+				g.in("VMAXPS %s, %s, %s", t, g.r(13), t)
+			}
 			g.st(t, "DI", k, m)
 		})
 	}
@@ -1075,6 +1085,7 @@ func adam(g *gen, f *frame) {
 
 var fns = []*fn{
 	{name: "add", params: ps("dst, a, b *float32; n int"), disp: "dst, a, b []float32", call: "&dst[0], &a[0], &b[0], len(dst)", gocall: "dst, a, b", emit: binary("VADDPS")},
+	{name: "addReLU", params: ps("dst, a, b *float32; n int"), disp: "dst, a, b []float32", call: "&dst[0], &a[0], &b[0], len(dst)", gocall: "dst, a, b", emit: binaryAct("VADDPS", true)},
 	{name: "sub", params: ps("dst, a, b *float32; n int"), disp: "dst, a, b []float32", call: "&dst[0], &a[0], &b[0], len(dst)", gocall: "dst, a, b", emit: binary("VSUBPS")},
 	{name: "mul", params: ps("dst, a, b *float32; n int"), disp: "dst, a, b []float32", call: "&dst[0], &a[0], &b[0], len(dst)", gocall: "dst, a, b", emit: binary("VMULPS")},
 	{name: "div", params: ps("dst, a, b *float32; n int"), disp: "dst, a, b []float32", call: "&dst[0], &a[0], &b[0], len(dst)", gocall: "dst, a, b", emit: binary("VDIVPS")},

@@ -14,6 +14,17 @@ func addGo(dst, a, b []float32) {
 	}
 }
 
+func addReLUGo(dst, a, b []float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
+		v := a[i] + b[i]
+		if v < 0 { // NaN stays NaN
+			v = 0
+		}
+		dst[i] = v
+	}
+}
+
 func subGo(dst, a, b []float32) {
 	a, b = a[:len(dst)], b[:len(dst)]
 	for i := range dst {

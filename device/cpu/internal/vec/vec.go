@@ -53,6 +53,16 @@ func Add(dst, a, b []float32) {
 	}
 }
 
+// AddReLU sets dst[i] = relu(a[i] + b[i]), with relu as in ReLU (a NaN
+// stays NaN): a residual block's sum and activation in one pass. dst may
+// be a or b.
+func AddReLU(dst, a, b []float32) {
+	check3("AddReLU", "b", dst, a, b)
+	if len(dst) > 0 {
+		addReLUK(dst, a, b)
+	}
+}
+
 // Sub sets dst[i] = a[i] - b[i]. dst may be a or b.
 func Sub(dst, a, b []float32) {
 	check3("Sub", "b", dst, a, b)

@@ -141,6 +141,14 @@ func testBinary(t *testing.T, f func(dst, a, b []float32), ref func(a, b float64
 }
 
 func TestAdd(t *testing.T) { testBinary(t, Add, func(a, b float64) float64 { return a + b }) }
+func TestAddReLU(t *testing.T) {
+	testBinary(t, AddReLU, func(a, b float64) float64 {
+		if v := float64(float32(a + b)); !(v < 0) {
+			return v
+		}
+		return 0
+	})
+}
 func TestSub(t *testing.T) { testBinary(t, Sub, func(a, b float64) float64 { return a - b }) }
 func TestMul(t *testing.T) { testBinary(t, Mul, func(a, b float64) float64 { return a * b }) }
 func TestDiv(t *testing.T) { testBinary(t, Div, func(a, b float64) float64 { return a / b }) }

@@ -11,6 +11,12 @@ func addAVX2(dst *float32, a *float32, b *float32, n int)
 func addAVX512(dst *float32, a *float32, b *float32, n int)
 
 //go:noescape
+func addReLUAVX2(dst *float32, a *float32, b *float32, n int)
+
+//go:noescape
+func addReLUAVX512(dst *float32, a *float32, b *float32, n int)
+
+//go:noescape
 func subAVX2(dst *float32, a *float32, b *float32, n int)
 
 //go:noescape
@@ -198,6 +204,17 @@ func addK(dst, a, b []float32) {
 		addAVX2(&dst[0], &a[0], &b[0], len(dst))
 	default:
 		addGo(dst, a, b)
+	}
+}
+
+func addReLUK(dst, a, b []float32) {
+	switch level {
+	case levelAVX512:
+		addReLUAVX512(&dst[0], &a[0], &b[0], len(dst))
+	case levelAVX2:
+		addReLUAVX2(&dst[0], &a[0], &b[0], len(dst))
+	default:
+		addReLUGo(dst, a, b)
 	}
 }
 

@@ -6,6 +6,8 @@ package vec
 
 func addK(dst, a, b []float32) { addGo(dst, a, b) }
 
+func addReLUK(dst, a, b []float32) { addReLUGo(dst, a, b) }
+
 func subK(dst, a, b []float32) { subGo(dst, a, b) }
 
 func mulK(dst, a, b []float32) { mulGo(dst, a, b) }
