@@ -94,6 +94,19 @@ type Device interface {
 	Close() error
 }
 
+// ConstantMarker is implemented by devices whose buffers can be marked as
+// never written again, as a model's weights at inference are. Kernels may
+// then keep forms derived from such a buffer (a filter transformed for
+// Winograd, or packed for a direct convolution) from one call to the next
+// instead of computing them on every call. Writing to a marked buffer
+// through the device (Write) drops those forms; writing to it any other
+// way (as a kernel's output, or through its backing slice) gives wrong
+// results.
+type ConstantMarker interface {
+	// MarkConstant marks b as never written again.
+	MarkConstant(b Buffer)
+}
+
 // Slicer is implemented by devices whose buffers can be viewed in part,
 // without a copy (a fusion buffer's prefix handed to a collective).
 type Slicer interface {

@@ -203,7 +203,9 @@ func (m *Model) constsOn(dev device.Device) map[string]*autograd.Var {
 		if t.Device() != dev {
 			t = t.To(dev)
 		}
-		c[name] = autograd.Constant(t)
+		// Constants never change: kernels may keep forms derived from
+		// them (transformed or packed filters) between runs.
+		c[name] = autograd.Constant(t.MarkConstant())
 	}
 	m.constDev[dev] = c
 	return c

@@ -250,6 +250,20 @@ func (t *Tensor) axis(i int) int {
 	return i
 }
 
+// MarkConstant declares that t's values never change again (a model's
+// weights at inference), so that kernels may keep forms derived from them
+// from one call to the next instead of recomputing them (a convolution's
+// transformed or packed filters; see device.ConstantMarker). It returns t.
+// A tensor in an arena is left as it is, as are tensors on devices that
+// keep no derived forms. Writing to t afterwards other than with CopyFrom
+// (or the device's Write) gives wrong results.
+func (t *Tensor) MarkConstant() *Tensor {
+	if cm, ok := t.Device().(device.ConstantMarker); ok && t.arena == nil {
+		cm.MarkConstant(t.buf)
+	}
+	return t
+}
+
 // IsContiguous reports whether the view is dense row-major starting at the
 // beginning of its buffer, which is what kernels expect.
 func (t *Tensor) IsContiguous() bool {

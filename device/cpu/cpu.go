@@ -65,6 +65,9 @@ type Buffer struct {
 	f64 []float64
 	i64 []int64
 	f16 []uint16 // IEEE binary16 bits
+	// forms are the forms kernels derived from a constant buffer (see
+	// MarkConstant and derived.go); nil when the buffer is not constant.
+	forms *derivedForms
 }
 
 // Device returns the owning device.
@@ -90,7 +93,7 @@ func (b *Buffer) Len() int {
 
 // Free drops the slice; the garbage collector reclaims the memory (once
 // no slice of the buffer, see Device.Slice, holds it either).
-func (b *Buffer) Free() { b.f32, b.f64, b.i64, b.f16 = nil, nil, nil, nil }
+func (b *Buffer) Free() { b.f32, b.f64, b.i64, b.f16, b.forms = nil, nil, nil, nil, nil }
 
 // Float32s returns the backing slice of a Float32 buffer (nil otherwise).
 // Writes to it change the buffer.
@@ -156,6 +159,7 @@ func (d *Device) Write(dst device.Buffer, src any) error {
 	if !ok {
 		return fmt.Errorf("cpu: write: buffer of device %s", dst.Device().Name())
 	}
+	b.forms.drop() // forms derived from the old values
 	switch s := src.(type) {
 	case []float32:
 		return copyChecked("write", b.dt, device.Float32, b.f32, s)

@@ -60,11 +60,11 @@ func newDirectGeom(s convShape) directGeom {
 
 // conv2dDirect computes y = act(conv(x, w) + bias) (bias may be nil) for a
 // convolution of one group.
-func conv2dDirect(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32) {
+func conv2dDirect(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32, wb *Buffer) {
 	g := newDirectGeom(s)
-	wp := g.packFilters(w)
-	defer putScratch(wp)
-	directRun(dev, s, g, act, y, x, wp.s, bias)
+	wp, release := g.packFilters(w, wb)
+	defer release()
+	directRun(dev, s, g, act, y, x, wp, bias)
 }
 
 // conv2dDirectGradInput computes the input gradient of a unit-stride
@@ -86,12 +86,13 @@ func (s convShape) directGradInput() bool {
 }
 
 // packFilters packs the filters w (OutC×C×KH×KW) of the forward
-// convolution into a scratch buffer (see packWeights); give it back with
-// putScratch.
-func (g directGeom) packFilters(w []float32) *scratch[float32] {
-	wp := getScratch[float32](g.packedLen)
-	g.packWeights(wp.s, func(oc, c, t int) float32 { return w[(oc*g.s.C+c)*g.nTaps+t] })
-	return wp
+// convolution (see packWeights), once for all calls when wb, the buffer
+// holding w, is constant (see derived); release gives the packing back.
+func (g directGeom) packFilters(w []float32, wb *Buffer) (wp []float32, release func()) {
+	key := derivedKey{kind: directFilters, outC: g.s.OutC, inC: g.s.C, taps: g.nTaps, alt: g.s.Groups}
+	return derived(wb, key, g.packedLen, func(wp []float32) {
+		g.packWeights(wp, func(oc, c, t int) float32 { return w[(oc*g.s.C+c)*g.nTaps+t] })
+	})
 }
 
 // packWeights lays the filters out for direct.Block: blocks of Rows output
@@ -289,11 +290,11 @@ func (a *directGradArgs) run(lo, hi int) {
 // convPoolDirect is Conv2DBiasActMaxPool on the direct path: per image,
 // the direct convolution into a worker's scratch buffer, then the max
 // pooling of each channel into y and argmax.
-func convPoolDirect(dev *Device, s convShape, q device.PoolParams, act device.Activation, y []float32, argmax []int64, x, w, bias []float32) {
+func convPoolDirect(dev *Device, s convShape, q device.PoolParams, act device.Activation, y []float32, argmax []int64, x, w, bias []float32, wb *Buffer) {
 	g := newDirectGeom(s)
-	wp := g.packFilters(w)
-	defer putScratch(wp)
-	launch(dev, s.N, s.imgOut*s.ckk, convPoolDirectArgs{s: s, g: g, q: q, act: act, y: y, argmax: argmax, x: x, wp: wp.s, bias: bias})
+	wp, release := g.packFilters(w, wb)
+	defer release()
+	launch(dev, s.N, s.imgOut*s.ckk, convPoolDirectArgs{s: s, g: g, q: q, act: act, y: y, argmax: argmax, x: x, wp: wp, bias: bias})
 }
 
 // convPoolDirectArgs are the arguments of convPoolDirect, one image per

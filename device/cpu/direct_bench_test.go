@@ -37,7 +37,7 @@ func BenchmarkDirect(b *testing.B) {
 			f    func()
 		}{
 			{"im2col", func() { conv2dIm2col(dev, s, device.ActReLU, y, x, w, nil) }},
-			{"direct", func() { conv2dDirect(dev, s, device.ActReLU, y, x, w, nil) }},
+			{"direct", func() { conv2dDirect(dev, s, device.ActReLU, y, x, w, nil, nil) }},
 		}
 		dw := make([]float32, s.OutC*s.ckk)
 		paths = append(paths,

@@ -43,7 +43,7 @@ func TestDirectMatchesReference(t *testing.T) {
 				for i := range y {
 					y[i] = float32(math.NaN())
 				}
-				conv2dDirect(dev, s, device.ActReLU6, y, x, w, bias)
+				conv2dDirect(dev, s, device.ActReLU6, y, x, w, bias, nil)
 				want := conv2dNaive(s, x, w, bias)
 				scale := conv2dNaive(s, absSlice(x), absSlice(w), absSlice(bias))
 				for i := range want {

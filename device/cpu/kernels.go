@@ -21,6 +21,7 @@ func buf(b device.Buffer) *Buffer { return b.(*Buffer) }
 
 // Copy copies between strided views, converting the element type.
 func (k kernels) Copy(dst device.Buffer, dl device.Layout, src device.Buffer, sl device.Layout) {
+	buf(dst).forms.drop() // forms derived from the old values of a constant buffer
 	if device.NumElements(dl.Shape) == 0 {
 		return
 	}

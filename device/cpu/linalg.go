@@ -292,7 +292,7 @@ func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 }
 
 func conv2d[T float](dev *Device, s convShape, y, x, w []T) {
-	conv2dBiasAct(dev, s, device.ActNone, y, x, w, nil)
+	conv2dBiasAct(dev, s, device.ActNone, y, x, w, nil, nil)
 }
 
 // conv2dIm2col computes y = act(conv(x, w) + bias) (bias may be nil)
@@ -326,13 +326,13 @@ func (k kernels) Conv2DBiasAct(p device.ConvParams, act device.Activation, y, x,
 		if bias != nil {
 			b = buf(bias).f32
 		}
-		conv2dBiasAct(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b)
+		conv2dBiasAct(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b, buf(w))
 	case device.Float64:
 		var b []float64
 		if bias != nil {
 			b = buf(bias).f64
 		}
-		conv2dBiasAct(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b)
+		conv2dBiasAct(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b, buf(w))
 	default:
 		panic(dtypeMsg("Conv2DBiasAct", buf(y).dt))
 	}
@@ -341,17 +341,19 @@ func (k kernels) Conv2DBiasAct(p device.ConvParams, act device.Activation, y, x,
 // conv2dBiasAct chooses the forward convolution's kernel: depthwise,
 // Winograd (3×3, unit stride, 64 channels or more, float32, see
 // useWinograd), direct (fewer channels, float32, see useDirect) or im2col.
-func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T) {
+// wb is the buffer holding w, whose derived forms the kernel may keep when
+// it is constant (nil: none).
+func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T, wb *Buffer) {
 	if s.depthwise() {
 		conv2dDepthwise(dev, s, act, y, x, w, bias)
 		return
 	}
 	if y32, ok := any(y).([]float32); ok && useWinograd(s) {
-		winogradForward(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32))
+		winogradForward(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
 		return
 	}
 	if y32, ok := any(y).([]float32); ok && useDirect(s) {
-		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32))
+		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
 		return
 	}
 	conv2dIm2col(dev, s, act, y, x, w, bias)
@@ -476,7 +478,7 @@ func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, 
 			b = buf(bias).f32
 		}
 		if useDirect(s) {
-			convPoolDirect(k.d, s, q, act, buf(y).f32, buf(argmax).i64, buf(x).f32, buf(w).f32, b)
+			convPoolDirect(k.d, s, q, act, buf(y).f32, buf(argmax).i64, buf(x).f32, buf(w).f32, b, buf(w))
 			return
 		}
 		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float32]{convArgs[float32]{k.d, s, buf(y).f32, buf(x).f32, buf(w).f32, gi, act, b}, q, buf(argmax).i64})

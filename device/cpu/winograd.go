@@ -84,12 +84,15 @@ func useWinograd(s convShape) bool {
 }
 
 // winogradForward computes y = act(conv(x, w) + bias) of a 3×3 unit-stride
-// convolution (bias may be nil).
-func winogradForward(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32) {
-	u := getScratch[float32](16 * s.OutC * s.C)
-	defer putScratch(u)
-	launch(dev, s.OutC, 16*9*s.C, winoFilterArgs{dev: dev, u: u.s, w: w, outC: s.OutC, inC: s.C})
-	winogradRun(dev, newWinoGeom(s, dev.numWorkers()), act, y, x, u.s, bias)
+// convolution (bias may be nil). The transformed filters are kept with wb
+// when it is constant (see derived).
+func winogradForward(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32, wb *Buffer) {
+	key := derivedKey{kind: winogradFilters, outC: s.OutC, inC: s.C}
+	u, release := derived(wb, key, 16*s.OutC*s.C, func(u []float32) {
+		launch(dev, s.OutC, 16*9*s.C, winoFilterArgs{dev: dev, u: u, w: w, outC: s.OutC, inC: s.C})
+	})
+	defer release()
+	winogradRun(dev, newWinoGeom(s, dev.numWorkers()), act, y, x, u, bias)
 }
 
 // winogradGradInput computes the input gradient dx of a 3×3 unit-stride

@@ -1,0 +1,77 @@
+package cpu
+
+import (
+	"sync"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// Forms derived from constant buffers. A model's weights at inference
+// never change, yet the Winograd and direct convolutions transform or
+// pack their filters on every call (3% of resnet18's time at batch 1).
+// Once a buffer is marked constant (Device.MarkConstant, which
+// tensor.MarkConstant and the ONNX importer's constants call), derived
+// computes each form once and keeps it with the buffer.
+
+// derivedKey names a form: the kernel layout it is in and the convolution
+// shape it was made for.
+type derivedKey struct {
+	kind                 derivedKind
+	outC, inC, taps, alt int
+}
+
+// derivedKind is the layout of a derived form.
+type derivedKind int
+
+const (
+	winogradFilters derivedKind = iota + 1 // winoFilterArgs's 16·OutC·C transformed filters
+	directFilters                          // directGeom.packFilters's blocks
+)
+
+// derivedForms are the forms derived from one constant buffer.
+type derivedForms struct {
+	mu    sync.Mutex
+	forms map[derivedKey][]float32
+}
+
+// drop forgets every form (the buffer's values are about to change); f may
+// be nil.
+func (f *derivedForms) drop() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	clear(f.forms)
+	f.mu.Unlock()
+}
+
+// MarkConstant implements device.ConstantMarker: b's values never change
+// from now on (Write still may, dropping the forms derived from them).
+// Buffers of other devices are ignored.
+func (d *Device) MarkConstant(b device.Buffer) {
+	if cb, ok := b.(*Buffer); ok && cb.forms == nil {
+		cb.forms = &derivedForms{forms: map[derivedKey][]float32{}}
+	}
+}
+
+// derived returns the form key of the weights held by wb, n floats that
+// fill computes: when wb is constant, computed on the first call and kept
+// with wb (callers may read it concurrently, never write it); otherwise
+// computed into scratch on every call. release gives the scratch back.
+func derived(wb *Buffer, key derivedKey, n int, fill func(form []float32)) (form []float32, release func()) {
+	if wb == nil || wb.forms == nil {
+		sc := getScratch[float32](n)
+		fill(sc.s)
+		return sc.s, func() { putScratch(sc) }
+	}
+	f := wb.forms
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if form, ok := f.forms[key]; ok && len(form) == n {
+		return form, func() {}
+	}
+	form = make([]float32, n)
+	fill(form)
+	f.forms[key] = form
+	return form, func() {}
+}

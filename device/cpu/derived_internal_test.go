@@ -1,0 +1,98 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/direct"
+)
+
+// TestConstantFiltersKept checks that the Winograd and direct
+// convolutions keep the filters they derive from a constant weight buffer,
+// give the same bits as when they derive them on every call, concurrently
+// too, and derive them again once the buffer is written.
+func TestConstantFiltersKept(t *testing.T) {
+	if !useWinograd(newConvShape(convCase(2, 64, 16, 16, 64, 3, 1, 1, 1))) || !direct.Fast() {
+		t.Skip("no vector Winograd or direct kernel on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	dev := New()
+	k := dev.Kernels().(kernels)
+	for _, tc := range []struct {
+		name string
+		p    device.ConvParams
+		kind derivedKind
+	}{
+		{"winograd", convCase(2, 64, 16, 16, 64, 3, 1, 1, 1), winogradFilters},
+		{"direct", convCase(2, 16, 12, 12, 16, 3, 1, 1, 1), directFilters},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newConvShape(tc.p)
+			x := dev.bufferOf(randSlice(rng, s.N*s.imgIn))
+			w := dev.bufferOf(randSlice(rng, s.OutC*s.ckk))
+			conv := func() []float32 {
+				y := dev.bufferOf(make([]float32, s.N*s.imgOut))
+				k.Conv2DBiasAct(tc.p, device.ActReLU, y, x, w, nil)
+				return y.f32
+			}
+			want := conv() // filters derived on the call
+			dev.MarkConstant(w)
+			if got := conv(); !slices.Equal(got, want) {
+				t.Fatal("the first call on a constant buffer differs")
+			}
+			if n := formsOf(w, tc.kind); n != 1 {
+				t.Fatalf("%d %v forms kept, want 1", n, tc.kind)
+			}
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if got := conv(); !slices.Equal(got, want) {
+						t.Error("a call with the kept filters differs")
+					}
+				}()
+			}
+			wg.Wait()
+
+			// New values through Write, then through Copy: the kept
+			// filters are dropped and derived from the new values.
+			for _, write := range []func(v []float32){
+				func(v []float32) { dev.Write(w, v) },
+				func(v []float32) {
+					l := device.Layout{Shape: []int{len(v)}, Strides: []int{1}}
+					k.Copy(w, l, dev.bufferOf(v), l)
+				},
+			} {
+				write(randSlice(rng, len(w.f32)))
+				if n := formsOf(w, tc.kind); n != 0 {
+					t.Fatalf("%d forms kept after a write, want 0", n)
+				}
+				fresh := dev.bufferOf(slices.Clone(w.f32))
+				y := dev.bufferOf(make([]float32, s.N*s.imgOut))
+				k.Conv2DBiasAct(tc.p, device.ActReLU, y, x, fresh, nil)
+				if got := conv(); !slices.Equal(got, y.f32) {
+					t.Fatal("after a write, the convolution used the old filters")
+				}
+			}
+		})
+	}
+}
+
+// formsOf counts the forms of kind kept with b.
+func formsOf(b *Buffer, kind derivedKind) int {
+	b.forms.mu.Lock()
+	defer b.forms.mu.Unlock()
+	n := 0
+	for key := range b.forms.forms {
+		if key.kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *Device) bufferOf(v []float32) *Buffer { return &Buffer{dev: d, dt: device.Float32, f32: v} }
