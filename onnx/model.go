@@ -66,6 +66,7 @@ type Model struct {
 	mu        sync.Mutex
 	constDev  map[device.Device]map[string]*autograd.Var // consts moved to a device, built on demand
 	shapeMemo map[string]map[string]*tensor.Tensor       // input-shape signature -> shape-only values
+	arenas    map[string]*tensor.Arena                   // input-shape signature -> memory of inference runs, while no run uses it
 }
 
 // ValueInfo describes a graph input or output.
@@ -229,6 +230,7 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 		parByVal:  map[string]*autograd.Param{},
 		constDev:  map[device.Device]map[string]*autograd.Var{},
 		shapeMemo: map[string]map[string]*tensor.Tensor{},
+		arenas:    map[string]*tensor.Arena{},
 		rng:       rand.New(rand.NewPCG(0, 0)),
 		Producer:  strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()),
 		Doc:       mp.GetDocString(),

@@ -20,6 +20,12 @@ const maxShapeMemo = 16
 // one device; the model runs there. Inputs are checked against the
 // declared element types and shapes (dynamic dimensions accept any size);
 // every error names the input, or the node, its operator and the opset.
+//
+// An inference run (evaluation mode, no parameter or input that requires
+// a gradient: a Frozen model, say) takes the memory of its intermediate
+// values from the previous run with the same input shapes instead of
+// allocating it anew, and returns copies of its outputs. Runs may be
+// concurrent.
 func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 	if len(inputs) != len(m.Inputs) {
 		names := make([]string, len(m.Inputs))
@@ -45,6 +51,13 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 	memo, memoOK := m.shapeMemo[key]
 	consts := m.constsOn(dev)
 	m.mu.Unlock()
+	arena := m.takeArena(key, inputs) // nil: the run may record gradients
+	if arena != nil {
+		defer m.putArena(key, arena)
+		for i, x := range inputs {
+			values[m.Inputs[i].Name] = autograd.Constant(x.Value.WithArena(arena))
+		}
+	}
 	var newMemo map[string]*tensor.Tensor // filled on the first run of a signature
 	if !memoOK {
 		newMemo = map[string]*tensor.Tensor{}
@@ -83,7 +96,7 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 			}
 			values[name] = outs[k]
 			if n.shapeOnly {
-				newMemo[name] = outs[k].Value
+				newMemo[name] = outOfArena(outs[k].Value, arena)
 			}
 		}
 		for _, name := range n.release {
@@ -104,8 +117,60 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 		if outs[i] = lookup(o.Name); outs[i] == nil {
 			return nil, fmt.Errorf("onnx: graph output %q has no value", o.Name)
 		}
+		if arena != nil {
+			outs[i] = autograd.Constant(outOfArena(outs[i].Value, arena))
+		}
 	}
 	return outs, nil
+}
+
+// takeArena returns the arena for an inference run with inputs of
+// signature key, reset, or nil when the run may record gradients (training
+// mode, a parameter or an input that requires them): a tape must not
+// point into memory the next run reuses.
+func (m *Model) takeArena(key string, inputs []*autograd.Var) *tensor.Arena {
+	if m.training {
+		return nil
+	}
+	for _, x := range inputs {
+		if x.RequiresGrad() {
+			return nil
+		}
+	}
+	for _, p := range m.params {
+		if p.RequiresGrad() {
+			return nil
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.arenas[key]
+	delete(m.arenas, key) // concurrent runs of this signature get their own
+	if a == nil {
+		return tensor.NewArena()
+	}
+	a.Reset()
+	return a
+}
+
+// putArena keeps arena for the next run of signature key, for at most
+// maxShapeMemo signatures.
+func (m *Model) putArena(key string, arena *tensor.Arena) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.arenas[key]; !ok && len(m.arenas) >= maxShapeMemo {
+		clear(m.arenas)
+	}
+	m.arenas[key] = arena
+}
+
+// outOfArena returns t itself unless it is in arena (the run's, nil for
+// none), else a copy of t in memory of its own, which outlives the run.
+func outOfArena(t *tensor.Tensor, arena *tensor.Arena) *tensor.Tensor {
+	if arena == nil || t.Arena() != arena {
+		return t
+	}
+	return t.WithArena(nil).Clone()
 }
 
 // RunNamed is Run with inputs and outputs by name.
