@@ -24,8 +24,9 @@ type derivedKey struct {
 type derivedKind int
 
 const (
-	winogradFilters derivedKind = iota + 1 // winoFilterArgs's 16·OutC·C transformed filters
-	directFilters                          // directGeom.packFilters's blocks
+	winogradFilters  derivedKind = iota + 1 // winoFilterArgs's 16·OutC·C transformed filters
+	directFilters                           // directGeom.packFilters's blocks
+	transposedMatrix                        // storedAsRead's Bᵀ (outC = N rows of B, inC = K)
 )
 
 // derivedForms are the forms derived from one constant buffer.
@@ -74,4 +75,35 @@ func derived(wb *Buffer, key derivedKey, n int, fill func(form []float32)) (form
 	fill(form)
 	f.forms[key] = form
 	return form, func() {}
+}
+
+// storedAsRead returns, for a product whose B is a whole constant buffer
+// read transposed (a Linear layer's weight at inference, N×K), the same
+// product with Bᵀ stored as it is read: transposed once and kept with the
+// buffer, so that a product of a few rows reads it in place instead of
+// repacking the whole weight on every call. The GEMM gives the same bits
+// either way (it computes op(B) alike whatever its layout).
+func storedAsRead(p device.MatMulParams, b *Buffer) (device.MatMulParams, []float32, bool) {
+	if !p.TransB || p.Batch != 1 || b.forms == nil || p.BOff != 0 || len(b.f32) != p.N*p.K {
+		return p, nil, false
+	}
+	key := derivedKey{kind: transposedMatrix, outC: p.N, inC: p.K}
+	bt, _ := derived(b, key, p.N*p.K, func(bt []float32) { transposeInto(bt, b.f32, p.N, p.K) })
+	p.TransB = false
+	return p, bt, true
+}
+
+// transposeInto sets dst (cols×rows) to the transpose of src (rows×cols),
+// in blocks that stay in cache.
+func transposeInto(dst, src []float32, rows, cols int) {
+	const blk = 32
+	for i0 := 0; i0 < rows; i0 += blk {
+		for j0 := 0; j0 < cols; j0 += blk {
+			for i := i0; i < min(i0+blk, rows); i++ {
+				for j := j0; j < min(j0+blk, cols); j++ {
+					dst[j*rows+i] = src[i*cols+j]
+				}
+			}
+		}
+	}
 }

@@ -82,6 +82,39 @@ func TestConstantFiltersKept(t *testing.T) {
 	}
 }
 
+// TestConstantWeightTransposedOnce checks that a product reading a
+// constant B transposed (a Linear layer's weight) keeps Bᵀ, gives the same
+// bits as with B read transposed on every call, for one row and for many,
+// and reads the new values after a write.
+func TestConstantWeightTransposedOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	dev := New()
+	k := dev.Kernels().(kernels)
+	const n, kk = 37, 300
+	w := dev.bufferOf(randSlice(rng, n*kk))
+	product := func(m int, x, w *Buffer) []float32 {
+		y := dev.bufferOf(make([]float32, m*n))
+		k.MatMul(device.MatMulParams{Batch: 1, M: m, N: n, K: kk, TransB: true, Alpha: 1}, y, x, w)
+		return y.f32
+	}
+	for _, m := range []int{1, 3, 40} {
+		x := dev.bufferOf(randSlice(rng, m*kk))
+		plain := dev.bufferOf(slices.Clone(w.f32))
+		want := product(m, x, plain)
+		dev.MarkConstant(w)
+		if got := product(m, x, w); !slices.Equal(got, want) {
+			t.Errorf("m=%d: the product with the kept transpose differs", m)
+		}
+		if n := formsOf(w, transposedMatrix); n != 1 {
+			t.Errorf("m=%d: %d transposes kept, want 1", m, n)
+		}
+		dev.Write(w, randSlice(rng, n*kk))
+		if got, want := product(m, x, w), product(m, x, dev.bufferOf(slices.Clone(w.f32))); !slices.Equal(got, want) {
+			t.Errorf("m=%d: after a write, the product used the old weight", m)
+		}
+	}
+}
+
 // formsOf counts the forms of kind kept with b.
 func formsOf(b *Buffer, kind derivedKind) int {
 	b.forms.mu.Lock()

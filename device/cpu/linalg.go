@@ -11,6 +11,10 @@ func (k kernels) MatMul(p device.MatMulParams, c, a, b device.Buffer) {
 	noHalf("MatMul", c, a, b)
 	switch buf(c).dt {
 	case device.Float32:
+		if q, bt, ok := storedAsRead(p, buf(b)); ok {
+			matmul(k.d, q, buf(c).f32, buf(a).f32, bt)
+			return
+		}
 		matmul(k.d, p, buf(c).f32, buf(a).f32, buf(b).f32)
 	case device.Float64:
 		matmul(k.d, p, buf(c).f64, buf(a).f64, buf(b).f64)
