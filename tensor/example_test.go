@@ -67,3 +67,21 @@ func ExampleArena() {
 	// [3 7]
 	// [4 10]
 }
+
+// A model's weights at inference never change: marked constant, they let
+// the convolution keep its transformed filters from one call to the next.
+func ExampleTensor_MarkConstant() {
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := tensor.RandNormal(rng, 0, 1, 64, 64, 3, 3).MarkConstant()
+	x := tensor.RandNormal(rng, 0, 1, 1, 64, 16, 16)
+	opts := tensor.ConvOptions{PadH: 1, PadW: 1}
+	first := tensor.Conv2D(x, w, opts)  // transforms w's filters and keeps them
+	second := tensor.Conv2D(x, w, opts) // reuses them
+	fmt.Println(first.Shape(), tensor.AllClose(first, second, 0, 0))
+
+	w.CopyFrom(w.MulScalar(2)) // a write through CopyFrom drops what was kept
+	fmt.Println(tensor.AllClose(tensor.Conv2D(x, w, opts), first.MulScalar(2), 1e-5, 1e-5))
+	// Output:
+	// [1 64 16 16] true
+	// true
+}

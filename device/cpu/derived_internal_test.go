@@ -36,6 +36,13 @@ func TestConstantFiltersKept(t *testing.T) {
 			conv := func() []float32 {
 				y := dev.bufferOf(make([]float32, s.N*s.imgOut))
 				k.Conv2DBiasAct(tc.p, device.ActReLU, y, x, w, nil)
+				plain := dev.bufferOf(make([]float32, s.N*s.imgOut))
+				k.Conv2D(tc.p, plain, x, w) // the kernel without bias keeps the same forms
+				for i, v := range plain.f32 {
+					if max(v, 0) != y.f32[i] {
+						t.Fatalf("Conv2D and Conv2DBiasAct differ at %d", i)
+					}
+				}
 				return y.f32
 			}
 			want := conv() // filters derived on the call

@@ -69,7 +69,7 @@ func testDepthwise[T float](t *testing.T, dev *Device, rng *rand.Rand, p device.
 	for i := range got {
 		got[i] = T(math.NaN())
 	}
-	conv2d(dev, s, got, x, w)
+	conv2dBiasAct(dev, s, device.ActNone, got, x, w, nil, nil)
 	scale := float64(p.KH * p.KW)
 	checkCloseRel(t, got, want, scale, fmt.Sprintf("Conv2D %+v", p))
 	for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
@@ -263,7 +263,7 @@ func BenchmarkDepthwise(b *testing.B) {
 			b.Run(c.name+"/"+impl, func(b *testing.B) {
 				for b.Loop() {
 					if impl == "direct" {
-						conv2d(dev, s, y, x, w)
+						conv2dBiasAct(dev, s, device.ActNone, y, x, w, nil, nil)
 					} else {
 						conv2dIm2col(dev, s, device.ActNone, y, x, w, nil)
 					}

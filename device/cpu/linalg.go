@@ -287,16 +287,12 @@ func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 	noHalf("Conv2D", y, x, w)
 	switch buf(y).dt {
 	case device.Float32:
-		conv2d(k.d, newConvShape(p), buf(y).f32, buf(x).f32, buf(w).f32)
+		conv2dBiasAct(k.d, newConvShape(p), device.ActNone, buf(y).f32, buf(x).f32, buf(w).f32, nil, buf(w))
 	case device.Float64:
-		conv2d(k.d, newConvShape(p), buf(y).f64, buf(x).f64, buf(w).f64)
+		conv2dBiasAct(k.d, newConvShape(p), device.ActNone, buf(y).f64, buf(x).f64, buf(w).f64, nil, buf(w))
 	default:
 		panic(dtypeMsg("Conv2D", buf(y).dt))
 	}
-}
-
-func conv2d[T float](dev *Device, s convShape, y, x, w []T) {
-	conv2dBiasAct(dev, s, device.ActNone, y, x, w, nil, nil)
 }
 
 // conv2dIm2col computes y = act(conv(x, w) + bias) (bias may be nil)
