@@ -81,10 +81,11 @@ func derived(wb *Buffer, key derivedKey, n int, fill func(form []float32)) (form
 // read transposed (a Linear layer's weight at inference, N×K), the same
 // product with Bᵀ stored as it is read: transposed once and kept with the
 // buffer, so that a product of a few rows reads it in place instead of
-// repacking the whole weight on every call. The GEMM gives the same bits
-// either way (it computes op(B) alike whatever its layout).
-func storedAsRead(p device.MatMulParams, b *Buffer) (device.MatMulParams, []float32, bool) {
-	if !p.TransB || p.Batch != 1 || b.forms == nil || p.BOff != 0 || len(b.f32) != p.N*p.K {
+// repacking the whole weight on every call. Only where every float32
+// product runs Hora's vector kernel, which gives the same bits either way
+// (it computes op(B) alike whatever its layout; a BLAS library need not).
+func storedAsRead(d *Device, p device.MatMulParams, b *Buffer) (device.MatMulParams, []float32, bool) {
+	if !p.TransB || p.Batch != 1 || b.forms == nil || p.BOff != 0 || len(b.f32) != p.N*p.K || !d.ownKernelOnly() {
 		return p, nil, false
 	}
 	key := derivedKey{kind: transposedMatrix, outC: p.N, inC: p.K}

@@ -84,6 +84,13 @@ func (d *Device) gemmBackend() *gemmBackend {
 	return g
 }
 
+// ownKernelOnly reports whether every float32 product runs Hora's vector
+// kernel (no BLAS library for any class, and a kernel in assembly).
+func (d *Device) ownKernelOnly() bool {
+	g := d.gemmBackend()
+	return (g.lib == nil || g.choice.NoBLAS()) && gemm.Kernel() != "go"
+}
+
 func validGEMMSetting(v string) bool {
 	switch v {
 	case "", "auto", "measure", "blas", "go":

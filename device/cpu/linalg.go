@@ -11,7 +11,7 @@ func (k kernels) MatMul(p device.MatMulParams, c, a, b device.Buffer) {
 	noHalf("MatMul", c, a, b)
 	switch buf(c).dt {
 	case device.Float32:
-		if q, bt, ok := storedAsRead(p, buf(b)); ok {
+		if q, bt, ok := storedAsRead(k.d, p, buf(b)); ok {
 			matmul(k.d, q, buf(c).f32, buf(a).f32, bt)
 			return
 		}
