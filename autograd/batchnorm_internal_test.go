@@ -63,7 +63,9 @@ func TestBatchNormFusedMatchesComposed(t *testing.T) {
 	const eps = 1e-5
 	k, ok := tensor.CPU().Kernels().(device.BatchNormKernels)
 	require.True(t, ok, "the CPU has batch normalisation kernels")
-	fused := func(x, w, b *Var) (*Var, *tensor.Tensor, *tensor.Tensor) { return batchNormFused(k, x, w, b, eps) }
+	fused := func(x, w, b *Var) (*Var, *tensor.Tensor, *tensor.Tensor) {
+		return batchNormFused(k, nil, x, w, b, eps, device.ActNone)
+	}
 	composed := func(x, w, b *Var) (*Var, *tensor.Tensor, *tensor.Tensor) { return batchNormComposed(x, w, b, eps) }
 	for _, dt := range []device.DType{device.Float32, device.Float64} {
 		tol := map[device.DType]float64{device.Float32: 2e-5, device.Float64: 1e-12}[dt]
@@ -196,4 +198,46 @@ func TestBatchNormRejectsParameters(t *testing.T) {
 		func() { BatchNorm(x, Leaf(tensor.Zeros(2)), Leaf(tensor.Zeros(2)), 1e-5) })
 	assert.PanicsWithValue(t, "autograd: BatchNorm: input [3] (N×C×…) takes a weight and a bias of shape [C], or neither; found [] and []",
 		func() { BatchNorm(Leaf(tensor.Zeros(3)), nil, nil, 1e-5) })
+}
+
+// TestBatchNormActMatchesSeparate checks that BatchNormAct's fused kernels
+// give, bit for bit, the values and gradients of BatchNorm followed by
+// Relu or ReLU6 as separate operations, on planes the CPU gathers (7×7,
+// 14×14) and on planes it does not (1, 4×4 = 16 is gathered, 16×16), in
+// both float types, with inputs on both sides of 0 and 6.
+func TestBatchNormActMatchesSeparate(t *testing.T) {
+	t.Parallel()
+	const eps = 1e-5
+	k := tensor.CPU().Kernels().(device.BatchNormKernels)
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		for _, shape := range [][]int{{4, 3, 7, 7}, {3, 2, 14, 14}, {5, 3}, {2, 3, 16, 16}, {3, 2, 4, 4}} {
+			for _, act := range []device.Activation{device.ActReLU, device.ActReLU6} {
+				t.Run(fmt.Sprintf("%v/%v/%v", dt, shape, act), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(uint64(shape[0]), uint64(act)))
+					c := shape[1]
+					x := tensor.RandNormal(rng, 1, 2, shape...).Cast(dt)
+					g := tensor.RandNormal(rng, 0, 1, shape...).Cast(dt)
+					w := tensor.RandUniform(rng, 0.5, 4, c).Cast(dt)
+					b := tensor.RandNormal(rng, 2, 2, c).Cast(dt)
+					run := func(fused bool) []*tensor.Tensor {
+						xv, wv, bv := Leaf(x.Clone()), Leaf(w.Clone()), Leaf(b.Clone())
+						var y *Var
+						if fused {
+							y, _, _ = BatchNormAct(xv, wv, bv, eps, act)
+							require.Equal(t, "BatchNorm", y.Op().Name, "one fused operation")
+						} else {
+							y, _, _ = batchNormFused(k, nil, xv, wv, bv, eps, device.ActNone)
+							y = ActivationOf(y, act)
+						}
+						require.NoError(t, Backward(SumAll(Mul(y, Constant(g)))))
+						return []*tensor.Tensor{y.Value, xv.Grad, wv.Grad, bv.Grad}
+					}
+					want, got := run(false), run(true)
+					for i, name := range []string{"output", "input gradient", "weight gradient", "bias gradient"} {
+						assert.Equal(t, want[i].Values(), got[i].Values(), name)
+					}
+				})
+			}
+		}
+	}
 }

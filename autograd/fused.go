@@ -154,6 +154,15 @@ func Conv2DActMaxPool(x, w, b *Var, co tensor.ConvOptions, act device.Activation
 // elsewhere, and for an empty x, it is composed of MeanAxes, Sub, Mul and
 // friends, with the same values and gradients.
 func BatchNorm(x, weight, bias *Var, eps float64) (y *Var, mean, variance *tensor.Tensor) {
+	return BatchNormAct(x, weight, bias, eps, device.ActNone)
+}
+
+// BatchNormAct is BatchNorm followed by the activation act (ReLU or
+// ReLU6), as one operation on a device with device.BatchNormActKernels:
+// the activation is applied while the normalised values are in cache, and
+// its gradient taken with the normalisation's. Elsewhere it is BatchNorm,
+// then Relu or ReLU6. The values and gradients are the same either way.
+func BatchNormAct(x, weight, bias *Var, eps float64, act device.Activation) (y *Var, mean, variance *tensor.Tensor) {
 	s := x.Value.Shape()
 	if len(s) < 2 || (weight == nil) != (bias == nil) ||
 		(weight != nil && (!weight.Value.HasShape(s[1:2]) || !bias.Value.HasShape(s[1:2]))) {
@@ -167,9 +176,26 @@ func BatchNorm(x, weight, bias *Var, eps float64) (y *Var, mean, variance *tenso
 		panic(fmt.Sprintf("autograd: BatchNorm: input %v (N×C×…) takes a weight and a bias of shape [C], or neither; found %v and %v", s, ws, bs))
 	}
 	if k := batchNormKernels(x, weight, bias); k != nil {
-		return batchNormFused(k, x, weight, bias, eps)
+		if ak, ok := k.(device.BatchNormActKernels); ok || act == device.ActNone {
+			return batchNormFused(k, ak, x, weight, bias, eps, act)
+		}
+		y, mean, variance = batchNormFused(k, nil, x, weight, bias, eps, device.ActNone)
+		return ActivationOf(y, act), mean, variance
 	}
-	return batchNormComposed(x, weight, bias, eps)
+	y, mean, variance = batchNormComposed(x, weight, bias, eps)
+	return ActivationOf(y, act), mean, variance
+}
+
+// ActivationOf applies act to y as its own operation: Relu for ReLU,
+// ReLU6 for ReLU6, y itself for ActNone.
+func ActivationOf(y *Var, act device.Activation) *Var {
+	switch act {
+	case device.ActReLU:
+		return Relu(y)
+	case device.ActReLU6:
+		return ReLU6(y)
+	}
+	return y
 }
 
 // batchNormKernels returns the batch normalisation kernels of x's device
@@ -191,9 +217,9 @@ func batchNormKernels(x, weight, bias *Var) device.BatchNormKernels {
 	return k
 }
 
-// batchNormFused is BatchNorm computed by the device's kernels k, forward
-// and backward.
-func batchNormFused(k device.BatchNormKernels, x, weight, bias *Var, eps float64) (*Var, *tensor.Tensor, *tensor.Tensor) {
+// batchNormFused is BatchNormAct computed by the device's kernels k (ak
+// when act is not ActNone), forward and backward.
+func batchNormFused(k device.BatchNormKernels, ak device.BatchNormActKernels, x, weight, bias *Var, eps float64, act device.Activation) (*Var, *tensor.Tensor, *tensor.Tensor) {
 	xv := x.Value.Contiguous()
 	s, dt := xv.Shape(), xv.DType()
 	outer, c, inner := s[0], s[1], device.NumElements(s[2:])
@@ -206,7 +232,11 @@ func batchNormFused(k device.BatchNormKernels, x, weight, bias *Var, eps float64
 	}
 	y := tensor.Empty(dt, s, xv)
 	mean, variance := tensor.Empty(dt, s[1:2], xv), tensor.Empty(dt, s[1:2], xv)
-	k.BatchNorm(y.Buffer(), mean.Buffer(), variance.Buffer(), xv.Buffer(), buffer(wv), buffer(bv), outer, c, inner, eps)
+	if act == device.ActNone {
+		k.BatchNorm(y.Buffer(), mean.Buffer(), variance.Buffer(), xv.Buffer(), buffer(wv), buffer(bv), outer, c, inner, eps)
+	} else {
+		ak.BatchNormAct(act, y.Buffer(), mean.Buffer(), variance.Buffer(), xv.Buffer(), buffer(wv), buffer(bv), outer, c, inner, eps)
+	}
 	out := recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		g = g.Contiguous()
 		dx := tensor.Empty(dt, s, g, xv)
@@ -214,14 +244,19 @@ func batchNormFused(k device.BatchNormKernels, x, weight, bias *Var, eps float64
 		if weight != nil && (needs[1] || needs[2]) {
 			dw, db = tensor.Empty(dt, s[1:2], g, xv), tensor.Empty(dt, s[1:2], g, xv)
 		}
-		k.BatchNormGrad(dx.Buffer(), buffer(dw), buffer(db), g.Buffer(), xv.Buffer(), mean.Buffer(), variance.Buffer(), buffer(wv),
-			outer, c, inner, eps)
+		if act == device.ActNone {
+			k.BatchNormGrad(dx.Buffer(), buffer(dw), buffer(db), g.Buffer(), xv.Buffer(), mean.Buffer(), variance.Buffer(), buffer(wv),
+				outer, c, inner, eps)
+		} else {
+			ak.BatchNormActGrad(act, dx.Buffer(), buffer(dw), buffer(db), g.Buffer(), y.Buffer(), xv.Buffer(), mean.Buffer(), variance.Buffer(), buffer(wv),
+				outer, c, inner, eps)
+		}
 		grads[0] = dx
 		if dw != nil {
 			grads[1], grads[2] = dw, db
 		}
 	}, in...)
-	return describeOp(out, "BatchNorm", NormAttrs{Eps: eps}), mean, variance
+	return describeOp(out, "BatchNorm", NormAttrs{Eps: eps, Act: act}), mean, variance
 }
 
 // buffer returns t's buffer, or nil for a nil tensor.

@@ -328,10 +328,12 @@ type LayerNormAttrs struct {
 // NormAttrs is the OpInfo.Attrs of BatchNorm and BatchNormInference: the
 // epsilon added to the variance and, for BatchNormInference, the
 // per-channel statistics used (for BatchNorm, Mean and Variance are nil:
-// the batch's statistics are used).
+// the batch's statistics are used); for BatchNorm, the activation applied
+// after it (BatchNormAct).
 type NormAttrs struct {
 	Eps            float64
 	Mean, Variance *tensor.Tensor
+	Act            device.Activation
 }
 
 // AxisAttrs is the OpInfo.Attrs of operations with one axis: Flatten (the

@@ -112,6 +112,21 @@ type BatchNormKernels interface {
 	BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
 }
 
+// BatchNormActKernels is an optional kernel set of a device whose
+// Kernels() value implements it: BatchNorm followed by an activation, the
+// activation applied while the normalised values are in cache and its
+// gradient taken with BatchNorm's (BatchNorm → ReLU in ResNets, → ReLU6 in
+// MobileNets). The results are those of BatchNorm, then the activation
+// (FusedKernels.BiasAct with no bias), and backward ActGrad, then
+// BatchNormGrad, bit for bit.
+type BatchNormActKernels interface {
+	// BatchNormAct is BatchNorm with y = act(normalised x).
+	BatchNormAct(act Activation, y, mean, variance, x, weight, bias Buffer, outer, channels, inner int, eps float64)
+	// BatchNormActGrad is BatchNormGrad for dy, the gradient of
+	// BatchNormAct's output y.
+	BatchNormActGrad(act Activation, dx, dweight, dbias, dy, y, x, mean, variance, weight Buffer, outer, channels, inner int, eps float64)
+}
+
 // LayerNormKernels is an optional kernel set of a device whose Kernels()
 // value implements it: layer normalisation of each row of a rows×cols
 // matrix (the last axes of a tensor), forward and backward, each in a few

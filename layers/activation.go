@@ -17,6 +17,17 @@ func (ReLU) Parameters() []*autograd.Param { return nil }
 // Forward returns max(x, 0).
 func (ReLU) Forward(x *autograd.Var) *autograd.Var { return autograd.Relu(x) }
 
+// ReLU6 is min(max(x, 0), 6) elementwise (torch.nn.ReLU6), one pass
+// forward and one backward; onnx.Export writes it as Clip(0, 6). Use it as
+// ReLU6{}.
+type ReLU6 struct{}
+
+// Parameters returns nil.
+func (ReLU6) Parameters() []*autograd.Param { return nil }
+
+// Forward returns min(max(x, 0), 6).
+func (ReLU6) Forward(x *autograd.Var) *autograd.Var { return autograd.ReLU6(x) }
+
 // LeakyReLU is x for x > 0 and Slope·x otherwise (torch.nn.LeakyReLU;
 // PyTorch's default slope is 0.01). Use it as LeakyReLU{Slope: 0.01}.
 type LeakyReLU struct {

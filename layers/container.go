@@ -76,8 +76,8 @@ func (s *Sequential) Forward(x *autograd.Var) *autograd.Var {
 			}
 		}
 		if f, ok := s.layers[i].(actFuser); ok && i+1 < len(s.layers) {
-			if _, relu := s.layers[i+1].(ReLU); relu {
-				x = f.forwardAct(x, device.ActReLU)
+			if act := activationOf(s.layers[i+1]); act != device.ActNone {
+				x = f.forwardAct(x, act)
 				i++
 				continue
 			}
@@ -91,6 +91,22 @@ func (s *Sequential) Forward(x *autograd.Var) *autograd.Var {
 // operation.
 type actFuser interface {
 	forwardAct(x *autograd.Var, act device.Activation) *autograd.Var
+}
+
+// activationOf returns the activation that layer l is (ReLU, ReLU6), or
+// ActNone.
+func activationOf(l Layer) device.Activation {
+	switch l.(type) {
+	case ReLU:
+		return device.ActReLU
+	case ReLU6:
+		return device.ActReLU6
+	}
+	return device.ActNone
+}
+
+func (bn *BatchNorm) forwardAct(x *autograd.Var, act device.Activation) *autograd.Var {
+	return bn.ForwardAct(x, act)
 }
 
 // Residual computes x + Inner(x), the skip connection of residual

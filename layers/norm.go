@@ -114,6 +114,14 @@ func (bn *BatchNorm) Training() bool { return bn.training }
 // a pretrained backbone does) always runs as in evaluation: its running
 // statistics are kept.
 func (bn *BatchNorm) Forward(x *autograd.Var) *autograd.Var {
+	return bn.ForwardAct(x, device.ActNone)
+}
+
+// ForwardAct is Forward followed by the activation act (ReLU or ReLU6):
+// one operation in training on a device with fused kernels (see
+// autograd.BatchNormAct), BatchNorm then the activation elsewhere.
+// Sequential uses it for a BatchNorm followed by ReLU or ReLU6.
+func (bn *BatchNorm) ForwardAct(x *autograd.Var, act device.Activation) *autograd.Var {
 	training := bn.training && !bn.frozen()
 	s := x.Shape()
 	if !slices.Contains(bn.ranks, len(s)) || s[1] != bn.c {
@@ -130,13 +138,13 @@ func (bn *BatchNorm) Forward(x *autograd.Var) *autograd.Var {
 	if !training && bn.runningMean != nil {
 		// Evaluation with running statistics: one recorded operation, which
 		// the ONNX exporter writes as BatchNormalization.
-		return autograd.BatchNormInference(x, w, b, bn.runningMean.Value, bn.runningVar.Value, bn.eps)
+		return autograd.ActivationOf(autograd.BatchNormInference(x, w, b, bn.runningMean.Value, bn.runningVar.Value, bn.eps), act)
 	}
 	n := x.Value.Len() / bn.c
 	if n <= 1 && training {
 		panic(fmt.Sprintf("layers: %s(%d): input shape %v has %d value per channel; training needs more than 1", bn.name, bn.c, s, n))
 	}
-	y, mean, variance := autograd.BatchNorm(x, w, b, bn.eps)
+	y, mean, variance := autograd.BatchNormAct(x, w, b, bn.eps, act)
 	if training && bn.runningMean != nil {
 		bn.update(mean, variance.MulScalar(float64(n)/float64(n-1)))
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -106,12 +105,12 @@ func NewMobileNet(cfg MobileNetConfig, rng *rand.Rand) (*Net, error) {
 		return nil, fmt.Errorf("models: NewMobileNet: nil *rand.Rand, expected a seeded generator")
 	}
 	features := layers.NewSequential(layers.NewSequential(
-		newConv(cfg.InChannels, ws[0], 3, cfg.Strides[0], 1, 1, rng), newBN(ws[0]), relu6{}))
+		newConv(cfg.InChannels, ws[0], 3, cfg.Strides[0], 1, 1, rng), newBN(ws[0]), layers.ReLU6{}))
 	for i := 1; i < len(ws); i++ {
 		c := ws[i-1]
 		features.Append(layers.NewSequential(
-			newConv(c, c, 3, cfg.Strides[i], 1, c, rng), newBN(c), relu6{},
-			newConv(c, ws[i], 1, 1, 0, 1, rng), newBN(ws[i]), relu6{},
+			newConv(c, c, 3, cfg.Strides[i], 1, c, rng), newBN(c), layers.ReLU6{},
+			newConv(c, ws[i], 1, 1, 0, 1, rng), newBN(ws[i]), layers.ReLU6{},
 		))
 	}
 	fc := layers.NewLinear(ws[len(ws)-1], cfg.Classes, true, rng)
@@ -120,11 +119,3 @@ func NewMobileNet(cfg MobileNetConfig, rng *rand.Rand) (*Net, error) {
 	classifier := layers.NewSequential(layers.NewGlobalAvgPool(), layers.NewFlatten(), fc)
 	return NewNet(features, classifier), nil
 }
-
-// relu6 is min(max(x, 0), 6) (torch.nn.ReLU6): autograd.ReLU6, one pass
-// forward and one backward, which onnx.Export writes as Clip(0, 6).
-type relu6 struct{}
-
-func (relu6) Parameters() []*autograd.Param { return nil }
-
-func (relu6) Forward(x *autograd.Var) *autograd.Var { return autograd.ReLU6(x) }

@@ -208,7 +208,7 @@ func (r *ResNet) Config() ResNetConfig {
 // another rank or channel count, or one too small for the strides, is a
 // programming error and panics naming the shapes.
 func (r *ResNet) Forward(x *autograd.Var) *autograd.Var {
-	x = autograd.Relu(r.bn1.Forward(r.conv1.Forward(x)))
+	x = r.bn1.ForwardAct(r.conv1.Forward(x), device.ActReLU)
 	if r.maxpool != nil {
 		x = r.maxpool.Forward(x)
 	}
@@ -262,7 +262,7 @@ func newBasicBlock(in, width, stride int, zeroInit bool, rng *rand.Rand) *basicB
 }
 
 func (b *basicBlock) Forward(x *autograd.Var) *autograd.Var {
-	y := autograd.Relu(b.bn1.Forward(b.conv1.Forward(x)))
+	y := b.bn1.ForwardAct(b.conv1.Forward(x), device.ActReLU)
 	y = b.bn2.Forward(b.conv2.Forward(y))
 	return autograd.AddAct(y, shortcut(b.downsample, x), device.ActReLU)
 }
@@ -309,8 +309,8 @@ func newBottleneck(in, width, stride int, zeroInit bool, rng *rand.Rand) *bottle
 }
 
 func (b *bottleneck) Forward(x *autograd.Var) *autograd.Var {
-	y := autograd.Relu(b.bn1.Forward(b.conv1.Forward(x)))
-	y = autograd.Relu(b.bn2.Forward(b.conv2.Forward(y)))
+	y := b.bn1.ForwardAct(b.conv1.Forward(x), device.ActReLU)
+	y = b.bn2.ForwardAct(b.conv2.Forward(y), device.ActReLU)
 	y = b.bn3.Forward(b.conv3.Forward(y))
 	return autograd.AddAct(y, shortcut(b.downsample, x), device.ActReLU)
 }

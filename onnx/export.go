@@ -1087,28 +1087,38 @@ func (e *exporter) batchNorm(info *autograd.OpInfo, ins []string, out string) er
 		axes = append(axes, i)
 		bshape = append(bshape, 1)
 	}
-	eps, err := e.scalar("eps", info.Attrs.(autograd.NormAttrs).Eps, dt)
+	attrs := info.Attrs.(autograd.NormAttrs)
+	eps, err := e.scalar("eps", attrs.Eps, dt)
 	if err != nil {
 		return err
+	}
+	final := out // the activation's input when BatchNormAct has one
+	if attrs.Act != device.ActNone {
+		final = ""
 	}
 	mean := e.chain("ReduceMean", "", ins[:1], exportAttrInts("axes", axes...), exportAttrInt("keepdims", 1))
 	d := e.chain("Sub", "", []string{ins[0], mean})
 	sq := e.chain("Mul", "", []string{d, d})
 	v := e.chain("ReduceMean", "", []string{sq}, exportAttrInts("axes", axes...), exportAttrInt("keepdims", 1))
 	s := e.chain("Sqrt", "", []string{e.chain("Add", "", []string{v, eps})})
+	var y string
 	if len(ins) == 1 {
-		e.chain("Div", out, []string{d, s})
+		y = e.chain("Div", final, []string{d, s})
+	} else {
+		xhat := e.chain("Div", "", []string{d, s})
+		shape, err := e.ints("bshape", bshape)
+		if err != nil {
+			return err
+		}
+		w := e.chain("Reshape", "", []string{ins[1], shape})
+		b := e.chain("Reshape", "", []string{ins[2], shape})
+		y = e.chain("Add", final, []string{e.chain("Mul", "", []string{xhat, w}), b})
+	}
+	if attrs.Act == device.ActNone {
 		return nil
 	}
-	xhat := e.chain("Div", "", []string{d, s})
-	shape, err := e.ints("bshape", bshape)
-	if err != nil {
-		return err
-	}
-	w := e.chain("Reshape", "", []string{ins[1], shape})
-	b := e.chain("Reshape", "", []string{ins[2], shape})
-	e.chain("Add", out, []string{e.chain("Mul", "", []string{xhat, w}), b})
-	return nil
+	_, err = exportAct(e, attrs.Act, y, out, dt)
+	return err
 }
 
 // reduceMean emits the SumAxes operation k and the MulScalar that

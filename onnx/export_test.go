@@ -105,6 +105,9 @@ func exportCases() []exportCase {
 		}},
 		{name: "BatchNorm2d-noaffine", ulps: true, shape: []int{4, 3, 5, 5}, train: true, model: exportSeq(layers.NewBatchNorm2d(3, layers.BatchNormConfig{NoAffine: true, Eps: 1e-3}))},
 		{name: "BatchNorm2d-batchstats", ulps: true, shape: []int{4, 3, 5, 5}, model: exportSeq(layers.NewBatchNorm2d(3, layers.BatchNormConfig{NoRunningStats: true}))},
+		// BatchNorm with batch statistics then ReLU6: one fused operation
+		// (autograd.BatchNormAct), exported as its nodes and a Clip.
+		{name: "BatchNorm2d-batchstats-relu6", ulps: true, shape: []int{4, 3, 5, 5}, model: exportSeq(layers.NewBatchNorm2d(3, layers.BatchNormConfig{NoRunningStats: true}), layers.ReLU6{})},
 		{name: "BatchNorm1d", ulps: true, shape: []int{4, 6}, train: true, model: exportSeq(layers.NewBatchNorm1d(6, layers.BatchNormConfig{}))},
 		{name: "BatchNorm1d-3d", ulps: true, shape: []int{4, 6, 5}, train: true, model: exportSeq(layers.NewBatchNorm1d(6, layers.BatchNormConfig{}))},
 		{name: "LayerNorm", ulps: true, shape: []int{2, 3, 8}, model: exportSeq(layers.NewLayerNorm([]int{8}, layers.LayerNormConfig{}))},

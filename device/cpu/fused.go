@@ -529,16 +529,26 @@ func adamRange[T float](h device.AdamHyper, p, g, m, v, maxV []T, lo, hi int) {
 
 // BatchNorm normalises x per channel with its batch statistics.
 func (k kernels) BatchNorm(y, mean, variance, x, weight, bias device.Buffer, outer, channels, inner int, eps float64) {
+	k.BatchNormAct(device.ActNone, y, mean, variance, x, weight, bias, outer, channels, inner, eps)
+}
+
+// The CPU device applies BatchNorm's activation in the same passes.
+var _ device.BatchNormActKernels = kernels{}
+
+// BatchNormAct implements device.BatchNormActKernels: each channel's
+// activation is applied right after its normalisation, while the values
+// are in cache.
+func (k kernels) BatchNormAct(act device.Activation, y, mean, variance, x, weight, bias device.Buffer, outer, channels, inner int, eps float64) {
 	noHalf("BatchNorm", y, mean, variance, x, weight, bias)
 	switch buf(y).dt {
 	case device.Float32:
 		launch(k.d, channels, outer*inner*4, batchNormArgs[float32]{y: buf(y).f32, x: buf(x).f32,
 			mean: buf(mean).f32, variance: buf(variance).f32, weight: f32s(weight), bias: f32s(bias),
-			outer: outer, channels: channels, inner: inner, eps: eps})
+			outer: outer, channels: channels, inner: inner, eps: eps, act: act})
 	case device.Float64:
 		launch(k.d, channels, outer*inner*4, batchNormArgs[float64]{y: buf(y).f64, x: buf(x).f64,
 			mean: buf(mean).f64, variance: buf(variance).f64, weight: f64s(weight), bias: f64s(bias),
-			outer: outer, channels: channels, inner: inner, eps: eps})
+			outer: outer, channels: channels, inner: inner, eps: eps, act: act})
 	default:
 		panic(dtypeMsg("BatchNorm", buf(y).dt))
 	}
@@ -546,18 +556,57 @@ func (k kernels) BatchNorm(y, mean, variance, x, weight, bias device.Buffer, out
 
 // BatchNormGrad computes the gradients of BatchNorm.
 func (k kernels) BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight device.Buffer, outer, channels, inner int, eps float64) {
-	noHalf("BatchNormGrad", dx, dweight, dbias, dy, x, mean, variance, weight)
+	k.BatchNormActGrad(device.ActNone, dx, dweight, dbias, dy, nil, x, mean, variance, weight, outer, channels, inner, eps)
+}
+
+// BatchNormActGrad implements device.BatchNormActKernels. Where the
+// float32 kernels gather each channel's small planes, the activation's
+// gradient is taken on the gathered planes, in cache; elsewhere it is
+// first written to dx, which the normalisation's gradient then reads (it
+// reads each element of its dy before writing that element of dx).
+func (k kernels) BatchNormActGrad(act device.Activation, dx, dweight, dbias, dy, y, x, mean, variance, weight device.Buffer, outer, channels, inner int, eps float64) {
+	noHalf("BatchNormGrad", dx, dweight, dbias, dy, y, x, mean, variance, weight)
+	n := outer * channels * inner
 	switch buf(dy).dt {
 	case device.Float32:
-		launch(k.d, channels, outer*inner*6, batchNormGradArgs[float32]{batchNormArgs[float32]{y: buf(dy).f32, x: buf(x).f32,
+		a := batchNormGradArgs[float32]{batchNormArgs[float32]{y: buf(dy).f32, x: buf(x).f32,
 			mean: buf(mean).f32, variance: buf(variance).f32, weight: f32s(weight),
-			outer: outer, channels: channels, inner: inner, eps: eps}, buf(dx).f32, f32s(dweight), f32s(dbias)})
+			outer: outer, channels: channels, inner: inner, eps: eps, act: act}, buf(dx).f32, f32s(dweight), f32s(dbias), f32s(y)}
+		if act != device.ActNone && !a.gathers() {
+			actGrad(k.d, act, a.dx[:n], a.y[:n], a.out[:n])
+			a.y, a.act = a.dx, device.ActNone
+		}
+		launch(k.d, channels, outer*inner*6, a)
 	case device.Float64:
-		launch(k.d, channels, outer*inner*6, batchNormGradArgs[float64]{batchNormArgs[float64]{y: buf(dy).f64, x: buf(x).f64,
+		a := batchNormGradArgs[float64]{batchNormArgs[float64]{y: buf(dy).f64, x: buf(x).f64,
 			mean: buf(mean).f64, variance: buf(variance).f64, weight: f64s(weight),
-			outer: outer, channels: channels, inner: inner, eps: eps}, buf(dx).f64, f64s(dweight), f64s(dbias)})
+			outer: outer, channels: channels, inner: inner, eps: eps}, buf(dx).f64, f64s(dweight), f64s(dbias), nil}
+		if act != device.ActNone {
+			actGrad(k.d, act, a.dx[:n], a.y[:n], buf(y).f64[:n])
+			a.y = a.dx
+		}
+		launch(k.d, channels, outer*inner*6, a)
 	default:
 		panic(dtypeMsg("BatchNormGrad", buf(dy).dt))
+	}
+}
+
+// actInPlace applies act to s as the separate activation would: vec.ReLU
+// (as tensor Relu) for ReLU, BiasAct's loop for ReLU6.
+func actInPlace[T float](act device.Activation, s []T) {
+	switch act {
+	case device.ActReLU:
+		if s32, ok := any(s).([]float32); ok {
+			vec.ReLU(s32, s32)
+			return
+		}
+		for i, v := range s {
+			if v < 0 { // NaN and -0 pass, as the Relu kernel's
+				s[i] = 0
+			}
+		}
+	case device.ActReLU6:
+		biasActSlice(act, s, s, 0)
 	}
 }
 
@@ -590,6 +639,7 @@ func batchNormPlanes(a *batchNormArgs[float32], lo, hi int) {
 		for o := 0; o < a.outer; o++ {
 			x, y := a.plane(o, c)
 			vec.ScaleShift(y, x, m, float32(scale), b)
+			actInPlace(a.act, y)
 		}
 		a.mean[c], a.variance[c] = m, float32(variance)
 	}
@@ -638,6 +688,7 @@ func batchNormGathered(a *batchNormArgs[float32], lo, hi int) {
 		variance := vec.SumSqDev(xs, m) / float64(n)
 		scale, b := a.scaleBias(c, variance)
 		vec.ScaleShift(xs, xs, m, float32(scale), b)
+		actInPlace(a.act, xs)
 		direct.CopyRows(a.y[c*a.inner:], ld, xs, a.inner, a.outer, a.inner)
 		a.mean[c], a.variance[c] = m, float32(variance)
 	}
@@ -647,12 +698,17 @@ func batchNormGathered(a *batchNormArgs[float32], lo, hi int) {
 // planes of x and dy gathered first and its dx scattered back.
 func batchNormGradGathered(a *batchNormGradArgs[float32], lo, hi int) {
 	n := a.outer * a.inner
-	sc := getScratch[float32](2 * n)
+	sc := getScratch[float32](3 * n)
 	defer putScratch(sc)
-	xs, dys, ld := sc.s[:n], sc.s[n:2*n], a.channels*a.inner
+	xs, dys, outs, ld := sc.s[:n], sc.s[n:2*n], sc.s[2*n:], a.channels*a.inner
 	for c := lo; c < hi; c++ {
 		direct.CopyRows(xs, a.inner, a.x[c*a.inner:], ld, a.outer, a.inner)
 		direct.CopyRows(dys, a.inner, a.y[c*a.inner:], ld, a.outer, a.inner)
+		if a.act != device.ActNone {
+			// The activation's gradient, on the gathered planes.
+			direct.CopyRows(outs, a.inner, a.out[c*a.inner:], ld, a.outer, a.inner)
+			actGradRange(a.act, dys, dys, outs, 0, n)
+		}
 		m := a.mean[c]
 		invstd := 1 / math.Sqrt(float64(a.variance[c])+a.eps)
 		sumDy, sumDyXhat := vec.SumF64(dys), vec.DotDev(xs, dys, m)*invstd
@@ -726,6 +782,7 @@ type batchNormArgs[T float] struct {
 	y, x, mean, variance, weight, bias []T
 	outer, channels, inner             int
 	eps                                float64
+	act                                device.Activation // applied after the normalisation
 }
 
 // plane returns channel c's plane o of x and of y.
@@ -775,15 +832,19 @@ func (a *batchNormArgs[T]) run(lo, hi int) {
 			for i, v := range x {
 				y[i] = (v-m)*s + b
 			}
+			actInPlace(a.act, y)
 		}
 		a.mean[c], a.variance[c] = T(mean), T(variance)
 	}
 }
 
-// batchNormGradArgs are the arguments of BatchNormGrad.
+// batchNormGradArgs are the arguments of BatchNormGrad; with an
+// activation (act, only on the gathered path), y is the gradient of its
+// output out.
 type batchNormGradArgs[T float] struct {
 	batchNormArgs[T]
 	dx, dweight, dbias []T
+	out                []T
 }
 
 // run computes, for channels [lo, hi), with x̂ = (x-mean)·invstd:
