@@ -72,7 +72,7 @@ func (d *Device) gemmBackend() *gemmBackend {
 		case g.choice.NoBLAS():
 			g.name = own + " for float32, " + lib.Name() + " for float64"
 		case g.choice.AllBLAS():
-			g.name = lib.Name()
+			g.name = lib.Name() + " for float32 and float64"
 		default:
 			g.name = fmt.Sprintf("%s for float32 %s products, %s for float32 %s products and float64",
 				own, g.choice.List(false), lib.Name(), g.choice.List(true))
@@ -89,6 +89,21 @@ func (d *Device) gemmBackend() *gemmBackend {
 func (d *Device) ownKernelOnly() bool {
 	g := d.gemmBackend()
 	return (g.lib == nil || g.choice.NoBLAS()) && gemm.Kernel() != "go"
+}
+
+// Float32GEMM names what multiplies a float32 m×k by k×n matrix on this
+// device: "hora" (Hora's vector kernel), "blas" (the BLAS library Backend
+// names) or "gonum" (no vector kernel for this CPU). Results are
+// reproducible bit for bit only on the same implementation.
+func (d *Device) Float32GEMM(m, n, k int) string {
+	g := d.gemmBackend()
+	switch {
+	case g.lib != nil && g.choice.UseBLAS(m, n, k):
+		return "blas"
+	case gemm.Kernel() == "go":
+		return "gonum"
+	}
+	return "hora"
 }
 
 func validGEMMSetting(v string) bool {

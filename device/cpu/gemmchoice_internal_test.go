@@ -78,6 +78,9 @@ func TestGEMMChoiceRoutes(t *testing.T) {
 		if ch.UseBLAS(s.m, s.n, s.k) {
 			want, by = fromBLAS, "the library"
 		}
+		if name := map[bool]string{true: "blas", false: "hora"}[ch.UseBLAS(s.m, s.n, s.k)]; d.Float32GEMM(s.m, s.n, s.k) != name {
+			t.Errorf("%v: Float32GEMM = %q, want %q", s, d.Float32GEMM(s.m, s.n, s.k), name)
+		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%v (class %v): the product is not %s's", s, gemmchoice.ClassOf(s.m, s.n, s.k), by)
 		}
