@@ -65,12 +65,7 @@ func BiasAct(x, bias *Tensor, act device.Activation, inPlace bool) *Tensor {
 		shape[0] = channels
 		y = y.Add(bias.Reshape(shape...))
 	}
-	switch act {
-	case device.ActReLU:
-		y = y.Relu()
-	case device.ActReLU6:
-		y = y.Relu().MinScalar(6)
-	}
+	y = composedAct(y, act)
 	if inPlace {
 		x.CopyFrom(y)
 		return x
@@ -88,12 +83,17 @@ func AddAct(a, b *Tensor, act device.Activation) *Tensor {
 		ak.AddAct(act, out.buf, a.buf, b.buf, a.Len())
 		return out
 	}
-	y := a.Add(b)
+	return composedAct(a.Add(b), act)
+}
+
+// composedAct applies act to y with elementwise operations, for devices
+// without the fused kernels.
+func composedAct(y *Tensor, act device.Activation) *Tensor {
 	switch act {
 	case device.ActReLU:
-		y = y.Relu()
+		return y.Relu()
 	case device.ActReLU6:
-		y = y.Relu().MinScalar(6)
+		return y.Relu().MinScalar(6)
 	}
 	return y
 }

@@ -89,22 +89,11 @@ func storedAsRead(d *Device, p device.MatMulParams, b *Buffer) (device.MatMulPar
 		return p, nil, false
 	}
 	key := derivedKey{kind: transposedMatrix, outC: p.N, inC: p.K}
-	bt, _ := derived(b, key, p.N*p.K, func(bt []float32) { transposeInto(bt, b.f32, p.N, p.K) })
+	bt, _ := derived(b, key, p.N*p.K, func(bt []float32) {
+		// Bᵀ (K×N) from B (N×K) read as a K×N view, by the strided copy.
+		copyStrided(d, bt, device.Layout{Shape: []int{p.K, p.N}, Strides: []int{p.N, 1}},
+			b.f32, device.Layout{Shape: []int{p.K, p.N}, Strides: []int{1, p.K}})
+	})
 	p.TransB = false
 	return p, bt, true
-}
-
-// transposeInto sets dst (cols×rows) to the transpose of src (rows×cols),
-// in blocks that stay in cache.
-func transposeInto(dst, src []float32, rows, cols int) {
-	const blk = 32
-	for i0 := 0; i0 < rows; i0 += blk {
-		for j0 := 0; j0 < cols; j0 += blk {
-			for i := i0; i < min(i0+blk, rows); i++ {
-				for j := j0; j < min(j0+blk, cols); j++ {
-					dst[j*rows+i] = src[i*cols+j]
-				}
-			}
-		}
-	}
 }

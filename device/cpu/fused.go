@@ -566,29 +566,30 @@ func (k kernels) BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight
 // reads each element of its dy before writing that element of dx).
 func (k kernels) BatchNormActGrad(act device.Activation, dx, dweight, dbias, dy, y, x, mean, variance, weight device.Buffer, outer, channels, inner int, eps float64) {
 	noHalf("BatchNormGrad", dx, dweight, dbias, dy, y, x, mean, variance, weight)
-	n := outer * channels * inner
 	switch buf(dy).dt {
 	case device.Float32:
-		a := batchNormGradArgs[float32]{batchNormArgs[float32]{y: buf(dy).f32, x: buf(x).f32,
+		batchNormActGrad(k.d, batchNormGradArgs[float32]{batchNormArgs[float32]{y: buf(dy).f32, x: buf(x).f32,
 			mean: buf(mean).f32, variance: buf(variance).f32, weight: f32s(weight),
-			outer: outer, channels: channels, inner: inner, eps: eps, act: act}, buf(dx).f32, f32s(dweight), f32s(dbias), f32s(y)}
-		if act != device.ActNone && !a.gathers() {
-			actGrad(k.d, act, a.dx[:n], a.y[:n], a.out[:n])
-			a.y, a.act = a.dx, device.ActNone
-		}
-		launch(k.d, channels, outer*inner*6, a)
+			outer: outer, channels: channels, inner: inner, eps: eps, act: act}, buf(dx).f32, f32s(dweight), f32s(dbias), f32s(y)})
 	case device.Float64:
-		a := batchNormGradArgs[float64]{batchNormArgs[float64]{y: buf(dy).f64, x: buf(x).f64,
+		batchNormActGrad(k.d, batchNormGradArgs[float64]{batchNormArgs[float64]{y: buf(dy).f64, x: buf(x).f64,
 			mean: buf(mean).f64, variance: buf(variance).f64, weight: f64s(weight),
-			outer: outer, channels: channels, inner: inner, eps: eps}, buf(dx).f64, f64s(dweight), f64s(dbias), nil}
-		if act != device.ActNone {
-			actGrad(k.d, act, a.dx[:n], a.y[:n], buf(y).f64[:n])
-			a.y = a.dx
-		}
-		launch(k.d, channels, outer*inner*6, a)
+			outer: outer, channels: channels, inner: inner, eps: eps, act: act}, buf(dx).f64, f64s(dweight), f64s(dbias), f64s(y)})
 	default:
 		panic(dtypeMsg("BatchNormGrad", buf(dy).dt))
 	}
+}
+
+// batchNormActGrad runs BatchNormActGrad's arguments a: the gathered
+// float32 path takes the activation's gradient itself; the others get it
+// written into dx first, and read their dy from there.
+func batchNormActGrad[T float](d *Device, a batchNormGradArgs[T]) {
+	if a.act != device.ActNone && !a.gatheredFloat32() {
+		n := a.outer * a.channels * a.inner
+		actGrad(d, a.act, a.dx[:n], a.y[:n], a.out[:n])
+		a.y, a.act = a.dx, device.ActNone
+	}
+	launch(d, a.channels, a.outer*a.inner*6, a)
 }
 
 // actInPlace applies act to s as the separate activation would: vec.ReLU
@@ -671,6 +672,12 @@ func (a *batchNormArgs[T]) scaleBias(c int, variance float64) (scale float64, bi
 // (see gatherPlane).
 func (a *batchNormArgs[T]) gathers() bool {
 	return a.inner >= vecPlane && a.inner < gatherPlane && a.outer > 1
+}
+
+// gatheredFloat32 reports whether a takes the gathered float32 path.
+func (a *batchNormArgs[T]) gatheredFloat32() bool {
+	_, ok := any(a).(*batchNormArgs[float32])
+	return ok && a.gathers()
 }
 
 // batchNormGathered is batchNormArgs.run for float32 with small planes:
@@ -794,8 +801,8 @@ func (a *batchNormArgs[T]) plane(o, c int) (x, y []T) {
 // run normalises channels [lo, hi): the mean first, then the variance as
 // the mean of squared deviations (two passes, in float64, for accuracy).
 func (a *batchNormArgs[T]) run(lo, hi int) {
-	if a32, ok := any(a).(*batchNormArgs[float32]); ok && a.gathers() {
-		batchNormGathered(a32, lo, hi)
+	if a.gatheredFloat32() {
+		batchNormGathered(any(a).(*batchNormArgs[float32]), lo, hi)
 		return
 	}
 	if a32, ok := any(a).(*batchNormArgs[float32]); ok && a.inner >= vecPlane {
@@ -839,8 +846,8 @@ func (a *batchNormArgs[T]) run(lo, hi int) {
 }
 
 // batchNormGradArgs are the arguments of BatchNormGrad; with an
-// activation (act, only on the gathered path), y is the gradient of its
-// output out.
+// activation (act, kept only for the gathered float32 path, see
+// batchNormActGrad), y is the gradient of its output out.
 type batchNormGradArgs[T float] struct {
 	batchNormArgs[T]
 	dx, dweight, dbias []T
@@ -851,8 +858,8 @@ type batchNormGradArgs[T float] struct {
 // dbias = Σ dy, dweight = Σ dy·x̂ and
 // dx = weight·invstd·(dy - dbias/n - x̂·dweight/n).
 func (a *batchNormGradArgs[T]) run(lo, hi int) {
-	if a32, ok := any(a).(*batchNormGradArgs[float32]); ok && a.gathers() {
-		batchNormGradGathered(a32, lo, hi)
+	if a.gatheredFloat32() {
+		batchNormGradGathered(any(a).(*batchNormGradArgs[float32]), lo, hi)
 		return
 	}
 	if a32, ok := any(a).(*batchNormGradArgs[float32]); ok && a.inner >= vecPlane {

@@ -49,24 +49,22 @@ func (d *Device) gemmBackend() *gemmBackend {
 		if gemm.Kernel() == "go" {
 			own = "gonum (pure Go)"
 		}
+		setting := os.Getenv("HORA_GEMM")
+		if !validGEMMSetting(setting) {
+			g.err = errors.Join(g.err, fmt.Errorf("HORA_GEMM=%s: expected auto, measure, blas or go", setting))
+		}
 		if lib == nil {
 			g.name = own + " for float32, gonum for float64"
-			if v := os.Getenv("HORA_GEMM"); !validGEMMSetting(v) {
-				g.err = errors.Join(g.err, fmt.Errorf("HORA_GEMM=%s: expected auto, measure, blas or go", v))
-			}
 			return
 		}
 		var measured string
-		switch v := os.Getenv("HORA_GEMM"); v {
+		switch setting {
 		case "go":
 			// g.choice is the zero Choice: Hora's kernel for every class.
 		case "blas":
 			g.choice = allBLAS()
-		case "", "auto", "measure":
-			measured = g.measure(lib, v == "measure")
-		default:
-			measured = g.measure(lib, false)
-			g.err = errors.Join(g.err, fmt.Errorf("HORA_GEMM=%s: expected auto, measure, blas or go", v))
+		default: // auto, measure, or a value reported above (taken as auto)
+			measured = g.measure(lib, setting == "measure")
 		}
 		switch {
 		case g.choice.NoBLAS():
