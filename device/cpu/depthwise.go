@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync"
 
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu/internal/direct"
@@ -38,6 +39,17 @@ type depthwiseArgs[T float] struct {
 }
 
 func (a *depthwiseArgs[T]) run(lo, hi int) {
+	if y32, ok := any(a.y).([]float32); ok && direct.Fast() && inPlaceDepthwise(a.s) {
+		depthwiseInPlace(a.s, a.act, y32, any(a.x).([]float32), any(a.w).([]float32), any(a.bias).([]float32), lo, hi)
+		return
+	}
+	depthwisePhases(a, lo, hi)
+}
+
+// depthwisePhases computes planes [lo, hi) through their padded phases
+// (see dwGeom): the vector kernel over blocks of rows for float32, an axpy
+// per tap otherwise.
+func depthwisePhases[T float](a *depthwiseArgs[T], lo, hi int) {
 	g := newDWGeom(a.s)
 	var tapBuf [maxStackTaps]int
 	taps := g.taps(tapBuf[:0])
@@ -88,6 +100,102 @@ func (a *depthwiseArgs[T]) run(lo, hi int) {
 			}
 		}
 	}
+}
+
+// inPlaceDepthwise reports whether the vector kernels that read the input
+// plane where it lies and write the output plane directly (no padded
+// phases, no block of rows copied out) take s: unit stride with output
+// rows as wide as the input's (direct.SamePlan: MobileNet's 3×3 layers,
+// and the input gradient of every unit-stride 3×3 one), or a horizontal
+// stride of 2 with kernel rows 3 wide and no horizontal dilation
+// (direct.Stride2Plan: its downsampling layers). They sum the taps in the
+// order, and with the zeros, of the phases' kernel: the same bits, at
+// 1.3–2.6× its speed on MobileNet's layers (BenchmarkDepthwise).
+func inPlaceDepthwise(s convShape) bool {
+	same := s.StrideH == 1 && s.StrideW == 1 && s.ow == s.W
+	stride2 := s.StrideW == 2 && s.KW == 3 && s.DilW == 1
+	return same || stride2
+}
+
+// depthwiseInPlace computes planes [lo, hi) of a depthwise convolution
+// that inPlaceDepthwise takes.
+func depthwiseInPlace(s convShape, act device.Activation, y, x, w, bias []float32, lo, hi int) {
+	lower, upper := clampOf(act)
+	kk := s.KH * s.KW
+	if s.StrideH == 1 && s.StrideW == 1 && s.ow == s.W {
+		p := samePlanFor(s)
+		for plane := lo; plane < hi; plane++ {
+			c := plane % s.C
+			p.Run(y[plane*s.l:(plane+1)*s.l], x[plane*s.inPlane:(plane+1)*s.inPlane], w[c*kk:(c+1)*kk], biasAt(bias, c), lower, upper)
+		}
+		return
+	}
+	p := direct.NewStride2Plan(s.W, s.ow, s.PadW)
+	ld := s.DilH * s.W // consecutive kernel rows
+	for plane := lo; plane < hi; plane++ {
+		c := plane % s.C
+		xp, yp, wc, b := x[plane*s.inPlane:(plane+1)*s.inPlane], y[plane*s.l:(plane+1)*s.l], w[c*kk:(c+1)*kk], biasAt(bias, c)
+		for i := range s.oh {
+			// Kernel rows [kh0, kh1) read input rows ih0 + kh·DilH inside the image.
+			ih0 := i*s.StrideH - s.PadH
+			kh0 := 0
+			if ih0 < 0 {
+				kh0 = (-ih0 + s.DilH - 1) / s.DilH
+			}
+			kh1 := 0
+			if last := s.H - 1 - ih0; last >= 0 {
+				kh1 = min(s.KH, last/s.DilH+1)
+			}
+			out := yp[i*s.ow : (i+1)*s.ow]
+			if kh1 <= kh0 {
+				p.Run(out, nil, ld, 0, nil, b, lower, upper)
+				continue
+			}
+			p.Run(out, xp[(ih0+kh0*s.DilH)*s.W:], ld, kh1-kh0, wc[kh0*3:], b, lower, upper)
+		}
+	}
+}
+
+// biasAt returns bias[c], or 0 without a bias.
+func biasAt(bias []float32, c int) float32 {
+	if bias == nil {
+		return 0
+	}
+	return bias[c]
+}
+
+// samePlans keeps the direct.SamePlan of each geometry seen (building one
+// costs a pass over the plane's positions, a third of a 112×112 layer's
+// time), up to maxSamePlans of them; past that, plans are built per call.
+var samePlans struct {
+	sync.Mutex
+	m map[samePlanKey]*direct.SamePlan
+}
+
+// samePlanKey is the geometry of a direct.SamePlan.
+type samePlanKey struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }
+
+const maxSamePlans = 64
+
+// samePlanFor returns the plan of s's planes.
+func samePlanFor(s convShape) *direct.SamePlan {
+	k := samePlanKey{s.H, s.W, s.oh, s.KH, s.KW, s.PadH, s.PadW, s.DilH, s.DilW}
+	samePlans.Lock()
+	p := samePlans.m[k]
+	samePlans.Unlock()
+	if p != nil {
+		return p
+	}
+	p = direct.NewSamePlan(k.h, k.w, k.oh, k.kh, k.kw, k.padH, k.padW, k.dilH, k.dilW)
+	samePlans.Lock()
+	defer samePlans.Unlock()
+	if samePlans.m == nil {
+		samePlans.m = map[samePlanKey]*direct.SamePlan{}
+	}
+	if len(samePlans.m) < maxSamePlans {
+		samePlans.m[k] = p
+	}
+	return p
 }
 
 // dwGeom lays out one input plane of a depthwise convolution so that every

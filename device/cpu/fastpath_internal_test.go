@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/direct"
 )
 
 // These tests compare the direct depthwise convolution, the max-pooling
@@ -125,6 +126,50 @@ func TestDepthwiseMatchesIm2col(t *testing.T) {
 				testDepthwiseGrads[float64](t, dev, rng, p)
 			})
 		}
+	}
+}
+
+// TestDepthwiseInPlaceMatchesPhases requires the kernels that read the
+// plane in place (direct.SamePlan, direct.Stride2Plan) to give the bits of
+// the padded phases' kernel, with and without bias and activation, on
+// every case they take.
+func TestDepthwiseInPlaceMatchesPhases(t *testing.T) {
+	if !direct.Fast() {
+		t.Skip("the in-place kernels need AVX-512")
+	}
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(21, 22))
+	cases := append([]device.ConvParams{
+		depthwiseParams(1, 4, 56, 56, 3, 2, 1, 1),
+		depthwiseParams(1, 4, 14, 14, 3, 1, 1, 1),
+		{N: 1, C: 2, H: 12, W: 20, OutC: 2, KH: 5, KW: 3, StrideH: 2, StrideW: 2, PadH: 2, PadW: 1, DilH: 2, DilW: 1, Groups: 2},
+		{N: 1, C: 2, H: 9, W: 9, OutC: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 4, PadW: 1, DilH: 1, DilW: 1, Groups: 2},
+	}, depthwiseCases...)
+	taken := 0
+	for _, p := range cases {
+		s := newConvShape(p)
+		if !inPlaceDepthwise(s) {
+			continue
+		}
+		taken++
+		x := randVals[float32](rng, p.N*p.C*p.H*p.W, -4, 4)
+		w := randVals[float32](rng, p.C*p.KH*p.KW, -1, 1)
+		bias := randVals[float32](rng, p.C, -1, 1)
+		for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
+			for _, b := range [][]float32{nil, bias} {
+				want, got := make([]float32, p.N*p.C*s.l), make([]float32, p.N*p.C*s.l)
+				depthwisePhases(&depthwiseArgs[float32]{s: s, act: act, y: want, x: x, w: w, bias: b}, 0, p.N*p.C)
+				depthwiseInPlace(s, act, got, x, w, b, 0, p.N*p.C)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%+v act %v bias %v: output %d: in place %v, phases %v", p, act, b != nil, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+	if taken < 8 {
+		t.Fatalf("only %d cases went in place", taken)
 	}
 }
 

@@ -21,3 +21,9 @@ func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols, zero i
 
 //go:noescape
 func splitColumnsAVX512(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, cols int)
+
+//go:noescape
+func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint16, nv4 int, bias, lo, hi float32)
+
+//go:noescape
+func stride2AVX512(out, in *float32, ld, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32)

@@ -513,3 +513,155 @@ snext:
 sdone:
 	VZEROUPPER
 	RET
+
+// func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint16, nv4 int, bias, lo, hi float32)
+//
+// Steps of 64 outputs (4 vectors) in Z0…Z3: per tap, one broadcast weight
+// (Z4) and four loads under that tap's masks of the four vectors (rows of
+// nv4 masks, one per tap, then the store masks); then the bias, the clamp
+// (operand order keeps NaN) and four stores under the store masks. Masked
+// lanes neither load nor store, so taps may reach before or past the plane.
+TEXT ·sameAVX512(SB), NOSPLIT, $0-68
+	MOVQ         out+0(FP), DI
+	MOVQ         in+8(FP), SI
+	MOVQ         taps+16(FP), R8
+	MOVQ         ntaps+24(FP), R9
+	MOVQ         w+32(FP), R10
+	MOVQ         masks+40(FP), R12
+	MOVQ         nv4+48(FP), R14
+	VBROADCASTSS bias+56(FP), Z5
+	VBROADCASTSS lo+60(FP), Z6
+	VBROADCASTSS hi+64(FP), Z7
+	XORQ         AX, AX // first vector of the step
+
+sstep:
+	CMPQ   AX, R14
+	JGE    sdone
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	LEAQ   (R12)(AX*2), R13 // the step's masks of tap 0
+	MOVQ   AX, DX
+	SHLQ   $4, DX           // its first output
+	XORQ   BX, BX
+
+stap:
+	MOVQ         (R8)(BX*8), R11
+	ADDQ         DX, R11
+	LEAQ         (SI)(R11*4), R11
+	VBROADCASTSS (R10)(BX*4), Z4
+	KMOVW        (R13), K1
+	KMOVW        2(R13), K2
+	KMOVW        4(R13), K3
+	KMOVW        6(R13), K4
+	VMOVUPS.Z    (R11), K1, Z8
+	VMOVUPS.Z    64(R11), K2, Z9
+	VMOVUPS.Z    128(R11), K3, Z10
+	VMOVUPS.Z    192(R11), K4, Z11
+	VFMADD231PS  Z8, Z4, Z0
+	VFMADD231PS  Z9, Z4, Z1
+	VFMADD231PS  Z10, Z4, Z2
+	VFMADD231PS  Z11, Z4, Z3
+	LEAQ         (R13)(R14*2), R13
+	INCQ         BX
+	CMPQ         BX, R9
+	JLT          stap
+
+	VADDPS  Z5, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z5, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VMAXPS  Z0, Z6, Z0
+	VMAXPS  Z1, Z6, Z1
+	VMAXPS  Z2, Z6, Z2
+	VMAXPS  Z3, Z6, Z3
+	VMINPS  Z0, Z7, Z0
+	VMINPS  Z1, Z7, Z1
+	VMINPS  Z2, Z7, Z2
+	VMINPS  Z3, Z7, Z3
+	KMOVW   (R13), K1
+	KMOVW   2(R13), K2
+	KMOVW   4(R13), K3
+	KMOVW   6(R13), K4
+	LEAQ    (DI)(DX*4), R11
+	VMOVUPS Z0, K1, (R11)
+	VMOVUPS Z1, K2, 64(R11)
+	VMOVUPS Z2, K3, 128(R11)
+	VMOVUPS Z3, K4, 192(R11)
+	ADDQ    $4, AX
+	JMP     sstep
+
+sdone:
+	VZEROUPPER
+	RET
+
+// func stride2AVX512(out, in *float32, ld, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32)
+//
+// Steps of 16 outputs in Z0: per input row, the 32 columns from 2j0−pad
+// in Z1, Z2 and the next one in Z3 (masks K1, K2, K3 keep the loads inside
+// the row); VPERMI2PS splits them into the even columns (tap 0) and the
+// odd ones (tap 1), VALIGND shifts the even ones by one column (tap 2);
+// then the bias, the clamp and a store under K4.
+TEXT ·stride2AVX512(SB), NOSPLIT, $0-76
+	MOVQ         out+0(FP), DI
+	MOVQ         in+8(FP), SI
+	MOVQ         ld+16(FP), R8
+	SHLQ         $2, R8 // bytes
+	MOVQ         rows+24(FP), R9
+	MOVQ         w+32(FP), R10
+	MOVQ         masks+40(FP), R12
+	MOVQ         steps+48(FP), R14
+	MOVQ         pad+56(FP), DX
+	SHLQ         $2, DX
+	SUBQ         DX, SI // column −pad of the first row
+	VBROADCASTSS bias+64(FP), Z5
+	VBROADCASTSS lo+68(FP), Z6
+	VBROADCASTSS hi+72(FP), Z7
+	VMOVUPS      evenIdx<>(SB), Z20
+	VMOVUPS      oddIdx<>(SB), Z21
+
+s2step:
+	DECQ   R14
+	JLT    s2done
+	KMOVW  (R12), K1
+	KMOVW  2(R12), K2
+	KMOVW  4(R12), K3
+	KMOVW  6(R12), K4
+	VXORPS Z0, Z0, Z0
+	MOVQ   SI, R11
+	MOVQ   R10, R13
+	MOVQ   R9, BX
+
+s2row:
+	VMOVUPS.Z    (R11), K1, Z1
+	VMOVUPS.Z    64(R11), K2, Z2
+	VMOVUPS.Z    128(R11), K3, Z3
+	VMOVAPS      Z20, Z8
+	VPERMI2PS    Z2, Z1, Z8 // columns 2j−pad
+	VMOVAPS      Z21, Z9
+	VPERMI2PS    Z2, Z1, Z9 // 2j−pad+1
+	VALIGND      $1, Z8, Z3, Z10 // 2j−pad+2
+	VBROADCASTSS (R13), Z4
+	VFMADD231PS  Z8, Z4, Z0
+	VBROADCASTSS 4(R13), Z4
+	VFMADD231PS  Z9, Z4, Z0
+	VBROADCASTSS 8(R13), Z4
+	VFMADD231PS  Z10, Z4, Z0
+	ADDQ         R8, R11
+	ADDQ         $12, R13
+	DECQ         BX
+	JNZ          s2row
+
+	VADDPS  Z5, Z0, Z0
+	VMAXPS  Z0, Z6, Z0
+	VMINPS  Z0, Z7, Z0
+	VMOVUPS Z0, K4, (DI)
+	ADDQ    $64, DI
+	ADDQ    $128, SI
+	ADDQ    $8, R12
+	JMP     s2step
+
+s2done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,215 @@
+package direct
+
+import "fmt"
+
+// The depthwise kernels of this file read a plane where it lies: a tap
+// that falls in the padding loads nothing (a masked vector load gives
+// zeros) instead of reading a zero-padded copy of the plane, and the
+// results go straight to the output plane. Their sums run over the taps in
+// (kh, kw) order from zero, each tap one multiply-add, padding taps
+// included, as Depthwise's over a padded copy does: both give the same
+// bits.
+
+// SamePlan is the plan of a depthwise convolution with unit stride whose
+// output rows are as wide as the input's (OW = W: "same" padding across),
+// such as MobileNet's 3×3 layers with a padding of 1. Output position
+// q = i·W + j then reads tap (kh, kw) at the constant offset
+// (kh·dilH − padH)·W + kw·dilW − padW from q, so a vector of 16 outputs is
+// one (masked) load per tap, rows and plane edges included.
+//
+// A plan is built once per geometry (NewSamePlan costs a pass over the
+// plane's positions) and may be used by any number of goroutines.
+type SamePlan struct {
+	h, w, oh int
+	taps     []int // offset of each tap from the output position; may be negative
+	// masks holds len(taps)+1 rows of nv4 lane masks: row t, vector v has
+	// the lanes of outputs 16v… whose tap t lies inside the image; the
+	// last row has the lanes that are outputs (the store mask).
+	masks []uint16
+	nv4   int // vectors of 16 outputs, rounded up to a multiple of 4
+}
+
+// NewSamePlan returns the plan of a depthwise convolution of an h×w plane
+// into oh rows of w outputs, with a kh×kw kernel, padding padH, padW and
+// dilation dilH, dilW (unit stride). It panics if a size is negative or a
+// dilation not positive.
+func NewSamePlan(h, w, oh, kh, kw, padH, padW, dilH, dilW int) *SamePlan {
+	if h < 0 || w < 0 || oh < 0 || kh < 1 || kw < 1 || dilH < 1 || dilW < 1 {
+		panic(fmt.Sprintf("direct: NewSamePlan(%d, %d, %d, %d, %d, %d, %d, %d, %d) out of range", h, w, oh, kh, kw, padH, padW, dilH, dilW))
+	}
+	n := oh * w
+	nvec := (n + Lanes - 1) / Lanes
+	p := &SamePlan{h: h, w: w, oh: oh, nv4: (nvec + 3) / 4 * 4}
+	for r := range kh {
+		for c := range kw {
+			p.taps = append(p.taps, (r*dilH-padH)*w+c*dilW-padW)
+		}
+	}
+	ntaps := kh * kw
+	p.masks = make([]uint16, (ntaps+1)*p.nv4)
+	rowOK := make([]uint16, kh) // per vector: the lanes whose row i+dh is inside
+	colOK := make([]uint16, kw)
+	for v := range nvec {
+		clear(rowOK)
+		clear(colOK)
+		var out uint16
+		for l := range Lanes {
+			q := v*Lanes + l
+			if q >= n {
+				break
+			}
+			out |= 1 << l
+			i, j := q/w, q%w
+			for r := range kh {
+				if ih := i + r*dilH - padH; ih >= 0 && ih < h {
+					rowOK[r] |= 1 << l
+				}
+			}
+			for c := range kw {
+				if iw := j + c*dilW - padW; iw >= 0 && iw < w {
+					colOK[c] |= 1 << l
+				}
+			}
+		}
+		for r := range kh {
+			for c := range kw {
+				p.masks[(r*kw+c)*p.nv4+v] = rowOK[r] & colOK[c]
+			}
+		}
+		p.masks[ntaps*p.nv4+v] = out
+	}
+	return p
+}
+
+// Run sets, for every output position q < oh·w,
+//
+//	out[q] = min(max(Σ_t w[t]·in[q + taps[t]] + bias, lo), hi)
+//
+// where a tap outside the image reads 0: one plane of the convolution,
+// with its bias and clamp (lo, hi = ±Inf for none, 0 and +Inf for ReLU, 0
+// and 6 for ReLU6; NaN stays NaN). It panics if a slice is too short.
+func (p *SamePlan) Run(out, in, w []float32, bias, lo, hi float32) {
+	if len(in) < p.h*p.w || len(out) < p.oh*p.w || len(w) < len(p.taps) {
+		panic(fmt.Sprintf("direct: SamePlan.Run of a %d×%d plane into %d×%d with %d taps: %d inputs, %d outputs, %d weights",
+			p.h, p.w, p.oh, p.w, len(p.taps), len(in), len(out), len(w)))
+	}
+	if p.oh*p.w == 0 {
+		return
+	}
+	if haveAsm {
+		sameAVX512(&out[0], &in[0], &p.taps[0], len(p.taps), &w[0], &p.masks[0], p.nv4, bias, lo, hi)
+		return
+	}
+	p.runGo(out, in, w, bias, lo, hi)
+}
+
+// runGo is Run in Go.
+func (p *SamePlan) runGo(out, in, w []float32, bias, lo, hi float32) {
+	store := p.masks[len(p.taps)*p.nv4:]
+	for q := range p.oh * p.w {
+		v, bit := q/Lanes, uint16(1)<<(q%Lanes)
+		if store[v]&bit == 0 {
+			continue
+		}
+		var acc float32
+		for t, off := range p.taps {
+			var x float32
+			if p.masks[t*p.nv4+v]&bit != 0 {
+				x = in[q+off]
+			}
+			acc += w[t] * x
+		}
+		out[q] = clamp(acc+bias, lo, hi)
+	}
+}
+
+// clamp returns min(max(x, lo), hi), keeping NaN, as the kernels' clamp.
+func clamp(x, lo, hi float32) float32 {
+	if x < lo {
+		x = lo
+	}
+	if x > hi {
+		x = hi
+	}
+	return x
+}
+
+// Stride2Plan is the plan of the rows of a depthwise convolution with a
+// horizontal stride of 2 and kernel rows 3 wide (no dilation), such as
+// MobileNet's downsampling 3×3 layers: output j of a row reads columns
+// 2j−pad, 2j−pad+1 and 2j−pad+2 of each input row, which a step of 16
+// outputs takes from two masked vector loads (and one more value),
+// splitting their even and odd columns in registers.
+//
+// A plan is built once per geometry and may be used by any number of
+// goroutines.
+type Stride2Plan struct {
+	width, ow, pad int
+	// masks holds four lane masks per step of 16 outputs: the columns of
+	// the two source vectors and of the spare value that lie inside the
+	// row, and the lanes that are outputs.
+	masks []uint16
+}
+
+// NewStride2Plan returns the plan of output rows of ow values from input
+// rows of width values with a left padding of pad columns. It panics if a
+// size is negative.
+func NewStride2Plan(width, ow, pad int) *Stride2Plan {
+	if width < 0 || ow < 0 || pad < 0 {
+		panic(fmt.Sprintf("direct: NewStride2Plan(%d, %d, %d) out of range", width, ow, pad))
+	}
+	p := &Stride2Plan{width: width, ow: ow, pad: pad}
+	inside := func(col0, lanes int) uint16 {
+		var m uint16
+		for l := range lanes {
+			if c := col0 + l; c >= 0 && c < width {
+				m |= 1 << l
+			}
+		}
+		return m
+	}
+	for j0 := 0; j0 < ow; j0 += Lanes {
+		base := 2*j0 - pad
+		var out uint16
+		for l := range min(Lanes, ow-j0) {
+			out |= 1 << l
+		}
+		p.masks = append(p.masks, inside(base, Lanes), inside(base+Lanes, Lanes), inside(base+2*Lanes, 1), out)
+	}
+	return p
+}
+
+// Run sets, for j < ow,
+//
+//	out[j] = min(max(Σ_{r<rows} Σ_{k<3} w[3r+k]·in[r·ld + 2j − pad + k] + bias, lo), hi)
+//
+// where a column outside [0, width) reads 0: one output row of the
+// convolution from rows input rows ld apart (the kernel rows that fall
+// inside the image), with its bias and clamp as SamePlan.Run's. It panics
+// if a slice is too short or ld is less than the width.
+func (p *Stride2Plan) Run(out, in []float32, ld, rows int, w []float32, bias, lo, hi float32) {
+	if rows < 0 || (rows > 0 && (ld < p.width || len(in) < (rows-1)*ld+p.width)) || len(w) < 3*rows || len(out) < p.ow {
+		panic(fmt.Sprintf("direct: Stride2Plan.Run of %d rows of %d values (%d apart) into %d outputs: %d inputs, %d weights, %d outputs",
+			rows, p.width, ld, p.ow, len(in), len(w), len(out)))
+	}
+	if p.ow == 0 {
+		return
+	}
+	if haveAsm && rows > 0 && p.width > 0 {
+		stride2AVX512(&out[0], &in[0], ld, rows, &w[0], &p.masks[0], len(p.masks)/4, p.pad, bias, lo, hi)
+		return
+	}
+	for j := range p.ow {
+		var acc float32
+		for r := range rows {
+			for k := range 3 {
+				var x float32
+				if c := 2*j - p.pad + k; c >= 0 && c < p.width {
+					x = in[r*ld+c]
+				}
+				acc += w[3*r+k] * x
+			}
+		}
+		out[j] = clamp(acc+bias, lo, hi)
+	}
+}

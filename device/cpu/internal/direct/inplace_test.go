@@ -1,0 +1,185 @@
+package direct
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+var clamps = [][2]float32{{float32(math.Inf(-1)), float32(math.Inf(1))}, {0, float32(math.Inf(1))}, {0, 6}}
+
+// checkOutput compares got with the float64 sum want (mag: the sum of the
+// products' magnitudes), clamped; hasNaN says an input read was NaN.
+func checkOutput(t *testing.T, what string, got float32, want, mag float64, hasNaN bool, bias float32, clamp [2]float32) {
+	t.Helper()
+	want = min(max(want+float64(bias), float64(clamp[0])), float64(clamp[1]))
+	if hasNaN {
+		if !math.IsNaN(float64(got)) {
+			t.Fatalf("%s = %g, want NaN", what, got)
+		}
+		return
+	}
+	if math.Abs(float64(got)-want) > 1e-6*mag+1e-6 {
+		t.Fatalf("%s = %g, want %g", what, got, want)
+	}
+}
+
+// TestSamePlanMatchesReference checks SamePlan.Run, in assembly where the
+// CPU has it and in Go, against the convolution's float64 sum over the
+// taps inside the image, on planes whose outputs end inside and at the
+// end of a step, with padding, dilation and fewer output rows than input
+// rows; and that nothing past the outputs is written.
+func TestSamePlanMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, g := range []struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }{
+		{112, 112, 112, 3, 3, 1, 1, 1, 1},
+		{14, 14, 14, 3, 3, 1, 1, 1, 1},
+		{7, 7, 7, 3, 3, 1, 1, 1, 1},
+		{8, 8, 8, 3, 3, 1, 1, 1, 1}, // 64 outputs: one whole step
+		{1, 1, 1, 3, 3, 1, 1, 1, 1},
+		{5, 3, 5, 3, 3, 1, 1, 1, 1},
+		{9, 9, 9, 5, 5, 2, 2, 1, 1},
+		{8, 8, 6, 3, 3, 0, 1, 1, 1},
+		{10, 10, 10, 3, 3, 2, 2, 2, 2},
+		{6, 1, 6, 3, 1, 1, 0, 1, 1},
+		{3, 17, 3, 1, 3, 0, 1, 1, 1},
+	} {
+		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
+		in := make([]float32, g.h*g.w)
+		for i := range in {
+			in[i] = (r.Float32()*2 - 1) * 8
+		}
+		if len(in) > 4 {
+			in[4] = float32(math.NaN())
+		}
+		w := make([]float32, g.kh*g.kw)
+		for i := range w {
+			w[i] = r.Float32()*2 - 1
+		}
+		n := g.oh * g.w
+		for _, goOnly := range []bool{false, true} {
+			for _, c := range clamps {
+				out := make([]float32, n+20)
+				for i := range out {
+					out[i] = 1234
+				}
+				if goOnly {
+					p.runGo(out[:n], in, w, 0.5, c[0], c[1])
+				} else {
+					p.Run(out[:n], in, w, 0.5, c[0], c[1])
+				}
+				for i := 0; i < g.oh; i++ {
+					for j := 0; j < g.w; j++ {
+						var want, mag float64
+						hasNaN := false
+						for kh := range g.kh {
+							for kw := range g.kw {
+								ih, iw := i+kh*g.dilH-g.padH, j+kw*g.dilW-g.padW
+								if ih < 0 || ih >= g.h || iw < 0 || iw >= g.w {
+									continue
+								}
+								x := in[ih*g.w+iw]
+								hasNaN = hasNaN || math.IsNaN(float64(x))
+								prod := float64(w[kh*g.kw+kw]) * float64(x)
+								want += prod
+								mag += math.Abs(prod)
+							}
+						}
+						checkOutput(t, "out", out[i*g.w+j], want, mag, hasNaN, 0.5, c)
+					}
+				}
+				for i := n; i < len(out); i++ {
+					if out[i] != 1234 {
+						t.Fatalf("%+v (Go %v): out[%d] past the %d outputs written", g, goOnly, i, n)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestStride2PlanMatchesReference checks Stride2Plan.Run against its
+// float64 sum over the columns inside the row, for rows that end inside
+// and at the end of a step, with and without padding, zero to three
+// kernel rows; and that nothing past the outputs is written.
+func TestStride2PlanMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, g := range []struct{ width, pad int }{
+		{112, 1}, {56, 1}, {14, 1}, {7, 1}, {8, 0}, {9, 0}, {1, 1}, {33, 1}, {64, 1}, {65, 0}, {2, 1},
+	} {
+		ow := (g.width+2*g.pad-3)/2 + 1
+		if ow < 1 {
+			ow = 1
+		}
+		p := NewStride2Plan(g.width, ow, g.pad)
+		for rows := range 4 {
+			ld := g.width + 3
+			in := make([]float32, max(0, (rows-1)*ld+g.width))
+			for i := range in {
+				in[i] = (r.Float32()*2 - 1) * 8
+			}
+			if len(in) > 3 {
+				in[3] = float32(math.NaN())
+			}
+			w := make([]float32, 3*rows)
+			for i := range w {
+				w[i] = r.Float32()*2 - 1
+			}
+			for _, c := range clamps {
+				out := make([]float32, ow+20)
+				for i := range out {
+					out[i] = 1234
+				}
+				p.Run(out[:ow], in, ld, rows, w, -0.25, c[0], c[1])
+				for j := range ow {
+					var want, mag float64
+					hasNaN := false
+					for rr := range rows {
+						for k := range 3 {
+							col := 2*j - g.pad + k
+							if col < 0 || col >= g.width {
+								continue
+							}
+							x := in[rr*ld+col]
+							hasNaN = hasNaN || math.IsNaN(float64(x))
+							prod := float64(w[3*rr+k]) * float64(x)
+							want += prod
+							mag += math.Abs(prod)
+						}
+					}
+					checkOutput(t, "out", out[j], want, mag, hasNaN, -0.25, c)
+				}
+				for i := ow; i < len(out); i++ {
+					if out[i] != 1234 {
+						t.Fatalf("%+v, %d rows: out[%d] past the %d outputs written", g, rows, i, ow)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestInPlaceChecksLengths requires short slices to panic.
+func TestInPlaceChecksLengths(t *testing.T) {
+	same := NewSamePlan(4, 4, 4, 3, 3, 1, 1, 1, 1)
+	s2 := NewStride2Plan(8, 4, 1)
+	in, out, w := make([]float32, 16), make([]float32, 16), make([]float32, 9)
+	for name, f := range map[string]func(){
+		"same input":     func() { same.Run(out, in[:15], w, 0, 0, 1) },
+		"same output":    func() { same.Run(out[:15], in, w, 0, 0, 1) },
+		"same weights":   func() { same.Run(out, in, w[:8], 0, 0, 1) },
+		"stride2 input":  func() { s2.Run(out, in[:15], 8, 2, w, 0, 0, 1) },
+		"stride2 ld":     func() { s2.Run(out, in, 7, 2, w, 0, 0, 1) },
+		"stride2 output": func() { s2.Run(out[:3], in, 8, 2, w, 0, 0, 1) },
+		"stride2 rows":   func() { s2.Run(out, in, 8, 4, w, 0, 0, 1) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: short slice accepted", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
