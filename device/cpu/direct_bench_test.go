@@ -101,3 +101,35 @@ func BenchmarkDepthwiseGradInput(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDepthwiseGradWeight times MobileNet's unit-stride depthwise
+// weight gradients through the padded phases (a dot product per tap) and
+// in place (direct.SamePlan.TapDots), in GB/s of x and dy.
+func BenchmarkDepthwiseGradWeight(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	dev := New()
+	for _, p := range []device.ConvParams{
+		{N: 128, C: 32, H: 14, W: 14, OutC: 32, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 32},
+		{N: 128, C: 64, H: 7, W: 7, OutC: 64, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 64},
+		{N: 8, C: 32, H: 56, W: 56, OutC: 32, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 32},
+	} {
+		s := newConvShape(p)
+		dy, x := randSlice(rng, s.N*s.imgOut), randSlice(rng, s.N*s.imgIn)
+		dw := make([]float32, s.OutC*s.ckk)
+		bytes := 4 * float64(len(dy)+len(x))
+		for _, path := range []struct {
+			name string
+			f    func()
+		}{
+			{"phases", func() { launch(dev, s.C, s.N*s.l*9, depthwiseGradArgs[float32]{s: s, dw: dw, dy: dy, x: x}) }},
+			{"inplace", func() { conv2dDepthwiseGradWeight(dev, s, dw, dy, x) }},
+		} {
+			b.Run(fmt.Sprintf("n%d_c%d_%dx%d/%s", s.N, s.C, s.H, s.W, path.name), func(b *testing.B) {
+				for b.Loop() {
+					path.f()
+				}
+				b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
+	}
+}

@@ -27,3 +27,6 @@ func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint1
 
 //go:noescape
 func stride2AVX512(out, in *float32, ld, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32)
+
+//go:noescape
+func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4 int)

@@ -32,3 +32,7 @@ func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint1
 func stride2AVX512(out, in *float32, ld, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32) {
 	panic("direct: no assembly on this platform")
 }
+
+func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4 int) {
+	panic("direct: no assembly on this platform")
+}

@@ -103,6 +103,50 @@ func (p *SamePlan) Run(out, in, w []float32, bias, lo, hi float32) {
 	p.runGo(out, in, w, bias, lo, hi)
 }
 
+// TapDots adds, for each tap t, the products dy[q]·in[q + taps[t]] over
+// the output positions q (a tap outside the image reads 0) to acc[8t :
+// 8t+8]: one plane's share of the convolution's weight gradient, dy being
+// the gradient of its output, as eight float64 partial sums per tap (the
+// plane's products are summed in float32 first, in 16 lanes). TapSums
+// adds them up. It panics if a slice is too short.
+func (p *SamePlan) TapDots(acc []float64, dy, in []float32) {
+	if len(in) < p.h*p.w || len(dy) < p.oh*p.w || len(acc) < TapAcc*len(p.taps) {
+		panic(fmt.Sprintf("direct: SamePlan.TapDots of a %d×%d plane into %d×%d with %d taps: %d inputs, %d gradients, %d partial sums",
+			p.h, p.w, p.oh, p.w, len(p.taps), len(in), len(dy), len(acc)))
+	}
+	if p.oh*p.w == 0 {
+		return
+	}
+	if haveAsm {
+		sameDotsAVX512(&acc[0], &dy[0], &in[0], &p.taps[0], len(p.taps), &p.masks[0], p.nv4)
+		return
+	}
+	for t, off := range p.taps {
+		var sum float32
+		for q := range p.oh * p.w {
+			if p.masks[t*p.nv4+q/Lanes]&(1<<(q%Lanes)) != 0 {
+				sum += dy[q] * in[q+off]
+			}
+		}
+		acc[TapAcc*t] += float64(sum)
+	}
+}
+
+// TapAcc is the number of partial sums TapDots keeps per tap.
+const TapAcc = 8
+
+// TapSums sets sums[t] to the sum of tap t's partial sums acc[8t : 8t+8],
+// for t < len(sums).
+func TapSums(sums, acc []float64) {
+	for t := range sums {
+		var s float64
+		for _, v := range acc[TapAcc*t : TapAcc*(t+1)] {
+			s += v
+		}
+		sums[t] = s
+	}
+}
+
 // runGo is Run in Go.
 func (p *SamePlan) runGo(out, in, w []float32, bias, lo, hi float32) {
 	store := p.masks[len(p.taps)*p.nv4:]

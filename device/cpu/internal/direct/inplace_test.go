@@ -98,6 +98,61 @@ func TestSamePlanMatchesReference(t *testing.T) {
 	}
 }
 
+// TestSamePlanTapDots checks SamePlan.TapDots against the float64 sums
+// of the weight gradient it defines, on the geometries of
+// TestSamePlanMatchesReference's kind, and that it adds to its partial
+// sums.
+func TestSamePlanTapDots(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, g := range []struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }{
+		{112, 112, 112, 3, 3, 1, 1, 1, 1},
+		{7, 7, 7, 3, 3, 1, 1, 1, 1},
+		{8, 8, 8, 3, 3, 1, 1, 1, 1},
+		{1, 1, 1, 3, 3, 1, 1, 1, 1},
+		{9, 9, 9, 5, 5, 2, 2, 1, 1},
+		{8, 8, 6, 3, 3, 0, 1, 1, 1},
+		{10, 10, 10, 3, 3, 2, 2, 2, 2},
+		{3, 17, 3, 1, 3, 0, 1, 1, 1},
+		{9, 9, 9, 9, 9, 4, 4, 1, 1},
+	} {
+		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
+		in := make([]float32, g.h*g.w)
+		for i := range in {
+			in[i] = r.Float32()*2 - 1
+		}
+		dy := make([]float32, g.oh*g.w)
+		for i := range dy {
+			dy[i] = r.Float32()*2 - 1
+		}
+		acc := make([]float64, TapAcc*g.kh*g.kw)
+		for i := range acc {
+			acc[i] = 0.125
+		}
+		p.TapDots(acc, dy, in)
+		sums := make([]float64, g.kh*g.kw)
+		TapSums(sums, acc)
+		for kh := range g.kh {
+			for kw := range g.kw {
+				var want, mag float64
+				for i := range g.oh {
+					for j := range g.w {
+						ih, iw := i+kh*g.dilH-g.padH, j+kw*g.dilW-g.padW
+						if ih < 0 || ih >= g.h || iw < 0 || iw >= g.w {
+							continue
+						}
+						prod := float64(dy[i*g.w+j]) * float64(in[ih*g.w+iw])
+						want += prod
+						mag += math.Abs(prod)
+					}
+				}
+				if got := sums[kh*g.kw+kw] - 1; math.Abs(got-want) > 1e-5*mag+1e-6 {
+					t.Fatalf("%+v: tap (%d, %d) = %g, want %g", g, kh, kw, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestStride2PlanMatchesReference checks Stride2Plan.Run against its
 // float64 sum over the columns inside the row, for rows that end inside
 // and at the end of a step, with and without padding, zero to three
