@@ -24,8 +24,15 @@ func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x,
 	if s.l >= s.ocg {
 		rows := s.bandRows(dev.numWorkers())
 		nb := (s.oh + rows - 1) / rows
+		cols := 0
+		if s.pointwise() {
+			// Bands of whole vectors of positions: no cache line of y is
+			// written by two workers.
+			cols = ((s.l+nb-1)/nb + bandAlign - 1) / bandAlign * bandAlign
+			nb = (s.l + cols - 1) / cols
+		}
 		launch(dev, s.N*s.Groups*nb, rows*s.ow*s.ocg*s.ckk,
-			convBandArgs[T]{s: s, dev: dev, y: y, x: x, w: w, bias: bias, act: act, rows: rows, nb: nb})
+			convBandArgs[T]{s: s, dev: dev, y: y, x: x, w: w, bias: bias, act: act, rows: rows, nb: nb, cols: cols})
 		return
 	}
 	const unit = 16 // output channels per task index
@@ -57,7 +64,12 @@ type convBandArgs[T float] struct {
 	y, x, w, bias []T
 	act           device.Activation
 	rows, nb      int // output rows per band, bands per image and group
+	cols          int // positions per band of a pointwise convolution (else 0)
 }
+
+// bandAlign is the multiple of positions at which the bands of a
+// pointwise convolution start: 32 float32 values, two cache lines.
+const bandAlign = 32
 
 func (a *convBandArgs[T]) run(lo, hi int) {
 	s := a.s
@@ -70,14 +82,18 @@ func (a *convBandArgs[T]) run(lo, hi int) {
 		n, g, band := t/(a.nb*s.Groups), t/a.nb%s.Groups, t%a.nb
 		r0 := band * a.rows
 		r1 := min(r0+a.rows, s.oh)
-		if r0 >= r1 {
+		p0, bl := r0*s.ow, (r1-r0)*s.ow // first position, positions
+		if a.cols > 0 {
+			p0 = band * a.cols
+			bl = min(a.cols, s.l-p0)
+		}
+		if bl <= 0 {
 			continue
 		}
-		bl := (r1 - r0) * s.ow
 		var col []T
 		ldb := bl
 		if s.pointwise() {
-			col, ldb = a.x[n*s.imgIn+g*s.cg*s.inPlane+r0*s.ow:], s.l
+			col, ldb = a.x[n*s.imgIn+g*s.cg*s.inPlane+p0:], s.l
 		} else {
 			// The band is the convolution of the image shifted up by
 			// r0·StrideH rows, with r1-r0 output rows.
@@ -87,7 +103,7 @@ func (a *convBandArgs[T]) run(lo, hi int) {
 			col = sc.s
 			im2col(b, col, bl, a.x[n*s.imgIn:], g)
 		}
-		out := a.y[n*s.imgOut+g*s.ocg*s.l+r0*s.ow:]
+		out := a.y[n*s.imgOut+g*s.ocg*s.l+p0:]
 		gemmOn(a.dev, false, false, s.ocg, bl, s.ckk, 1, a.w[g*s.wGroup:], s.ckk, col, ldb, 0, out, s.l)
 		convEpilogue(a.act, a.bias, out, s.l, s.ocg, g*s.ocg, 0, bl)
 	}

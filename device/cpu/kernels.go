@@ -574,6 +574,17 @@ func reduce[T float](dev *Device, op device.ReduceOp, d *Buffer, src []T, outer,
 			d.i64[j] = int64(v)
 		}
 	}
+	if s32, ok := any(src).([]float32); ok && op == device.ReduceSum && inner == 1 && n >= vecPlane {
+		// Sums of contiguous rows (a global average pool's planes): the
+		// vector loop's float64 partial sums instead of one float64 sum
+		// element by element (resnet18's pool at batch 1: 27 µs).
+		dev.parallelFor(outer, n, func(lo, hi int) {
+			for o := lo; o < hi; o++ {
+				store(o, vec.SumF64(s32[o*n:(o+1)*n]))
+			}
+		})
+		return
+	}
 	dev.parallelFor(outer*inner, n, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			o, i := j/inner, j%inner
