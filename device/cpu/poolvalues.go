@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/hora-dl/hora/device"
+import (
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/maxpool"
+)
 
 // The CPU device implements max pooling without positions.
 var _ device.MaxPoolValuesKernels = kernels{}
@@ -57,14 +60,29 @@ func maxPoolValuesRows[T float](p device.PoolParams, y, x, vm []T, lo, hi int) {
 			clear(yr)
 			continue
 		}
+		if x32, ok := any(xp).([]float32); ok && p.KW == 3 && p.StrideW == 2 {
+			// The windows inside the image across, rows and columns at
+			// once (16 per step in AVX-512), then the edge windows.
+			if j1 > j0 {
+				maxpool.Values3s2(any(yr[j0:j1]).([]float32), x32[h0*p.W+2*j0-p.PadW:], p.W, h1-h0)
+			}
+			for j := 0; j < j0; j++ {
+				yr[j] = windowMax(p, xp, h0, h1, j)
+			}
+			for j := j1; j < ow; j++ {
+				yr[j] = windowMax(p, xp, h0, h1, j)
+			}
+			continue
+		}
 		// vm[w] = the maximum of column w over the window's rows.
 		copy(vm, xp[h0*p.W:(h0+1)*p.W])
 		for h := h0 + 1; h < h1; h++ {
 			maxInto(vm, xp[h*p.W:(h+1)*p.W])
 		}
-		if p.KW == 3 && p.StrideW == 2 {
+		switch {
+		case p.KW == 3 && p.StrideW == 2:
 			maxPool3s2Cols(yr[j0:j1], vm, j0*2-p.PadW)
-		} else {
+		default:
 			for j := j0; j < j1; j++ {
 				b := j*p.StrideW - p.PadW
 				m := vm[b]
@@ -112,4 +130,20 @@ func maxPool3s2Cols[T float](y, vm []T, b int) {
 		w := vm[b+2*j : b+2*j+3]
 		y[j] = max(w[0], w[1], w[2])
 	}
+}
+
+// windowMax is the maximum of the window of output column j over the
+// input rows [h0, h1) of the plane xp (the reference loop's value).
+func windowMax[T float](p device.PoolParams, xp []T, h0, h1, j int) T {
+	w0, w1 := max(j*p.StrideW-p.PadW, 0), min(j*p.StrideW-p.PadW+p.KW, p.W)
+	if w0 >= w1 {
+		return 0
+	}
+	m := xp[h0*p.W+w0]
+	for h := h0; h < h1; h++ {
+		for _, v := range xp[h*p.W+w0 : h*p.W+w1] {
+			m = max(m, v)
+		}
+	}
+	return m
 }

@@ -14,3 +14,8 @@ var haveAsm = cpu.X86.HasAVX512F
 //
 //go:noescape
 func plane2x2AVX512(y []float32, arg []int64, x []float32, oh, ow, w, i, j int) (int, int)
+
+// values3s2AVX512 is Values3s2 for n ≥ 1 windows.
+//
+//go:noescape
+func values3s2AVX512(y *float32, n int, x *float32, ld, rows int)

@@ -173,3 +173,120 @@ done:
 	MOVQ BX, ret1+120(FP)
 	VZEROUPPER
 	RET
+
+// GOMAX sets acc = max(acc, v) as Go's max does: VMAXPS returns v where
+// either is NaN, so where acc is NaN acc is kept; where the two are equal
+// (a -0 and a +0 among them) the result is their bitwise AND (+0 for the
+// pair, the value itself otherwise). t is scratch.
+#define GOMAX(acc, v, t) \
+	VMAXPS  v, acc, t          \
+	VCMPPS  $3, acc, acc, K6   \
+	VMOVAPS acc, K6, t         \
+	VCMPPS  $0, v, acc, K7     \
+	VPANDD  v, acc, K7, t      \
+	VMOVAPS t, acc
+
+// func values3s2AVX512(y *float32, n int, x *float32, ld, rows int)
+//
+// Steps of 16 windows: per input row, the 33 columns from 2j0 in Z1, Z2
+// (two vectors) and Z3 (its first lane), pooled over the rows into Z10,
+// Z11, Z12; then VPERMI2PS splits Z10:Z11 into the even columns (each
+// window's first, Z13) and the odd ones (its second, Z14), VALIGND shifts
+// the even ones by one (its third, Z15), and their maximum is stored. The
+// last step, of k < 16 windows, loads its 2k+1 columns and stores its k
+// windows under masks (K1, K2: the columns of the two vectors; K3: the
+// windows).
+TEXT ·values3s2AVX512(SB), NOSPLIT, $0-40
+	MOVQ    y+0(FP), DI
+	MOVQ    n+8(FP), DX
+	MOVQ    x+16(FP), SI
+	MOVQ    ld+24(FP), R8
+	SHLQ    $2, R8              // bytes
+	MOVQ    rows+32(FP), R9
+	VMOVUPS evenIdx<>(SB), Z20
+	VMOVUPS oddIdx<>(SB), Z21
+	MOVW    $0xffff, AX
+	KMOVW   AX, K1
+	KMOVW   AX, K2
+	KMOVW   AX, K3
+
+vstep:
+	CMPQ DX, $16
+	JGE  vload
+	TESTQ DX, DX
+	JZ   vdone
+	// The last k = DX windows: 2k+1 columns, min(16, 2k+1) in the
+	// first vector, the rest in the second.
+	LEAQ  1(DX)(DX*1), BX
+	MOVQ  BX, CX
+	CMPQ  CX, $16
+	JLE   vfirst
+	MOVQ  $16, CX
+vfirst:
+	MOVL  $1, AX
+	SHLL  CX, AX
+	DECL  AX
+	KMOVW AX, K1
+	MOVQ  BX, CX
+	SUBQ  $16, CX
+	JGE   vsecond
+	XORQ  CX, CX
+vsecond:
+	MOVL  $1, AX
+	SHLL  CX, AX
+	DECL  AX
+	KMOVW AX, K2
+	MOVQ  DX, CX
+	MOVL  $1, AX
+	SHLL  CX, AX
+	DECL  AX
+	KMOVW AX, K3
+
+vload:
+	MOVQ         SI, R11
+	VMOVUPS.Z    (R11), K1, Z10
+	VMOVUPS.Z    64(R11), K2, Z11
+	VBROADCASTSS (R11), Z12     // lane 0 is read only in full steps
+	CMPQ         DX, $16
+	JLT          vrows
+	VBROADCASTSS 128(R11), Z12
+
+vrows:
+	MOVQ R9, BX
+	DECQ BX
+	JZ   vcols
+
+vrow:
+	ADDQ         R8, R11
+	VMOVUPS.Z    (R11), K1, Z1
+	VMOVUPS.Z    64(R11), K2, Z2
+	GOMAX(Z10, Z1, Z4)
+	GOMAX(Z11, Z2, Z4)
+	CMPQ         DX, $16
+	JLT          vnext
+	VBROADCASTSS 128(R11), Z3
+	GOMAX(Z12, Z3, Z4)
+
+vnext:
+	DECQ BX
+	JNZ  vrow
+
+vcols:
+	VMOVAPS   Z20, Z13
+	VPERMI2PS Z11, Z10, Z13    // columns 2j
+	VMOVAPS   Z21, Z14
+	VPERMI2PS Z11, Z10, Z14    // 2j+1
+	VALIGND   $1, Z13, Z12, Z15 // 2j+2
+	GOMAX(Z13, Z14, Z4)
+	GOMAX(Z13, Z15, Z4)
+	VMOVUPS   Z13, K3, (DI)
+	CMPQ      DX, $16
+	JLT       vdone
+	ADDQ      $64, DI
+	ADDQ      $128, SI
+	SUBQ      $16, DX
+	JMP       vstep
+
+vdone:
+	VZEROUPPER
+	RET

@@ -8,3 +8,7 @@ const haveAsm = false
 func plane2x2AVX512(y []float32, arg []int64, x []float32, oh, ow, w, i, j int) (int, int) {
 	panic("maxpool: no assembly on this platform")
 }
+
+func values3s2AVX512(y *float32, n int, x *float32, ld, rows int) {
+	panic("maxpool: no assembly on this platform")
+}
