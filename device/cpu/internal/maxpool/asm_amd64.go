@@ -4,7 +4,7 @@ package maxpool
 
 import "golang.org/x/sys/cpu"
 
-// haveAsm reports whether Row2x2 runs in AVX-512 assembly (asm_amd64.s).
+// haveAsm reports whether the kernels run in AVX-512 assembly (asm_amd64.s).
 var haveAsm = cpu.X86.HasAVX512F
 
 // plane2x2AVX512 is Plane2x2 from window (i, j) on, row after row,

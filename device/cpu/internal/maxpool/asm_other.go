@@ -2,7 +2,7 @@
 
 package maxpool
 
-// haveAsm is false: Row2x2 runs in Go.
+// haveAsm is false: the kernels run in Go.
 const haveAsm = false
 
 func plane2x2AVX512(y []float32, arg []int64, x []float32, oh, ow, w, i, j int) (int, int) {
