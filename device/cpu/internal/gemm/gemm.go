@@ -114,20 +114,49 @@ func (ws *Workspace) reserve(na, nb, nt int) {
 // enough for the matrices they hold; Sgemm panics otherwise, and on a nil
 // Workspace.
 func Sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(ws, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+}
+
+// Epilogue is what SgemmEpilogue applies to C after the product: a bias
+// per row and a clamp, C[i][j] = min(max(C[i][j] + Bias[i], Lo), Hi), with
+// the operations, in the order, of a separate pass of package vec's
+// AddScalarClamp (Lo, Hi = ±Inf for no clamp, 0 and +Inf for a ReLU): a
+// convolution's bias and activation.
+type Epilogue struct {
+	Bias   []float32 // one value per row of C
+	Lo, Hi float32
+}
+
+// SgemmEpilogue is Sgemm followed by the epilogue e on C, applied to each
+// tile of C as it is written (while it is in L1) rather than in a pass of
+// its own, and reports whether it did: it does on the small-product path
+// (see useSmall) and when m, n or k is 0; elsewhere it returns false
+// having computed the product only, and the caller applies e. It panics,
+// as Sgemm, on bad arguments, and when e.Bias has fewer than m values.
+func SgemmEpilogue(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, e Epilogue) bool {
+	if len(e.Bias) < m {
+		panic(fmt.Sprintf("gemm: SgemmEpilogue with %d biases for %d rows", len(e.Bias), m))
+	}
+	return sgemm(ws, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &e)
+}
+
+// sgemm is Sgemm with an optional epilogue (nil: none); it reports whether
+// it applied the epilogue (see SgemmEpilogue).
+func sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, e *Epilogue) bool {
 	checkArgs(ws, transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
-		return
+		return true
 	}
 	if k == 0 || alpha == 0 {
 		scale(m, n, beta, c, ldc)
-		return
+		return false
 	}
 
 	setupBlocking()
 	kern := active
 	if takeSmall(kern, transA, transB, m, n, k, lda, ldb) {
-		smallSgemm(ws, kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
+		smallSgemm(ws, kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, e)
+		return true
 	}
 	mr, nr := kern.mr, kern.nr
 	kc := blockSize(k, kern.kc, 1)
@@ -151,6 +180,7 @@ func Sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []f
 			}
 		}
 	}
+	return false
 }
 
 // blockSize splits total into the fewest blocks of at most max and returns

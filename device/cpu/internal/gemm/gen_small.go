@@ -60,7 +60,7 @@ func main() {
 	}
 }
 
-const signature = "(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)"
+const signature = "(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)"
 
 func name(w, h int) string { return fmt.Sprintf("smallAVX512w%dx%d", w, h) }
 
@@ -72,6 +72,9 @@ const header = `// Kernels of the small-product path: C = alpha*op(A)·op(B) + b
 // floats. mask selects the columns (bit j for column j): B is loaded with it
 // (zeros in the other lanes, and no fault past the end of a row) and C
 // read and written with it. With beta == 0 (or -0) C is only written.
+// Then, when bias is not nil, each row i of the tile, still in L1, is set
+// to min(max(C + bias[i], lo), hi) (the operations, in the order, of
+// package vec's AddScalarClamp: the same bits as that pass over C).
 //
 // Every element gets the operations of the packed kernels in
 // kernel_amd64.s, in the same order: a sum of FMAs from zero over p, then
@@ -121,6 +124,32 @@ const header = `// Kernels of the small-product path: C = alpha*op(A)·op(B) + b
 	VMOVUPS     Z28, K1, (R9); \
 	ADDQ        R8, R9
 
+// The epilogue of one row (w = 32) of the tile just written: C =
+// min(max(C + bias, lo), hi), BX pointing to the row's bias, Z30 = lo,
+// Z31 = hi (the operand order of VMAXPS and VMINPS keeps NaN).
+#define EROW32(r0, r1) \
+	VMOVUPS.Z   (R9), K1, r0; \
+	VMOVUPS.Z   64(R9), K2, r1; \
+	VADDPS.BCST (BX), r0, r0; \
+	VADDPS.BCST (BX), r1, r1; \
+	VMAXPS      r0, Z30, r0; \
+	VMAXPS      r1, Z30, r1; \
+	VMINPS      r0, Z31, r0; \
+	VMINPS      r1, Z31, r1; \
+	VMOVUPS     r0, K1, (R9); \
+	VMOVUPS     r1, K2, 64(R9); \
+	ADDQ        R8, R9; \
+	ADDQ        $4, BX
+
+#define EROW16(r0) \
+	VMOVUPS.Z   (R9), K1, r0; \
+	VADDPS.BCST (BX), r0, r0; \
+	VMAXPS      r0, Z30, r0; \
+	VMINPS      r0, Z31, r0; \
+	VMOVUPS     r0, K1, (R9); \
+	ADDQ        R8, R9; \
+	ADDQ        $4, BX
+
 // One row of a k step: broadcast op(A)[i][p] from addr, multiply-add into
 // the row's accumulators.
 #define SFMA32(addr, t, r0, r1) \
@@ -158,7 +187,7 @@ func acc(w, i int) string {
 func kernel(p func(string, ...any), w, h int) {
 	n := name(w, h)
 	p("// func %s%s", n, signature)
-	p("TEXT ·%s(SB), NOSPLIT, $0-76", n)
+	p("TEXT ·%s(SB), NOSPLIT, $0-96", n)
 	p("\tMOVQ kc+0(FP), CX")
 	p("\tMOVQ a+8(FP), R12")
 	p("\tMOVQ ars+16(FP), R10")
@@ -233,13 +262,25 @@ func kernel(p func(string, ...any), w, h int) {
 	for i := range h {
 		p("\tSROW%d(%s)", w, acc(w, i))
 	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	p("\tJMP          %sepilogue", n)
 	p("")
 	p("%sbeta0:", n)
 	for i := range h {
 		p("\tSROW%d_B0(%s)", w, acc(w, i))
 	}
+	p("")
+	p("%sepilogue:", n)
+	p("\tMOVQ         bias+80(FP), BX")
+	p("\tTESTQ        BX, BX")
+	p("\tJZ           %sdone", n)
+	p("\tMOVQ         DX, R9")
+	p("\tVBROADCASTSS lo+88(FP), Z30")
+	p("\tVBROADCASTSS hi+92(FP), Z31")
+	for i := range h {
+		p("\tEROW%d(%s)", w, acc(w, i))
+	}
+	p("")
+	p("%sdone:", n)
 	p("\tVZEROUPPER")
 	p("\tRET")
 	p("")

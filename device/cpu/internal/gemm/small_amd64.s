@@ -12,6 +12,9 @@
 // floats. mask selects the columns (bit j for column j): B is loaded with it
 // (zeros in the other lanes, and no fault past the end of a row) and C
 // read and written with it. With beta == 0 (or -0) C is only written.
+// Then, when bias is not nil, each row i of the tile, still in L1, is set
+// to min(max(C + bias[i], lo), hi) (the operations, in the order, of
+// package vec's AddScalarClamp: the same bits as that pass over C).
 //
 // Every element gets the operations of the packed kernels in
 // kernel_amd64.s, in the same order: a sum of FMAs from zero over p, then
@@ -61,6 +64,32 @@
 	VMOVUPS     Z28, K1, (R9); \
 	ADDQ        R8, R9
 
+// The epilogue of one row (w = 32) of the tile just written: C =
+// min(max(C + bias, lo), hi), BX pointing to the row's bias, Z30 = lo,
+// Z31 = hi (the operand order of VMAXPS and VMINPS keeps NaN).
+#define EROW32(r0, r1) \
+	VMOVUPS.Z   (R9), K1, r0; \
+	VMOVUPS.Z   64(R9), K2, r1; \
+	VADDPS.BCST (BX), r0, r0; \
+	VADDPS.BCST (BX), r1, r1; \
+	VMAXPS      r0, Z30, r0; \
+	VMAXPS      r1, Z30, r1; \
+	VMINPS      r0, Z31, r0; \
+	VMINPS      r1, Z31, r1; \
+	VMOVUPS     r0, K1, (R9); \
+	VMOVUPS     r1, K2, 64(R9); \
+	ADDQ        R8, R9; \
+	ADDQ        $4, BX
+
+#define EROW16(r0) \
+	VMOVUPS.Z   (R9), K1, r0; \
+	VADDPS.BCST (BX), r0, r0; \
+	VMAXPS      r0, Z30, r0; \
+	VMINPS      r0, Z31, r0; \
+	VMOVUPS     r0, K1, (R9); \
+	ADDQ        R8, R9; \
+	ADDQ        $4, BX
+
 // One row of a k step: broadcast op(A)[i][p] from addr, multiply-add into
 // the row's accumulators.
 #define SFMA32(addr, t, r0, r1) \
@@ -72,8 +101,8 @@
 	VBROADCASTSS addr, t; \
 	VFMADD231PS  t, Z28, r0
 
-// func smallAVX512w32x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x1(SB), NOSPLIT, $0-76
+// func smallAVX512w32x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x1(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -116,16 +145,26 @@ smallAVX512w32x1loop:
 	JZ           smallAVX512w32x1beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x1epilogue
 
 smallAVX512w32x1beta0:
 	SROW32_B0(Z0, Z1)
+
+smallAVX512w32x1epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x1done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+
+smallAVX512w32x1done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x2(SB), NOSPLIT, $0-76
+// func smallAVX512w32x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x2(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -176,17 +215,28 @@ smallAVX512w32x2loop:
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
 	SROW32(Z2, Z3)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x2epilogue
 
 smallAVX512w32x2beta0:
 	SROW32_B0(Z0, Z1)
 	SROW32_B0(Z2, Z3)
+
+smallAVX512w32x2epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x2done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+
+smallAVX512w32x2done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x3(SB), NOSPLIT, $0-76
+// func smallAVX512w32x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x3(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -245,18 +295,30 @@ smallAVX512w32x3loop:
 	SROW32(Z0, Z1)
 	SROW32(Z2, Z3)
 	SROW32(Z4, Z5)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x3epilogue
 
 smallAVX512w32x3beta0:
 	SROW32_B0(Z0, Z1)
 	SROW32_B0(Z2, Z3)
 	SROW32_B0(Z4, Z5)
+
+smallAVX512w32x3epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x3done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+
+smallAVX512w32x3done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x4(SB), NOSPLIT, $0-76
+// func smallAVX512w32x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x4(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -323,19 +385,32 @@ smallAVX512w32x4loop:
 	SROW32(Z2, Z3)
 	SROW32(Z4, Z5)
 	SROW32(Z6, Z7)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x4epilogue
 
 smallAVX512w32x4beta0:
 	SROW32_B0(Z0, Z1)
 	SROW32_B0(Z2, Z3)
 	SROW32_B0(Z4, Z5)
 	SROW32_B0(Z6, Z7)
+
+smallAVX512w32x4epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x4done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+
+smallAVX512w32x4done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x5(SB), NOSPLIT, $0-76
+// func smallAVX512w32x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x5(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -412,8 +487,7 @@ smallAVX512w32x5loop:
 	SROW32(Z4, Z5)
 	SROW32(Z6, Z7)
 	SROW32(Z8, Z9)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x5epilogue
 
 smallAVX512w32x5beta0:
 	SROW32_B0(Z0, Z1)
@@ -421,11 +495,26 @@ smallAVX512w32x5beta0:
 	SROW32_B0(Z4, Z5)
 	SROW32_B0(Z6, Z7)
 	SROW32_B0(Z8, Z9)
+
+smallAVX512w32x5epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x5done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+
+smallAVX512w32x5done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x6(SB), NOSPLIT, $0-76
+// func smallAVX512w32x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x6(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -510,8 +599,7 @@ smallAVX512w32x6loop:
 	SROW32(Z6, Z7)
 	SROW32(Z8, Z9)
 	SROW32(Z10, Z11)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x6epilogue
 
 smallAVX512w32x6beta0:
 	SROW32_B0(Z0, Z1)
@@ -520,11 +608,27 @@ smallAVX512w32x6beta0:
 	SROW32_B0(Z6, Z7)
 	SROW32_B0(Z8, Z9)
 	SROW32_B0(Z10, Z11)
+
+smallAVX512w32x6epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x6done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+	EROW32(Z10, Z11)
+
+smallAVX512w32x6done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x7(SB), NOSPLIT, $0-76
+// func smallAVX512w32x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x7(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -617,8 +721,7 @@ smallAVX512w32x7loop:
 	SROW32(Z8, Z9)
 	SROW32(Z10, Z11)
 	SROW32(Z12, Z13)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x7epilogue
 
 smallAVX512w32x7beta0:
 	SROW32_B0(Z0, Z1)
@@ -628,11 +731,28 @@ smallAVX512w32x7beta0:
 	SROW32_B0(Z8, Z9)
 	SROW32_B0(Z10, Z11)
 	SROW32_B0(Z12, Z13)
+
+smallAVX512w32x7epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x7done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+	EROW32(Z10, Z11)
+	EROW32(Z12, Z13)
+
+smallAVX512w32x7done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x8(SB), NOSPLIT, $0-76
+// func smallAVX512w32x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x8(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -733,8 +853,7 @@ smallAVX512w32x8loop:
 	SROW32(Z10, Z11)
 	SROW32(Z12, Z13)
 	SROW32(Z14, Z15)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x8epilogue
 
 smallAVX512w32x8beta0:
 	SROW32_B0(Z0, Z1)
@@ -745,11 +864,29 @@ smallAVX512w32x8beta0:
 	SROW32_B0(Z10, Z11)
 	SROW32_B0(Z12, Z13)
 	SROW32_B0(Z14, Z15)
+
+smallAVX512w32x8epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x8done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+	EROW32(Z10, Z11)
+	EROW32(Z12, Z13)
+	EROW32(Z14, Z15)
+
+smallAVX512w32x8done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x9(SB), NOSPLIT, $0-76
+// func smallAVX512w32x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x9(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -860,8 +997,7 @@ smallAVX512w32x9loop:
 	SROW32(Z12, Z13)
 	SROW32(Z14, Z15)
 	SROW32(Z16, Z17)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x9epilogue
 
 smallAVX512w32x9beta0:
 	SROW32_B0(Z0, Z1)
@@ -873,11 +1009,30 @@ smallAVX512w32x9beta0:
 	SROW32_B0(Z12, Z13)
 	SROW32_B0(Z14, Z15)
 	SROW32_B0(Z16, Z17)
+
+smallAVX512w32x9epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x9done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+	EROW32(Z10, Z11)
+	EROW32(Z12, Z13)
+	EROW32(Z14, Z15)
+	EROW32(Z16, Z17)
+
+smallAVX512w32x9done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x10(SB), NOSPLIT, $0-76
+// func smallAVX512w32x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x10(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -996,8 +1151,7 @@ smallAVX512w32x10loop:
 	SROW32(Z14, Z15)
 	SROW32(Z16, Z17)
 	SROW32(Z18, Z19)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x10epilogue
 
 smallAVX512w32x10beta0:
 	SROW32_B0(Z0, Z1)
@@ -1010,11 +1164,31 @@ smallAVX512w32x10beta0:
 	SROW32_B0(Z14, Z15)
 	SROW32_B0(Z16, Z17)
 	SROW32_B0(Z18, Z19)
+
+smallAVX512w32x10epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x10done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+	EROW32(Z10, Z11)
+	EROW32(Z12, Z13)
+	EROW32(Z14, Z15)
+	EROW32(Z16, Z17)
+	EROW32(Z18, Z19)
+
+smallAVX512w32x10done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x11(SB), NOSPLIT, $0-76
+// func smallAVX512w32x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x11(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1141,8 +1315,7 @@ smallAVX512w32x11loop:
 	SROW32(Z16, Z17)
 	SROW32(Z18, Z19)
 	SROW32(Z20, Z21)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x11epilogue
 
 smallAVX512w32x11beta0:
 	SROW32_B0(Z0, Z1)
@@ -1156,11 +1329,32 @@ smallAVX512w32x11beta0:
 	SROW32_B0(Z16, Z17)
 	SROW32_B0(Z18, Z19)
 	SROW32_B0(Z20, Z21)
+
+smallAVX512w32x11epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x11done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+	EROW32(Z10, Z11)
+	EROW32(Z12, Z13)
+	EROW32(Z14, Z15)
+	EROW32(Z16, Z17)
+	EROW32(Z18, Z19)
+	EROW32(Z20, Z21)
+
+smallAVX512w32x11done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x12(SB), NOSPLIT, $0-76
+// func smallAVX512w32x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x12(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1295,8 +1489,7 @@ smallAVX512w32x12loop:
 	SROW32(Z18, Z19)
 	SROW32(Z20, Z21)
 	SROW32(Z22, Z23)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x12epilogue
 
 smallAVX512w32x12beta0:
 	SROW32_B0(Z0, Z1)
@@ -1311,11 +1504,33 @@ smallAVX512w32x12beta0:
 	SROW32_B0(Z18, Z19)
 	SROW32_B0(Z20, Z21)
 	SROW32_B0(Z22, Z23)
+
+smallAVX512w32x12epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x12done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+	EROW32(Z10, Z11)
+	EROW32(Z12, Z13)
+	EROW32(Z14, Z15)
+	EROW32(Z16, Z17)
+	EROW32(Z18, Z19)
+	EROW32(Z20, Z21)
+	EROW32(Z22, Z23)
+
+smallAVX512w32x12done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x13(SB), NOSPLIT, $0-76
+// func smallAVX512w32x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x13(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1460,8 +1675,7 @@ smallAVX512w32x13loop:
 	SROW32(Z20, Z21)
 	SROW32(Z22, Z23)
 	SROW32(Z24, Z25)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x13epilogue
 
 smallAVX512w32x13beta0:
 	SROW32_B0(Z0, Z1)
@@ -1477,11 +1691,34 @@ smallAVX512w32x13beta0:
 	SROW32_B0(Z20, Z21)
 	SROW32_B0(Z22, Z23)
 	SROW32_B0(Z24, Z25)
+
+smallAVX512w32x13epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x13done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+	EROW32(Z10, Z11)
+	EROW32(Z12, Z13)
+	EROW32(Z14, Z15)
+	EROW32(Z16, Z17)
+	EROW32(Z18, Z19)
+	EROW32(Z20, Z21)
+	EROW32(Z22, Z23)
+	EROW32(Z24, Z25)
+
+smallAVX512w32x13done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w32x14(SB), NOSPLIT, $0-76
+// func smallAVX512w32x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w32x14(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1634,8 +1871,7 @@ smallAVX512w32x14loop:
 	SROW32(Z22, Z23)
 	SROW32(Z24, Z25)
 	SROW32(Z26, Z27)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w32x14epilogue
 
 smallAVX512w32x14beta0:
 	SROW32_B0(Z0, Z1)
@@ -1652,11 +1888,35 @@ smallAVX512w32x14beta0:
 	SROW32_B0(Z22, Z23)
 	SROW32_B0(Z24, Z25)
 	SROW32_B0(Z26, Z27)
+
+smallAVX512w32x14epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w32x14done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW32(Z0, Z1)
+	EROW32(Z2, Z3)
+	EROW32(Z4, Z5)
+	EROW32(Z6, Z7)
+	EROW32(Z8, Z9)
+	EROW32(Z10, Z11)
+	EROW32(Z12, Z13)
+	EROW32(Z14, Z15)
+	EROW32(Z16, Z17)
+	EROW32(Z18, Z19)
+	EROW32(Z20, Z21)
+	EROW32(Z22, Z23)
+	EROW32(Z24, Z25)
+	EROW32(Z26, Z27)
+
+smallAVX512w32x14done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x1(SB), NOSPLIT, $0-76
+// func smallAVX512w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x1(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1694,16 +1954,26 @@ smallAVX512w16x1loop:
 	JZ           smallAVX512w16x1beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x1epilogue
 
 smallAVX512w16x1beta0:
 	SROW16_B0(Z0)
+
+smallAVX512w16x1epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x1done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+
+smallAVX512w16x1done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x2(SB), NOSPLIT, $0-76
+// func smallAVX512w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x2(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1747,17 +2017,28 @@ smallAVX512w16x2loop:
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
 	SROW16(Z1)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x2epilogue
 
 smallAVX512w16x2beta0:
 	SROW16_B0(Z0)
 	SROW16_B0(Z1)
+
+smallAVX512w16x2epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x2done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+
+smallAVX512w16x2done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x3(SB), NOSPLIT, $0-76
+// func smallAVX512w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x3(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1807,18 +2088,30 @@ smallAVX512w16x3loop:
 	SROW16(Z0)
 	SROW16(Z1)
 	SROW16(Z2)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x3epilogue
 
 smallAVX512w16x3beta0:
 	SROW16_B0(Z0)
 	SROW16_B0(Z1)
 	SROW16_B0(Z2)
+
+smallAVX512w16x3epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x3done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+
+smallAVX512w16x3done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x4(SB), NOSPLIT, $0-76
+// func smallAVX512w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x4(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1874,19 +2167,32 @@ smallAVX512w16x4loop:
 	SROW16(Z1)
 	SROW16(Z2)
 	SROW16(Z3)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x4epilogue
 
 smallAVX512w16x4beta0:
 	SROW16_B0(Z0)
 	SROW16_B0(Z1)
 	SROW16_B0(Z2)
 	SROW16_B0(Z3)
+
+smallAVX512w16x4epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x4done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+
+smallAVX512w16x4done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x5(SB), NOSPLIT, $0-76
+// func smallAVX512w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x5(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1950,8 +2256,7 @@ smallAVX512w16x5loop:
 	SROW16(Z2)
 	SROW16(Z3)
 	SROW16(Z4)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x5epilogue
 
 smallAVX512w16x5beta0:
 	SROW16_B0(Z0)
@@ -1959,11 +2264,26 @@ smallAVX512w16x5beta0:
 	SROW16_B0(Z2)
 	SROW16_B0(Z3)
 	SROW16_B0(Z4)
+
+smallAVX512w16x5epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x5done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+
+smallAVX512w16x5done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x6(SB), NOSPLIT, $0-76
+// func smallAVX512w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x6(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2033,8 +2353,7 @@ smallAVX512w16x6loop:
 	SROW16(Z3)
 	SROW16(Z4)
 	SROW16(Z5)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x6epilogue
 
 smallAVX512w16x6beta0:
 	SROW16_B0(Z0)
@@ -2043,11 +2362,27 @@ smallAVX512w16x6beta0:
 	SROW16_B0(Z3)
 	SROW16_B0(Z4)
 	SROW16_B0(Z5)
+
+smallAVX512w16x6epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x6done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+	EROW16(Z5)
+
+smallAVX512w16x6done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x7(SB), NOSPLIT, $0-76
+// func smallAVX512w16x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x7(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2123,8 +2458,7 @@ smallAVX512w16x7loop:
 	SROW16(Z4)
 	SROW16(Z5)
 	SROW16(Z6)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x7epilogue
 
 smallAVX512w16x7beta0:
 	SROW16_B0(Z0)
@@ -2134,11 +2468,28 @@ smallAVX512w16x7beta0:
 	SROW16_B0(Z4)
 	SROW16_B0(Z5)
 	SROW16_B0(Z6)
+
+smallAVX512w16x7epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x7done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+	EROW16(Z5)
+	EROW16(Z6)
+
+smallAVX512w16x7done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x8(SB), NOSPLIT, $0-76
+// func smallAVX512w16x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x8(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2220,8 +2571,7 @@ smallAVX512w16x8loop:
 	SROW16(Z5)
 	SROW16(Z6)
 	SROW16(Z7)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x8epilogue
 
 smallAVX512w16x8beta0:
 	SROW16_B0(Z0)
@@ -2232,11 +2582,29 @@ smallAVX512w16x8beta0:
 	SROW16_B0(Z5)
 	SROW16_B0(Z6)
 	SROW16_B0(Z7)
+
+smallAVX512w16x8epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x8done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+	EROW16(Z5)
+	EROW16(Z6)
+	EROW16(Z7)
+
+smallAVX512w16x8done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x9(SB), NOSPLIT, $0-76
+// func smallAVX512w16x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x9(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2326,8 +2694,7 @@ smallAVX512w16x9loop:
 	SROW16(Z6)
 	SROW16(Z7)
 	SROW16(Z8)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x9epilogue
 
 smallAVX512w16x9beta0:
 	SROW16_B0(Z0)
@@ -2339,11 +2706,30 @@ smallAVX512w16x9beta0:
 	SROW16_B0(Z6)
 	SROW16_B0(Z7)
 	SROW16_B0(Z8)
+
+smallAVX512w16x9epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x9done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+	EROW16(Z5)
+	EROW16(Z6)
+	EROW16(Z7)
+	EROW16(Z8)
+
+smallAVX512w16x9done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x10(SB), NOSPLIT, $0-76
+// func smallAVX512w16x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x10(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2439,8 +2825,7 @@ smallAVX512w16x10loop:
 	SROW16(Z7)
 	SROW16(Z8)
 	SROW16(Z9)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x10epilogue
 
 smallAVX512w16x10beta0:
 	SROW16_B0(Z0)
@@ -2453,11 +2838,31 @@ smallAVX512w16x10beta0:
 	SROW16_B0(Z7)
 	SROW16_B0(Z8)
 	SROW16_B0(Z9)
+
+smallAVX512w16x10epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x10done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+	EROW16(Z5)
+	EROW16(Z6)
+	EROW16(Z7)
+	EROW16(Z8)
+	EROW16(Z9)
+
+smallAVX512w16x10done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x11(SB), NOSPLIT, $0-76
+// func smallAVX512w16x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x11(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2559,8 +2964,7 @@ smallAVX512w16x11loop:
 	SROW16(Z8)
 	SROW16(Z9)
 	SROW16(Z10)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x11epilogue
 
 smallAVX512w16x11beta0:
 	SROW16_B0(Z0)
@@ -2574,11 +2978,32 @@ smallAVX512w16x11beta0:
 	SROW16_B0(Z8)
 	SROW16_B0(Z9)
 	SROW16_B0(Z10)
+
+smallAVX512w16x11epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x11done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+	EROW16(Z5)
+	EROW16(Z6)
+	EROW16(Z7)
+	EROW16(Z8)
+	EROW16(Z9)
+	EROW16(Z10)
+
+smallAVX512w16x11done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x12(SB), NOSPLIT, $0-76
+// func smallAVX512w16x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x12(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2686,8 +3111,7 @@ smallAVX512w16x12loop:
 	SROW16(Z9)
 	SROW16(Z10)
 	SROW16(Z11)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x12epilogue
 
 smallAVX512w16x12beta0:
 	SROW16_B0(Z0)
@@ -2702,11 +3126,33 @@ smallAVX512w16x12beta0:
 	SROW16_B0(Z9)
 	SROW16_B0(Z10)
 	SROW16_B0(Z11)
+
+smallAVX512w16x12epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x12done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+	EROW16(Z5)
+	EROW16(Z6)
+	EROW16(Z7)
+	EROW16(Z8)
+	EROW16(Z9)
+	EROW16(Z10)
+	EROW16(Z11)
+
+smallAVX512w16x12done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x13(SB), NOSPLIT, $0-76
+// func smallAVX512w16x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x13(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2822,8 +3268,7 @@ smallAVX512w16x13loop:
 	SROW16(Z10)
 	SROW16(Z11)
 	SROW16(Z12)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x13epilogue
 
 smallAVX512w16x13beta0:
 	SROW16_B0(Z0)
@@ -2839,11 +3284,34 @@ smallAVX512w16x13beta0:
 	SROW16_B0(Z10)
 	SROW16_B0(Z11)
 	SROW16_B0(Z12)
+
+smallAVX512w16x13epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x13done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+	EROW16(Z5)
+	EROW16(Z6)
+	EROW16(Z7)
+	EROW16(Z8)
+	EROW16(Z9)
+	EROW16(Z10)
+	EROW16(Z11)
+	EROW16(Z12)
+
+smallAVX512w16x13done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32)
-TEXT ·smallAVX512w16x14(SB), NOSPLIT, $0-76
+// func smallAVX512w16x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
+TEXT ·smallAVX512w16x14(SB), NOSPLIT, $0-96
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2965,8 +3433,7 @@ smallAVX512w16x14loop:
 	SROW16(Z11)
 	SROW16(Z12)
 	SROW16(Z13)
-	VZEROUPPER
-	RET
+	JMP          smallAVX512w16x14epilogue
 
 smallAVX512w16x14beta0:
 	SROW16_B0(Z0)
@@ -2983,6 +3450,30 @@ smallAVX512w16x14beta0:
 	SROW16_B0(Z11)
 	SROW16_B0(Z12)
 	SROW16_B0(Z13)
+
+smallAVX512w16x14epilogue:
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JZ           smallAVX512w16x14done
+	MOVQ         DX, R9
+	VBROADCASTSS lo+88(FP), Z30
+	VBROADCASTSS hi+92(FP), Z31
+	EROW16(Z0)
+	EROW16(Z1)
+	EROW16(Z2)
+	EROW16(Z3)
+	EROW16(Z4)
+	EROW16(Z5)
+	EROW16(Z6)
+	EROW16(Z7)
+	EROW16(Z8)
+	EROW16(Z9)
+	EROW16(Z10)
+	EROW16(Z11)
+	EROW16(Z12)
+	EROW16(Z13)
+
+smallAVX512w16x14done:
 	VZEROUPPER
 	RET
 
