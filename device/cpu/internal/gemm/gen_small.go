@@ -72,9 +72,10 @@ const header = `// Kernels of the small-product path: C = alpha*op(A)·op(B) + b
 // floats. mask selects the columns (bit j for column j): B is loaded with it
 // (zeros in the other lanes, and no fault past the end of a row) and C
 // read and written with it. With beta == 0 (or -0) C is only written.
-// Then, when bias is not nil, each row i of the tile, still in L1, is set
-// to min(max(C + bias[i], lo), hi) (the operations, in the order, of
-// package vec's AddScalarClamp: the same bits as that pass over C).
+// When bias is not nil, each row i of the tile is then set to
+// min(max(C + bias[i], lo), hi) before it is stored (the operations, in
+// the order, of package vec's AddScalarClamp: the same bits as that pass
+// over C).
 //
 // Every element gets the operations of the packed kernels in
 // kernel_amd64.s, in the same order: a sum of FMAs from zero over p, then
@@ -124,31 +125,69 @@ const header = `// Kernels of the small-product path: C = alpha*op(A)·op(B) + b
 	VMOVUPS     Z28, K1, (R9); \
 	ADDQ        R8, R9
 
-// The epilogue of one row (w = 32) of the tile just written: C =
-// min(max(C + bias, lo), hi), BX pointing to the row's bias, Z30 = lo,
-// Z31 = hi (the operand order of VMAXPS and VMINPS keeps NaN).
-#define EROW32(r0, r1) \
-	VMOVUPS.Z   (R9), K1, r0; \
-	VMOVUPS.Z   64(R9), K2, r1; \
+// The write-backs with the epilogue: C = min(max(C' + bias, lo), hi), C'
+// being what the plain write-back stores, computed in registers before the
+// store (a load of C after a masked store to it would wait for the store
+// to reach L1). BX points to the row's bias (one float, broadcast).
+
+// With beta == 0: Z28 = lo, Z29 = hi.
+#define SROW32E_B0(r0, r1) \
+	VMULPS      Z30, r0, r0; \
+	VMULPS      Z30, r1, r1; \
 	VADDPS.BCST (BX), r0, r0; \
 	VADDPS.BCST (BX), r1, r1; \
-	VMAXPS      r0, Z30, r0; \
-	VMAXPS      r1, Z30, r1; \
-	VMINPS      r0, Z31, r0; \
-	VMINPS      r1, Z31, r1; \
+	VMAXPS      r0, Z28, r0; \
+	VMAXPS      r1, Z28, r1; \
+	VMINPS      r0, Z29, r0; \
+	VMINPS      r1, Z29, r1; \
 	VMOVUPS     r0, K1, (R9); \
 	VMOVUPS     r1, K2, 64(R9); \
 	ADDQ        R8, R9; \
 	ADDQ        $4, BX
 
-#define EROW16(r0) \
-	VMOVUPS.Z   (R9), K1, r0; \
+#define SROW16E_B0(r0) \
+	VMULPS      Z30, r0, r0; \
 	VADDPS.BCST (BX), r0, r0; \
-	VMAXPS      r0, Z30, r0; \
-	VMINPS      r0, Z31, r0; \
+	VMAXPS      r0, Z28, r0; \
+	VMINPS      r0, Z29, r0; \
 	VMOVUPS     r0, K1, (R9); \
 	ADDQ        R8, R9; \
 	ADDQ        $4, BX
+
+// With beta: the row's accumulators, once used, hold lo and hi.
+#define SROW32E(r0, r1) \
+	VMOVUPS.Z    (R9), K1, Z28; \
+	VMOVUPS.Z    64(R9), K2, Z29; \
+	VMULPS       Z31, Z28, Z28; \
+	VMULPS       Z31, Z29, Z29; \
+	VFMADD231PS  Z30, r0, Z28; \
+	VFMADD231PS  Z30, r1, Z29; \
+	VBROADCASTSS lo+88(FP), r0; \
+	VBROADCASTSS hi+92(FP), r1; \
+	VADDPS.BCST  (BX), Z28, Z28; \
+	VADDPS.BCST  (BX), Z29, Z29; \
+	VMAXPS       Z28, r0, Z28; \
+	VMAXPS       Z29, r0, Z29; \
+	VMINPS       Z28, r1, Z28; \
+	VMINPS       Z29, r1, Z29; \
+	VMOVUPS      Z28, K1, (R9); \
+	VMOVUPS      Z29, K2, 64(R9); \
+	ADDQ         R8, R9; \
+	ADDQ         $4, BX
+
+// w = 16: Z29 (op(B)'s second half, unused) holds hi.
+#define SROW16E(r0) \
+	VMOVUPS.Z    (R9), K1, Z28; \
+	VMULPS       Z31, Z28, Z28; \
+	VFMADD231PS  Z30, r0, Z28; \
+	VBROADCASTSS lo+88(FP), r0; \
+	VBROADCASTSS hi+92(FP), Z29; \
+	VADDPS.BCST  (BX), Z28, Z28; \
+	VMAXPS       Z28, r0, Z28; \
+	VMINPS       Z28, Z29, Z28; \
+	VMOVUPS      Z28, K1, (R9); \
+	ADDQ         R8, R9; \
+	ADDQ         $4, BX
 
 // One row of a k step: broadcast op(A)[i][p] from addr, multiply-add into
 // the row's accumulators.
@@ -255,29 +294,39 @@ func kernel(p func(string, ...any), w, h int) {
 	p("")
 	p("\tMOVQ         DX, R9")
 	p("\tVBROADCASTSS alpha+64(FP), Z30")
-	p("\tMOVL         beta+68(FP), BX")
-	p("\tANDL         $0x7fffffff, BX")
+	p("\tMOVL         beta+68(FP), CX")
+	p("\tANDL         $0x7fffffff, CX")
+	p("\tMOVQ         bias+80(FP), BX")
+	p("\tTESTQ        BX, BX")
+	p("\tJNZ          %sepilogue", n)
+	p("\tTESTL        CX, CX")
 	p("\tJZ           %sbeta0", n)
 	p("\tVBROADCASTSS beta+68(FP), Z31")
 	for i := range h {
 		p("\tSROW%d(%s)", w, acc(w, i))
 	}
-	p("\tJMP          %sepilogue", n)
+	p("\tJMP          %sdone", n)
 	p("")
 	p("%sbeta0:", n)
 	for i := range h {
 		p("\tSROW%d_B0(%s)", w, acc(w, i))
 	}
+	p("\tJMP          %sdone", n)
 	p("")
 	p("%sepilogue:", n)
-	p("\tMOVQ         bias+80(FP), BX")
-	p("\tTESTQ        BX, BX")
-	p("\tJZ           %sdone", n)
-	p("\tMOVQ         DX, R9")
-	p("\tVBROADCASTSS lo+88(FP), Z30")
-	p("\tVBROADCASTSS hi+92(FP), Z31")
+	p("\tTESTL        CX, CX")
+	p("\tJZ           %sepilogue0", n)
+	p("\tVBROADCASTSS beta+68(FP), Z31")
 	for i := range h {
-		p("\tEROW%d(%s)", w, acc(w, i))
+		p("\tSROW%dE(%s)", w, acc(w, i))
+	}
+	p("\tJMP          %sdone", n)
+	p("")
+	p("%sepilogue0:", n)
+	p("\tVBROADCASTSS lo+88(FP), Z28")
+	p("\tVBROADCASTSS hi+92(FP), Z29")
+	for i := range h {
+		p("\tSROW%dE_B0(%s)", w, acc(w, i))
 	}
 	p("")
 	p("%sdone:", n)

@@ -12,9 +12,10 @@
 // floats. mask selects the columns (bit j for column j): B is loaded with it
 // (zeros in the other lanes, and no fault past the end of a row) and C
 // read and written with it. With beta == 0 (or -0) C is only written.
-// Then, when bias is not nil, each row i of the tile, still in L1, is set
-// to min(max(C + bias[i], lo), hi) (the operations, in the order, of
-// package vec's AddScalarClamp: the same bits as that pass over C).
+// When bias is not nil, each row i of the tile is then set to
+// min(max(C + bias[i], lo), hi) before it is stored (the operations, in
+// the order, of package vec's AddScalarClamp: the same bits as that pass
+// over C).
 //
 // Every element gets the operations of the packed kernels in
 // kernel_amd64.s, in the same order: a sum of FMAs from zero over p, then
@@ -64,31 +65,69 @@
 	VMOVUPS     Z28, K1, (R9); \
 	ADDQ        R8, R9
 
-// The epilogue of one row (w = 32) of the tile just written: C =
-// min(max(C + bias, lo), hi), BX pointing to the row's bias, Z30 = lo,
-// Z31 = hi (the operand order of VMAXPS and VMINPS keeps NaN).
-#define EROW32(r0, r1) \
-	VMOVUPS.Z   (R9), K1, r0; \
-	VMOVUPS.Z   64(R9), K2, r1; \
+// The write-backs with the epilogue: C = min(max(C' + bias, lo), hi), C'
+// being what the plain write-back stores, computed in registers before the
+// store (a load of C after a masked store to it would wait for the store
+// to reach L1). BX points to the row's bias (one float, broadcast).
+
+// With beta == 0: Z28 = lo, Z29 = hi.
+#define SROW32E_B0(r0, r1) \
+	VMULPS      Z30, r0, r0; \
+	VMULPS      Z30, r1, r1; \
 	VADDPS.BCST (BX), r0, r0; \
 	VADDPS.BCST (BX), r1, r1; \
-	VMAXPS      r0, Z30, r0; \
-	VMAXPS      r1, Z30, r1; \
-	VMINPS      r0, Z31, r0; \
-	VMINPS      r1, Z31, r1; \
+	VMAXPS      r0, Z28, r0; \
+	VMAXPS      r1, Z28, r1; \
+	VMINPS      r0, Z29, r0; \
+	VMINPS      r1, Z29, r1; \
 	VMOVUPS     r0, K1, (R9); \
 	VMOVUPS     r1, K2, 64(R9); \
 	ADDQ        R8, R9; \
 	ADDQ        $4, BX
 
-#define EROW16(r0) \
-	VMOVUPS.Z   (R9), K1, r0; \
+#define SROW16E_B0(r0) \
+	VMULPS      Z30, r0, r0; \
 	VADDPS.BCST (BX), r0, r0; \
-	VMAXPS      r0, Z30, r0; \
-	VMINPS      r0, Z31, r0; \
+	VMAXPS      r0, Z28, r0; \
+	VMINPS      r0, Z29, r0; \
 	VMOVUPS     r0, K1, (R9); \
 	ADDQ        R8, R9; \
 	ADDQ        $4, BX
+
+// With beta: the row's accumulators, once used, hold lo and hi.
+#define SROW32E(r0, r1) \
+	VMOVUPS.Z    (R9), K1, Z28; \
+	VMOVUPS.Z    64(R9), K2, Z29; \
+	VMULPS       Z31, Z28, Z28; \
+	VMULPS       Z31, Z29, Z29; \
+	VFMADD231PS  Z30, r0, Z28; \
+	VFMADD231PS  Z30, r1, Z29; \
+	VBROADCASTSS lo+88(FP), r0; \
+	VBROADCASTSS hi+92(FP), r1; \
+	VADDPS.BCST  (BX), Z28, Z28; \
+	VADDPS.BCST  (BX), Z29, Z29; \
+	VMAXPS       Z28, r0, Z28; \
+	VMAXPS       Z29, r0, Z29; \
+	VMINPS       Z28, r1, Z28; \
+	VMINPS       Z29, r1, Z29; \
+	VMOVUPS      Z28, K1, (R9); \
+	VMOVUPS      Z29, K2, 64(R9); \
+	ADDQ         R8, R9; \
+	ADDQ         $4, BX
+
+// w = 16: Z29 (op(B)'s second half, unused) holds hi.
+#define SROW16E(r0) \
+	VMOVUPS.Z    (R9), K1, Z28; \
+	VMULPS       Z31, Z28, Z28; \
+	VFMADD231PS  Z30, r0, Z28; \
+	VBROADCASTSS lo+88(FP), r0; \
+	VBROADCASTSS hi+92(FP), Z29; \
+	VADDPS.BCST  (BX), Z28, Z28; \
+	VMAXPS       Z28, r0, Z28; \
+	VMINPS       Z28, Z29, Z28; \
+	VMOVUPS      Z28, K1, (R9); \
+	ADDQ         R8, R9; \
+	ADDQ         $4, BX
 
 // One row of a k step: broadcast op(A)[i][p] from addr, multiply-add into
 // the row's accumulators.
@@ -140,24 +179,32 @@ smallAVX512w32x1loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x1epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x1beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
-	JMP          smallAVX512w32x1epilogue
+	JMP          smallAVX512w32x1done
 
 smallAVX512w32x1beta0:
 	SROW32_B0(Z0, Z1)
+	JMP          smallAVX512w32x1done
 
 smallAVX512w32x1epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x1done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x1epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	JMP          smallAVX512w32x1done
+
+smallAVX512w32x1epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
 
 smallAVX512w32x1done:
 	VZEROUPPER
@@ -209,27 +256,36 @@ smallAVX512w32x2loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x2epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x2beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
 	SROW32(Z2, Z3)
-	JMP          smallAVX512w32x2epilogue
+	JMP          smallAVX512w32x2done
 
 smallAVX512w32x2beta0:
 	SROW32_B0(Z0, Z1)
 	SROW32_B0(Z2, Z3)
+	JMP          smallAVX512w32x2done
 
 smallAVX512w32x2epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x2done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x2epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	JMP          smallAVX512w32x2done
+
+smallAVX512w32x2epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
 
 smallAVX512w32x2done:
 	VZEROUPPER
@@ -288,30 +344,40 @@ smallAVX512w32x3loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x3epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x3beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
 	SROW32(Z2, Z3)
 	SROW32(Z4, Z5)
-	JMP          smallAVX512w32x3epilogue
+	JMP          smallAVX512w32x3done
 
 smallAVX512w32x3beta0:
 	SROW32_B0(Z0, Z1)
 	SROW32_B0(Z2, Z3)
 	SROW32_B0(Z4, Z5)
+	JMP          smallAVX512w32x3done
 
 smallAVX512w32x3epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x3done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x3epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	JMP          smallAVX512w32x3done
+
+smallAVX512w32x3epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
 
 smallAVX512w32x3done:
 	VZEROUPPER
@@ -377,33 +443,44 @@ smallAVX512w32x4loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x4epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x4beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
 	SROW32(Z2, Z3)
 	SROW32(Z4, Z5)
 	SROW32(Z6, Z7)
-	JMP          smallAVX512w32x4epilogue
+	JMP          smallAVX512w32x4done
 
 smallAVX512w32x4beta0:
 	SROW32_B0(Z0, Z1)
 	SROW32_B0(Z2, Z3)
 	SROW32_B0(Z4, Z5)
 	SROW32_B0(Z6, Z7)
+	JMP          smallAVX512w32x4done
 
 smallAVX512w32x4epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x4done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x4epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	JMP          smallAVX512w32x4done
+
+smallAVX512w32x4epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
 
 smallAVX512w32x4done:
 	VZEROUPPER
@@ -478,8 +555,12 @@ smallAVX512w32x5loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x5epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x5beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -487,7 +568,7 @@ smallAVX512w32x5loop:
 	SROW32(Z4, Z5)
 	SROW32(Z6, Z7)
 	SROW32(Z8, Z9)
-	JMP          smallAVX512w32x5epilogue
+	JMP          smallAVX512w32x5done
 
 smallAVX512w32x5beta0:
 	SROW32_B0(Z0, Z1)
@@ -495,19 +576,27 @@ smallAVX512w32x5beta0:
 	SROW32_B0(Z4, Z5)
 	SROW32_B0(Z6, Z7)
 	SROW32_B0(Z8, Z9)
+	JMP          smallAVX512w32x5done
 
 smallAVX512w32x5epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x5done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x5epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	JMP          smallAVX512w32x5done
+
+smallAVX512w32x5epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
 
 smallAVX512w32x5done:
 	VZEROUPPER
@@ -589,8 +678,12 @@ smallAVX512w32x6loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x6epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x6beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -599,7 +692,7 @@ smallAVX512w32x6loop:
 	SROW32(Z6, Z7)
 	SROW32(Z8, Z9)
 	SROW32(Z10, Z11)
-	JMP          smallAVX512w32x6epilogue
+	JMP          smallAVX512w32x6done
 
 smallAVX512w32x6beta0:
 	SROW32_B0(Z0, Z1)
@@ -608,20 +701,29 @@ smallAVX512w32x6beta0:
 	SROW32_B0(Z6, Z7)
 	SROW32_B0(Z8, Z9)
 	SROW32_B0(Z10, Z11)
+	JMP          smallAVX512w32x6done
 
 smallAVX512w32x6epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x6done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
-	EROW32(Z10, Z11)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x6epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	SROW32E(Z10, Z11)
+	JMP          smallAVX512w32x6done
+
+smallAVX512w32x6epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
+	SROW32E_B0(Z10, Z11)
 
 smallAVX512w32x6done:
 	VZEROUPPER
@@ -710,8 +812,12 @@ smallAVX512w32x7loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x7epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x7beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -721,7 +827,7 @@ smallAVX512w32x7loop:
 	SROW32(Z8, Z9)
 	SROW32(Z10, Z11)
 	SROW32(Z12, Z13)
-	JMP          smallAVX512w32x7epilogue
+	JMP          smallAVX512w32x7done
 
 smallAVX512w32x7beta0:
 	SROW32_B0(Z0, Z1)
@@ -731,21 +837,31 @@ smallAVX512w32x7beta0:
 	SROW32_B0(Z8, Z9)
 	SROW32_B0(Z10, Z11)
 	SROW32_B0(Z12, Z13)
+	JMP          smallAVX512w32x7done
 
 smallAVX512w32x7epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x7done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
-	EROW32(Z10, Z11)
-	EROW32(Z12, Z13)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x7epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	SROW32E(Z10, Z11)
+	SROW32E(Z12, Z13)
+	JMP          smallAVX512w32x7done
+
+smallAVX512w32x7epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
+	SROW32E_B0(Z10, Z11)
+	SROW32E_B0(Z12, Z13)
 
 smallAVX512w32x7done:
 	VZEROUPPER
@@ -841,8 +957,12 @@ smallAVX512w32x8loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x8epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x8beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -853,7 +973,7 @@ smallAVX512w32x8loop:
 	SROW32(Z10, Z11)
 	SROW32(Z12, Z13)
 	SROW32(Z14, Z15)
-	JMP          smallAVX512w32x8epilogue
+	JMP          smallAVX512w32x8done
 
 smallAVX512w32x8beta0:
 	SROW32_B0(Z0, Z1)
@@ -864,22 +984,33 @@ smallAVX512w32x8beta0:
 	SROW32_B0(Z10, Z11)
 	SROW32_B0(Z12, Z13)
 	SROW32_B0(Z14, Z15)
+	JMP          smallAVX512w32x8done
 
 smallAVX512w32x8epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x8done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
-	EROW32(Z10, Z11)
-	EROW32(Z12, Z13)
-	EROW32(Z14, Z15)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x8epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	SROW32E(Z10, Z11)
+	SROW32E(Z12, Z13)
+	SROW32E(Z14, Z15)
+	JMP          smallAVX512w32x8done
+
+smallAVX512w32x8epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
+	SROW32E_B0(Z10, Z11)
+	SROW32E_B0(Z12, Z13)
+	SROW32E_B0(Z14, Z15)
 
 smallAVX512w32x8done:
 	VZEROUPPER
@@ -984,8 +1115,12 @@ smallAVX512w32x9loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x9epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x9beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -997,7 +1132,7 @@ smallAVX512w32x9loop:
 	SROW32(Z12, Z13)
 	SROW32(Z14, Z15)
 	SROW32(Z16, Z17)
-	JMP          smallAVX512w32x9epilogue
+	JMP          smallAVX512w32x9done
 
 smallAVX512w32x9beta0:
 	SROW32_B0(Z0, Z1)
@@ -1009,23 +1144,35 @@ smallAVX512w32x9beta0:
 	SROW32_B0(Z12, Z13)
 	SROW32_B0(Z14, Z15)
 	SROW32_B0(Z16, Z17)
+	JMP          smallAVX512w32x9done
 
 smallAVX512w32x9epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x9done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
-	EROW32(Z10, Z11)
-	EROW32(Z12, Z13)
-	EROW32(Z14, Z15)
-	EROW32(Z16, Z17)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x9epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	SROW32E(Z10, Z11)
+	SROW32E(Z12, Z13)
+	SROW32E(Z14, Z15)
+	SROW32E(Z16, Z17)
+	JMP          smallAVX512w32x9done
+
+smallAVX512w32x9epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
+	SROW32E_B0(Z10, Z11)
+	SROW32E_B0(Z12, Z13)
+	SROW32E_B0(Z14, Z15)
+	SROW32E_B0(Z16, Z17)
 
 smallAVX512w32x9done:
 	VZEROUPPER
@@ -1137,8 +1284,12 @@ smallAVX512w32x10loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x10epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x10beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -1151,7 +1302,7 @@ smallAVX512w32x10loop:
 	SROW32(Z14, Z15)
 	SROW32(Z16, Z17)
 	SROW32(Z18, Z19)
-	JMP          smallAVX512w32x10epilogue
+	JMP          smallAVX512w32x10done
 
 smallAVX512w32x10beta0:
 	SROW32_B0(Z0, Z1)
@@ -1164,24 +1315,37 @@ smallAVX512w32x10beta0:
 	SROW32_B0(Z14, Z15)
 	SROW32_B0(Z16, Z17)
 	SROW32_B0(Z18, Z19)
+	JMP          smallAVX512w32x10done
 
 smallAVX512w32x10epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x10done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
-	EROW32(Z10, Z11)
-	EROW32(Z12, Z13)
-	EROW32(Z14, Z15)
-	EROW32(Z16, Z17)
-	EROW32(Z18, Z19)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x10epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	SROW32E(Z10, Z11)
+	SROW32E(Z12, Z13)
+	SROW32E(Z14, Z15)
+	SROW32E(Z16, Z17)
+	SROW32E(Z18, Z19)
+	JMP          smallAVX512w32x10done
+
+smallAVX512w32x10epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
+	SROW32E_B0(Z10, Z11)
+	SROW32E_B0(Z12, Z13)
+	SROW32E_B0(Z14, Z15)
+	SROW32E_B0(Z16, Z17)
+	SROW32E_B0(Z18, Z19)
 
 smallAVX512w32x10done:
 	VZEROUPPER
@@ -1300,8 +1464,12 @@ smallAVX512w32x11loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x11epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x11beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -1315,7 +1483,7 @@ smallAVX512w32x11loop:
 	SROW32(Z16, Z17)
 	SROW32(Z18, Z19)
 	SROW32(Z20, Z21)
-	JMP          smallAVX512w32x11epilogue
+	JMP          smallAVX512w32x11done
 
 smallAVX512w32x11beta0:
 	SROW32_B0(Z0, Z1)
@@ -1329,25 +1497,39 @@ smallAVX512w32x11beta0:
 	SROW32_B0(Z16, Z17)
 	SROW32_B0(Z18, Z19)
 	SROW32_B0(Z20, Z21)
+	JMP          smallAVX512w32x11done
 
 smallAVX512w32x11epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x11done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
-	EROW32(Z10, Z11)
-	EROW32(Z12, Z13)
-	EROW32(Z14, Z15)
-	EROW32(Z16, Z17)
-	EROW32(Z18, Z19)
-	EROW32(Z20, Z21)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x11epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	SROW32E(Z10, Z11)
+	SROW32E(Z12, Z13)
+	SROW32E(Z14, Z15)
+	SROW32E(Z16, Z17)
+	SROW32E(Z18, Z19)
+	SROW32E(Z20, Z21)
+	JMP          smallAVX512w32x11done
+
+smallAVX512w32x11epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
+	SROW32E_B0(Z10, Z11)
+	SROW32E_B0(Z12, Z13)
+	SROW32E_B0(Z14, Z15)
+	SROW32E_B0(Z16, Z17)
+	SROW32E_B0(Z18, Z19)
+	SROW32E_B0(Z20, Z21)
 
 smallAVX512w32x11done:
 	VZEROUPPER
@@ -1473,8 +1655,12 @@ smallAVX512w32x12loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x12epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x12beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -1489,7 +1675,7 @@ smallAVX512w32x12loop:
 	SROW32(Z18, Z19)
 	SROW32(Z20, Z21)
 	SROW32(Z22, Z23)
-	JMP          smallAVX512w32x12epilogue
+	JMP          smallAVX512w32x12done
 
 smallAVX512w32x12beta0:
 	SROW32_B0(Z0, Z1)
@@ -1504,26 +1690,41 @@ smallAVX512w32x12beta0:
 	SROW32_B0(Z18, Z19)
 	SROW32_B0(Z20, Z21)
 	SROW32_B0(Z22, Z23)
+	JMP          smallAVX512w32x12done
 
 smallAVX512w32x12epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x12done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
-	EROW32(Z10, Z11)
-	EROW32(Z12, Z13)
-	EROW32(Z14, Z15)
-	EROW32(Z16, Z17)
-	EROW32(Z18, Z19)
-	EROW32(Z20, Z21)
-	EROW32(Z22, Z23)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x12epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	SROW32E(Z10, Z11)
+	SROW32E(Z12, Z13)
+	SROW32E(Z14, Z15)
+	SROW32E(Z16, Z17)
+	SROW32E(Z18, Z19)
+	SROW32E(Z20, Z21)
+	SROW32E(Z22, Z23)
+	JMP          smallAVX512w32x12done
+
+smallAVX512w32x12epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
+	SROW32E_B0(Z10, Z11)
+	SROW32E_B0(Z12, Z13)
+	SROW32E_B0(Z14, Z15)
+	SROW32E_B0(Z16, Z17)
+	SROW32E_B0(Z18, Z19)
+	SROW32E_B0(Z20, Z21)
+	SROW32E_B0(Z22, Z23)
 
 smallAVX512w32x12done:
 	VZEROUPPER
@@ -1658,8 +1859,12 @@ smallAVX512w32x13loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x13epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x13beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -1675,7 +1880,7 @@ smallAVX512w32x13loop:
 	SROW32(Z20, Z21)
 	SROW32(Z22, Z23)
 	SROW32(Z24, Z25)
-	JMP          smallAVX512w32x13epilogue
+	JMP          smallAVX512w32x13done
 
 smallAVX512w32x13beta0:
 	SROW32_B0(Z0, Z1)
@@ -1691,27 +1896,43 @@ smallAVX512w32x13beta0:
 	SROW32_B0(Z20, Z21)
 	SROW32_B0(Z22, Z23)
 	SROW32_B0(Z24, Z25)
+	JMP          smallAVX512w32x13done
 
 smallAVX512w32x13epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x13done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
-	EROW32(Z10, Z11)
-	EROW32(Z12, Z13)
-	EROW32(Z14, Z15)
-	EROW32(Z16, Z17)
-	EROW32(Z18, Z19)
-	EROW32(Z20, Z21)
-	EROW32(Z22, Z23)
-	EROW32(Z24, Z25)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x13epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	SROW32E(Z10, Z11)
+	SROW32E(Z12, Z13)
+	SROW32E(Z14, Z15)
+	SROW32E(Z16, Z17)
+	SROW32E(Z18, Z19)
+	SROW32E(Z20, Z21)
+	SROW32E(Z22, Z23)
+	SROW32E(Z24, Z25)
+	JMP          smallAVX512w32x13done
+
+smallAVX512w32x13epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
+	SROW32E_B0(Z10, Z11)
+	SROW32E_B0(Z12, Z13)
+	SROW32E_B0(Z14, Z15)
+	SROW32E_B0(Z16, Z17)
+	SROW32E_B0(Z18, Z19)
+	SROW32E_B0(Z20, Z21)
+	SROW32E_B0(Z22, Z23)
+	SROW32E_B0(Z24, Z25)
 
 smallAVX512w32x13done:
 	VZEROUPPER
@@ -1853,8 +2074,12 @@ smallAVX512w32x14loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w32x14epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w32x14beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW32(Z0, Z1)
@@ -1871,7 +2096,7 @@ smallAVX512w32x14loop:
 	SROW32(Z22, Z23)
 	SROW32(Z24, Z25)
 	SROW32(Z26, Z27)
-	JMP          smallAVX512w32x14epilogue
+	JMP          smallAVX512w32x14done
 
 smallAVX512w32x14beta0:
 	SROW32_B0(Z0, Z1)
@@ -1888,28 +2113,45 @@ smallAVX512w32x14beta0:
 	SROW32_B0(Z22, Z23)
 	SROW32_B0(Z24, Z25)
 	SROW32_B0(Z26, Z27)
+	JMP          smallAVX512w32x14done
 
 smallAVX512w32x14epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w32x14done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW32(Z0, Z1)
-	EROW32(Z2, Z3)
-	EROW32(Z4, Z5)
-	EROW32(Z6, Z7)
-	EROW32(Z8, Z9)
-	EROW32(Z10, Z11)
-	EROW32(Z12, Z13)
-	EROW32(Z14, Z15)
-	EROW32(Z16, Z17)
-	EROW32(Z18, Z19)
-	EROW32(Z20, Z21)
-	EROW32(Z22, Z23)
-	EROW32(Z24, Z25)
-	EROW32(Z26, Z27)
+	TESTL        CX, CX
+	JZ           smallAVX512w32x14epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW32E(Z0, Z1)
+	SROW32E(Z2, Z3)
+	SROW32E(Z4, Z5)
+	SROW32E(Z6, Z7)
+	SROW32E(Z8, Z9)
+	SROW32E(Z10, Z11)
+	SROW32E(Z12, Z13)
+	SROW32E(Z14, Z15)
+	SROW32E(Z16, Z17)
+	SROW32E(Z18, Z19)
+	SROW32E(Z20, Z21)
+	SROW32E(Z22, Z23)
+	SROW32E(Z24, Z25)
+	SROW32E(Z26, Z27)
+	JMP          smallAVX512w32x14done
+
+smallAVX512w32x14epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW32E_B0(Z0, Z1)
+	SROW32E_B0(Z2, Z3)
+	SROW32E_B0(Z4, Z5)
+	SROW32E_B0(Z6, Z7)
+	SROW32E_B0(Z8, Z9)
+	SROW32E_B0(Z10, Z11)
+	SROW32E_B0(Z12, Z13)
+	SROW32E_B0(Z14, Z15)
+	SROW32E_B0(Z16, Z17)
+	SROW32E_B0(Z18, Z19)
+	SROW32E_B0(Z20, Z21)
+	SROW32E_B0(Z22, Z23)
+	SROW32E_B0(Z24, Z25)
+	SROW32E_B0(Z26, Z27)
 
 smallAVX512w32x14done:
 	VZEROUPPER
@@ -1949,24 +2191,32 @@ smallAVX512w16x1loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x1epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x1beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
-	JMP          smallAVX512w16x1epilogue
+	JMP          smallAVX512w16x1done
 
 smallAVX512w16x1beta0:
 	SROW16_B0(Z0)
+	JMP          smallAVX512w16x1done
 
 smallAVX512w16x1epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x1done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x1epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	JMP          smallAVX512w16x1done
+
+smallAVX512w16x1epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
 
 smallAVX512w16x1done:
 	VZEROUPPER
@@ -2011,27 +2261,36 @@ smallAVX512w16x2loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x2epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x2beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
 	SROW16(Z1)
-	JMP          smallAVX512w16x2epilogue
+	JMP          smallAVX512w16x2done
 
 smallAVX512w16x2beta0:
 	SROW16_B0(Z0)
 	SROW16_B0(Z1)
+	JMP          smallAVX512w16x2done
 
 smallAVX512w16x2epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x2done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x2epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	JMP          smallAVX512w16x2done
+
+smallAVX512w16x2epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
 
 smallAVX512w16x2done:
 	VZEROUPPER
@@ -2081,30 +2340,40 @@ smallAVX512w16x3loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x3epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x3beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
 	SROW16(Z1)
 	SROW16(Z2)
-	JMP          smallAVX512w16x3epilogue
+	JMP          smallAVX512w16x3done
 
 smallAVX512w16x3beta0:
 	SROW16_B0(Z0)
 	SROW16_B0(Z1)
 	SROW16_B0(Z2)
+	JMP          smallAVX512w16x3done
 
 smallAVX512w16x3epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x3done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x3epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	JMP          smallAVX512w16x3done
+
+smallAVX512w16x3epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
 
 smallAVX512w16x3done:
 	VZEROUPPER
@@ -2159,33 +2428,44 @@ smallAVX512w16x4loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x4epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x4beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
 	SROW16(Z1)
 	SROW16(Z2)
 	SROW16(Z3)
-	JMP          smallAVX512w16x4epilogue
+	JMP          smallAVX512w16x4done
 
 smallAVX512w16x4beta0:
 	SROW16_B0(Z0)
 	SROW16_B0(Z1)
 	SROW16_B0(Z2)
 	SROW16_B0(Z3)
+	JMP          smallAVX512w16x4done
 
 smallAVX512w16x4epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x4done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x4epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	JMP          smallAVX512w16x4done
+
+smallAVX512w16x4epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
 
 smallAVX512w16x4done:
 	VZEROUPPER
@@ -2247,8 +2527,12 @@ smallAVX512w16x5loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x5epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x5beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -2256,7 +2540,7 @@ smallAVX512w16x5loop:
 	SROW16(Z2)
 	SROW16(Z3)
 	SROW16(Z4)
-	JMP          smallAVX512w16x5epilogue
+	JMP          smallAVX512w16x5done
 
 smallAVX512w16x5beta0:
 	SROW16_B0(Z0)
@@ -2264,19 +2548,27 @@ smallAVX512w16x5beta0:
 	SROW16_B0(Z2)
 	SROW16_B0(Z3)
 	SROW16_B0(Z4)
+	JMP          smallAVX512w16x5done
 
 smallAVX512w16x5epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x5done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x5epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	JMP          smallAVX512w16x5done
+
+smallAVX512w16x5epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
 
 smallAVX512w16x5done:
 	VZEROUPPER
@@ -2343,8 +2635,12 @@ smallAVX512w16x6loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x6epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x6beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -2353,7 +2649,7 @@ smallAVX512w16x6loop:
 	SROW16(Z3)
 	SROW16(Z4)
 	SROW16(Z5)
-	JMP          smallAVX512w16x6epilogue
+	JMP          smallAVX512w16x6done
 
 smallAVX512w16x6beta0:
 	SROW16_B0(Z0)
@@ -2362,20 +2658,29 @@ smallAVX512w16x6beta0:
 	SROW16_B0(Z3)
 	SROW16_B0(Z4)
 	SROW16_B0(Z5)
+	JMP          smallAVX512w16x6done
 
 smallAVX512w16x6epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x6done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
-	EROW16(Z5)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x6epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	SROW16E(Z5)
+	JMP          smallAVX512w16x6done
+
+smallAVX512w16x6epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
+	SROW16E_B0(Z5)
 
 smallAVX512w16x6done:
 	VZEROUPPER
@@ -2447,8 +2752,12 @@ smallAVX512w16x7loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x7epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x7beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -2458,7 +2767,7 @@ smallAVX512w16x7loop:
 	SROW16(Z4)
 	SROW16(Z5)
 	SROW16(Z6)
-	JMP          smallAVX512w16x7epilogue
+	JMP          smallAVX512w16x7done
 
 smallAVX512w16x7beta0:
 	SROW16_B0(Z0)
@@ -2468,21 +2777,31 @@ smallAVX512w16x7beta0:
 	SROW16_B0(Z4)
 	SROW16_B0(Z5)
 	SROW16_B0(Z6)
+	JMP          smallAVX512w16x7done
 
 smallAVX512w16x7epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x7done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
-	EROW16(Z5)
-	EROW16(Z6)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x7epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	SROW16E(Z5)
+	SROW16E(Z6)
+	JMP          smallAVX512w16x7done
+
+smallAVX512w16x7epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
+	SROW16E_B0(Z5)
+	SROW16E_B0(Z6)
 
 smallAVX512w16x7done:
 	VZEROUPPER
@@ -2559,8 +2878,12 @@ smallAVX512w16x8loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x8epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x8beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -2571,7 +2894,7 @@ smallAVX512w16x8loop:
 	SROW16(Z5)
 	SROW16(Z6)
 	SROW16(Z7)
-	JMP          smallAVX512w16x8epilogue
+	JMP          smallAVX512w16x8done
 
 smallAVX512w16x8beta0:
 	SROW16_B0(Z0)
@@ -2582,22 +2905,33 @@ smallAVX512w16x8beta0:
 	SROW16_B0(Z5)
 	SROW16_B0(Z6)
 	SROW16_B0(Z7)
+	JMP          smallAVX512w16x8done
 
 smallAVX512w16x8epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x8done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
-	EROW16(Z5)
-	EROW16(Z6)
-	EROW16(Z7)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x8epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	SROW16E(Z5)
+	SROW16E(Z6)
+	SROW16E(Z7)
+	JMP          smallAVX512w16x8done
+
+smallAVX512w16x8epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
+	SROW16E_B0(Z5)
+	SROW16E_B0(Z6)
+	SROW16E_B0(Z7)
 
 smallAVX512w16x8done:
 	VZEROUPPER
@@ -2681,8 +3015,12 @@ smallAVX512w16x9loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x9epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x9beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -2694,7 +3032,7 @@ smallAVX512w16x9loop:
 	SROW16(Z6)
 	SROW16(Z7)
 	SROW16(Z8)
-	JMP          smallAVX512w16x9epilogue
+	JMP          smallAVX512w16x9done
 
 smallAVX512w16x9beta0:
 	SROW16_B0(Z0)
@@ -2706,23 +3044,35 @@ smallAVX512w16x9beta0:
 	SROW16_B0(Z6)
 	SROW16_B0(Z7)
 	SROW16_B0(Z8)
+	JMP          smallAVX512w16x9done
 
 smallAVX512w16x9epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x9done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
-	EROW16(Z5)
-	EROW16(Z6)
-	EROW16(Z7)
-	EROW16(Z8)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x9epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	SROW16E(Z5)
+	SROW16E(Z6)
+	SROW16E(Z7)
+	SROW16E(Z8)
+	JMP          smallAVX512w16x9done
+
+smallAVX512w16x9epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
+	SROW16E_B0(Z5)
+	SROW16E_B0(Z6)
+	SROW16E_B0(Z7)
+	SROW16E_B0(Z8)
 
 smallAVX512w16x9done:
 	VZEROUPPER
@@ -2811,8 +3161,12 @@ smallAVX512w16x10loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x10epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x10beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -2825,7 +3179,7 @@ smallAVX512w16x10loop:
 	SROW16(Z7)
 	SROW16(Z8)
 	SROW16(Z9)
-	JMP          smallAVX512w16x10epilogue
+	JMP          smallAVX512w16x10done
 
 smallAVX512w16x10beta0:
 	SROW16_B0(Z0)
@@ -2838,24 +3192,37 @@ smallAVX512w16x10beta0:
 	SROW16_B0(Z7)
 	SROW16_B0(Z8)
 	SROW16_B0(Z9)
+	JMP          smallAVX512w16x10done
 
 smallAVX512w16x10epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x10done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
-	EROW16(Z5)
-	EROW16(Z6)
-	EROW16(Z7)
-	EROW16(Z8)
-	EROW16(Z9)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x10epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	SROW16E(Z5)
+	SROW16E(Z6)
+	SROW16E(Z7)
+	SROW16E(Z8)
+	SROW16E(Z9)
+	JMP          smallAVX512w16x10done
+
+smallAVX512w16x10epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
+	SROW16E_B0(Z5)
+	SROW16E_B0(Z6)
+	SROW16E_B0(Z7)
+	SROW16E_B0(Z8)
+	SROW16E_B0(Z9)
 
 smallAVX512w16x10done:
 	VZEROUPPER
@@ -2949,8 +3316,12 @@ smallAVX512w16x11loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x11epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x11beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -2964,7 +3335,7 @@ smallAVX512w16x11loop:
 	SROW16(Z8)
 	SROW16(Z9)
 	SROW16(Z10)
-	JMP          smallAVX512w16x11epilogue
+	JMP          smallAVX512w16x11done
 
 smallAVX512w16x11beta0:
 	SROW16_B0(Z0)
@@ -2978,25 +3349,39 @@ smallAVX512w16x11beta0:
 	SROW16_B0(Z8)
 	SROW16_B0(Z9)
 	SROW16_B0(Z10)
+	JMP          smallAVX512w16x11done
 
 smallAVX512w16x11epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x11done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
-	EROW16(Z5)
-	EROW16(Z6)
-	EROW16(Z7)
-	EROW16(Z8)
-	EROW16(Z9)
-	EROW16(Z10)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x11epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	SROW16E(Z5)
+	SROW16E(Z6)
+	SROW16E(Z7)
+	SROW16E(Z8)
+	SROW16E(Z9)
+	SROW16E(Z10)
+	JMP          smallAVX512w16x11done
+
+smallAVX512w16x11epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
+	SROW16E_B0(Z5)
+	SROW16E_B0(Z6)
+	SROW16E_B0(Z7)
+	SROW16E_B0(Z8)
+	SROW16E_B0(Z9)
+	SROW16E_B0(Z10)
 
 smallAVX512w16x11done:
 	VZEROUPPER
@@ -3095,8 +3480,12 @@ smallAVX512w16x12loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x12epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x12beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -3111,7 +3500,7 @@ smallAVX512w16x12loop:
 	SROW16(Z9)
 	SROW16(Z10)
 	SROW16(Z11)
-	JMP          smallAVX512w16x12epilogue
+	JMP          smallAVX512w16x12done
 
 smallAVX512w16x12beta0:
 	SROW16_B0(Z0)
@@ -3126,26 +3515,41 @@ smallAVX512w16x12beta0:
 	SROW16_B0(Z9)
 	SROW16_B0(Z10)
 	SROW16_B0(Z11)
+	JMP          smallAVX512w16x12done
 
 smallAVX512w16x12epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x12done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
-	EROW16(Z5)
-	EROW16(Z6)
-	EROW16(Z7)
-	EROW16(Z8)
-	EROW16(Z9)
-	EROW16(Z10)
-	EROW16(Z11)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x12epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	SROW16E(Z5)
+	SROW16E(Z6)
+	SROW16E(Z7)
+	SROW16E(Z8)
+	SROW16E(Z9)
+	SROW16E(Z10)
+	SROW16E(Z11)
+	JMP          smallAVX512w16x12done
+
+smallAVX512w16x12epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
+	SROW16E_B0(Z5)
+	SROW16E_B0(Z6)
+	SROW16E_B0(Z7)
+	SROW16E_B0(Z8)
+	SROW16E_B0(Z9)
+	SROW16E_B0(Z10)
+	SROW16E_B0(Z11)
 
 smallAVX512w16x12done:
 	VZEROUPPER
@@ -3251,8 +3655,12 @@ smallAVX512w16x13loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x13epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x13beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -3268,7 +3676,7 @@ smallAVX512w16x13loop:
 	SROW16(Z10)
 	SROW16(Z11)
 	SROW16(Z12)
-	JMP          smallAVX512w16x13epilogue
+	JMP          smallAVX512w16x13done
 
 smallAVX512w16x13beta0:
 	SROW16_B0(Z0)
@@ -3284,27 +3692,43 @@ smallAVX512w16x13beta0:
 	SROW16_B0(Z10)
 	SROW16_B0(Z11)
 	SROW16_B0(Z12)
+	JMP          smallAVX512w16x13done
 
 smallAVX512w16x13epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x13done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
-	EROW16(Z5)
-	EROW16(Z6)
-	EROW16(Z7)
-	EROW16(Z8)
-	EROW16(Z9)
-	EROW16(Z10)
-	EROW16(Z11)
-	EROW16(Z12)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x13epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	SROW16E(Z5)
+	SROW16E(Z6)
+	SROW16E(Z7)
+	SROW16E(Z8)
+	SROW16E(Z9)
+	SROW16E(Z10)
+	SROW16E(Z11)
+	SROW16E(Z12)
+	JMP          smallAVX512w16x13done
+
+smallAVX512w16x13epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
+	SROW16E_B0(Z5)
+	SROW16E_B0(Z6)
+	SROW16E_B0(Z7)
+	SROW16E_B0(Z8)
+	SROW16E_B0(Z9)
+	SROW16E_B0(Z10)
+	SROW16E_B0(Z11)
+	SROW16E_B0(Z12)
 
 smallAVX512w16x13done:
 	VZEROUPPER
@@ -3415,8 +3839,12 @@ smallAVX512w16x14loop:
 
 	MOVQ         DX, R9
 	VBROADCASTSS alpha+64(FP), Z30
-	MOVL         beta+68(FP), BX
-	ANDL         $0x7fffffff, BX
+	MOVL         beta+68(FP), CX
+	ANDL         $0x7fffffff, CX
+	MOVQ         bias+80(FP), BX
+	TESTQ        BX, BX
+	JNZ          smallAVX512w16x14epilogue
+	TESTL        CX, CX
 	JZ           smallAVX512w16x14beta0
 	VBROADCASTSS beta+68(FP), Z31
 	SROW16(Z0)
@@ -3433,7 +3861,7 @@ smallAVX512w16x14loop:
 	SROW16(Z11)
 	SROW16(Z12)
 	SROW16(Z13)
-	JMP          smallAVX512w16x14epilogue
+	JMP          smallAVX512w16x14done
 
 smallAVX512w16x14beta0:
 	SROW16_B0(Z0)
@@ -3450,28 +3878,45 @@ smallAVX512w16x14beta0:
 	SROW16_B0(Z11)
 	SROW16_B0(Z12)
 	SROW16_B0(Z13)
+	JMP          smallAVX512w16x14done
 
 smallAVX512w16x14epilogue:
-	MOVQ         bias+80(FP), BX
-	TESTQ        BX, BX
-	JZ           smallAVX512w16x14done
-	MOVQ         DX, R9
-	VBROADCASTSS lo+88(FP), Z30
-	VBROADCASTSS hi+92(FP), Z31
-	EROW16(Z0)
-	EROW16(Z1)
-	EROW16(Z2)
-	EROW16(Z3)
-	EROW16(Z4)
-	EROW16(Z5)
-	EROW16(Z6)
-	EROW16(Z7)
-	EROW16(Z8)
-	EROW16(Z9)
-	EROW16(Z10)
-	EROW16(Z11)
-	EROW16(Z12)
-	EROW16(Z13)
+	TESTL        CX, CX
+	JZ           smallAVX512w16x14epilogue0
+	VBROADCASTSS beta+68(FP), Z31
+	SROW16E(Z0)
+	SROW16E(Z1)
+	SROW16E(Z2)
+	SROW16E(Z3)
+	SROW16E(Z4)
+	SROW16E(Z5)
+	SROW16E(Z6)
+	SROW16E(Z7)
+	SROW16E(Z8)
+	SROW16E(Z9)
+	SROW16E(Z10)
+	SROW16E(Z11)
+	SROW16E(Z12)
+	SROW16E(Z13)
+	JMP          smallAVX512w16x14done
+
+smallAVX512w16x14epilogue0:
+	VBROADCASTSS lo+88(FP), Z28
+	VBROADCASTSS hi+92(FP), Z29
+	SROW16E_B0(Z0)
+	SROW16E_B0(Z1)
+	SROW16E_B0(Z2)
+	SROW16E_B0(Z3)
+	SROW16E_B0(Z4)
+	SROW16E_B0(Z5)
+	SROW16E_B0(Z6)
+	SROW16E_B0(Z7)
+	SROW16E_B0(Z8)
+	SROW16E_B0(Z9)
+	SROW16E_B0(Z10)
+	SROW16E_B0(Z11)
+	SROW16E_B0(Z12)
+	SROW16E_B0(Z13)
 
 smallAVX512w16x14done:
 	VZEROUPPER
