@@ -14,6 +14,12 @@
 // time. On amd64 with AVX-512 it keeps the 8×48 block in 24 registers (an
 // input vector feeds 8 multiply-adds, a weight 3); elsewhere it runs in Go.
 //
+// The depthwise kernels of MobileNet's layers read a plane in place,
+// without a padded copy: SamePlan for unit stride and output rows as wide
+// as the input's (one masked load per tap and vector; also the weight
+// gradient, TapDots), Stride2Plan for a horizontal stride of 2 with 3-wide
+// kernel rows (even and odd columns split in registers).
+//
 // The package also holds the depthwise kernel (Depthwise) and the strided
 // copies that lay planes out for these kernels and back, one call per
 // plane instead of one per row: CopyRows, PadRows (which zeroes the

@@ -16,6 +16,9 @@
 //	gemm.Sgemm(&ws, false, false, 2, 2, 3, 1, a, 3, b, 2, 0, c, 2)
 //	// c == [4 5 10 11]
 //
+// SgemmEpilogue adds a convolution's bias and activation (a per-row bias
+// and a clamp) to each tile of C as its small-product kernels write it.
+//
 // # Algorithm
 //
 // The classic Goto/BLIS scheme. C is computed in tiles of MR×NR elements by
