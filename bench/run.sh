@@ -11,8 +11,10 @@
 #   BENCH_JSON=F  also keep the raw JSON lines in file F
 #   PYTHON        the Python with torch [/usr/bin/python3, Debian's python3-torch]
 #
-# The two frameworks take turns per workload group (and swap who goes first
-# on every repetition), so that load drifting on a shared machine hits both.
+# The two frameworks take turns per workload group, and in the zoo group per
+# model (swapping who goes first every time), so that load drifting on a
+# shared machine hits both: a slow spell of a minute used to fall on one
+# side's whole zoo and swing its ratios by 20–30%.
 # PyTorch runs with the environment measured fastest here (ARCHITECTURE.md,
 # Benchmarks); Hora runs in the caller's environment, as a user's bin/train
 # would.
@@ -51,11 +53,28 @@ torch() {
 	fi
 }
 
+# The zoo group one model at a time: the process without a model, then
+# the configs of bench/zoo_twins.py (the list bench/hora checks its own
+# against).
+zoo_models() { (cd bench && "$python" -c 'import zoo_twins; print("none", *zoo_twins.ZOO)'); }
+hora_zoo() { bin/hora-bench -zoo-model "$1" zoo >>"$results"; }
+torch_zoo() { env "${torch_env[@]}" "$python" bench/pytorch_bench.py --zoo-model "$1" >>"$results"; }
+
 start=$SECONDS
 BENCH_LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
 export BENCH_LOAD_START
+turn=0
 for g in $groups; do
 	for i in $(seq "$repeat"); do
+		if [ "$g" = zoo ]; then
+			for m in $(zoo_models); do
+				if ((turn++ % 2)); then first=torch_zoo second=hora_zoo; else first=hora_zoo second=torch_zoo; fi
+				echo "bench: zoo $m, run $i/$repeat: ${first%_zoo}, then ${second%_zoo} ($((SECONDS - start)) s so far)" >&2
+				$first "$m"
+				$second "$m"
+			done
+			continue
+		fi
 		if ((i % 2)); then first=hora second=torch; else first=torch second=hora; fi
 		echo "bench: $g, run $i/$repeat: $first, then $second ($((SECONDS - start)) s so far)" >&2
 		$first "$g"
