@@ -24,6 +24,25 @@ func checkOutput(t *testing.T, what string, got float32, want, mag float64, hasN
 	}
 }
 
+// sameGeometries are the planes the SamePlan tests run on: MobileNet's,
+// outputs that end inside and at the end of a step, one output, wider
+// kernels, padding, dilation, fewer output rows than input rows, and a
+// kernel of 81 taps.
+var sameGeometries = []struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }{
+	{112, 112, 112, 3, 3, 1, 1, 1, 1},
+	{14, 14, 14, 3, 3, 1, 1, 1, 1},
+	{7, 7, 7, 3, 3, 1, 1, 1, 1},
+	{8, 8, 8, 3, 3, 1, 1, 1, 1}, // 64 outputs: one whole step
+	{1, 1, 1, 3, 3, 1, 1, 1, 1},
+	{5, 3, 5, 3, 3, 1, 1, 1, 1},
+	{9, 9, 9, 5, 5, 2, 2, 1, 1},
+	{8, 8, 6, 3, 3, 0, 1, 1, 1},
+	{10, 10, 10, 3, 3, 2, 2, 2, 2},
+	{6, 1, 6, 3, 1, 1, 0, 1, 1},
+	{3, 17, 3, 1, 3, 0, 1, 1, 1},
+	{9, 9, 9, 9, 9, 4, 4, 1, 1},
+}
+
 // TestSamePlanMatchesReference checks SamePlan.Run, in assembly where the
 // CPU has it and in Go, against the convolution's float64 sum over the
 // taps inside the image, on planes whose outputs end inside and at the
@@ -31,19 +50,7 @@ func checkOutput(t *testing.T, what string, got float32, want, mag float64, hasN
 // rows; and that nothing past the outputs is written.
 func TestSamePlanMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, g := range []struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }{
-		{112, 112, 112, 3, 3, 1, 1, 1, 1},
-		{14, 14, 14, 3, 3, 1, 1, 1, 1},
-		{7, 7, 7, 3, 3, 1, 1, 1, 1},
-		{8, 8, 8, 3, 3, 1, 1, 1, 1}, // 64 outputs: one whole step
-		{1, 1, 1, 3, 3, 1, 1, 1, 1},
-		{5, 3, 5, 3, 3, 1, 1, 1, 1},
-		{9, 9, 9, 5, 5, 2, 2, 1, 1},
-		{8, 8, 6, 3, 3, 0, 1, 1, 1},
-		{10, 10, 10, 3, 3, 2, 2, 2, 2},
-		{6, 1, 6, 3, 1, 1, 0, 1, 1},
-		{3, 17, 3, 1, 3, 0, 1, 1, 1},
-	} {
+	for _, g := range sameGeometries {
 		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
 		in := make([]float32, g.h*g.w)
 		for i := range in {
@@ -104,17 +111,7 @@ func TestSamePlanMatchesReference(t *testing.T) {
 // sums.
 func TestSamePlanTapDots(t *testing.T) {
 	r := rand.New(rand.NewPCG(15, 16))
-	for _, g := range []struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }{
-		{112, 112, 112, 3, 3, 1, 1, 1, 1},
-		{7, 7, 7, 3, 3, 1, 1, 1, 1},
-		{8, 8, 8, 3, 3, 1, 1, 1, 1},
-		{1, 1, 1, 3, 3, 1, 1, 1, 1},
-		{9, 9, 9, 5, 5, 2, 2, 1, 1},
-		{8, 8, 6, 3, 3, 0, 1, 1, 1},
-		{10, 10, 10, 3, 3, 2, 2, 2, 2},
-		{3, 17, 3, 1, 3, 0, 1, 1, 1},
-		{9, 9, 9, 9, 9, 4, 4, 1, 1},
-	} {
+	for _, g := range sameGeometries {
 		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
 		in := make([]float32, g.h*g.w)
 		for i := range in {
