@@ -136,6 +136,16 @@ type directArgs struct {
 }
 
 func (a *directArgs) run(lo, hi int) {
+	if a.inPlace() {
+		a.runInPlace(lo, hi)
+		return
+	}
+	a.runPhases(lo, hi)
+}
+
+// runPhases is run through each image's padded phases and a block of
+// output copied out.
+func (a *directArgs) runPhases(lo, hi int) {
 	s, g := a.s, a.g
 	sc := getScratch[float32](g.inLen + direct.Rows*g.qPad)
 	defer putScratch(sc)
@@ -321,6 +331,40 @@ func (a *convPoolDirectArgs) run(lo, hi int) {
 		for c := range s.OutC {
 			at := (n*s.OutC + c) * pl
 			maxPoolPlane(a.q, a.y[at:at+pl], a.argmax[at:at+pl], sc.s[c*s.l:(c+1)*s.l])
+		}
+	}
+}
+
+// inPlace reports whether directArgs reads the input planes where they lie
+// and writes the output planes directly (direct.SamePlan.Block): unit
+// stride with output rows as wide as the input's (ResNet-20's and the CNN's
+// 3×3 layers, and their input gradients) and whole blocks of Rows output
+// channels. It skips laying out each image's padded phases and copying
+// each block out, a quarter of ResNet-20's direct convolution time.
+func (a *directArgs) inPlace() bool {
+	return a.s.sameWidth() && a.s.OutC%direct.Rows == 0
+}
+
+// runInPlace is run for a directArgs that inPlace takes.
+func (a *directArgs) runInPlace(lo, hi int) {
+	s, nt := a.s, a.g.nTaps
+	p := samePlanFor(s)
+	var zero [direct.Rows]float32 // the bias of an activation without one
+	lower, upper := clampOf(a.act)
+	for task := lo; task < hi; task++ {
+		n, ob := task/a.g.ocBlocks, task%a.g.ocBlocks
+		var bias []float32
+		switch {
+		case a.bias != nil:
+			bias = a.bias[ob*direct.Rows : (ob+1)*direct.Rows]
+		case a.act != device.ActNone:
+			bias = zero[:] // biasActSlice adds 0 too
+		}
+		w := a.wp[ob*s.C*nt*direct.Rows:]
+		out := a.y[(n*s.OutC+ob*direct.Rows)*s.l:][:(direct.Rows-1)*s.l+s.l]
+		in := a.x[n*s.imgIn:][:s.imgIn]
+		for b := range p.Blocks() {
+			p.Block(out, s.l, in, s.inPlane, w, s.C, b, bias, lower, upper)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/direct"
 )
 
 // directCases: ResNet-20's and LeNet's layers, a 7×7 stride-2 stem, a
@@ -126,4 +127,58 @@ func convGradWeightNaive(s convShape, dy, x []float32) (dw, scale []float64) {
 		scale[wi] += math.Abs(p)
 	})
 	return dw, scale
+}
+
+// TestDirectInPlaceMatchesPhases requires the direct convolution that
+// reads and writes the planes in place to give the bits of the one through
+// padded phases, with and without bias and activation, on the shapes it
+// takes (ResNet-20's, odd sizes, dilation, a 5×5 kernel).
+func TestDirectInPlaceMatchesPhases(t *testing.T) {
+	if !direct.Fast() {
+		t.Skip("the direct kernels need AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	taken := 0
+	for _, p := range []device.ConvParams{
+		convCase(2, 16, 28, 28, 16, 3, 1, 1, 1),
+		convCase(2, 32, 14, 14, 32, 3, 1, 1, 1),
+		convCase(3, 64, 7, 7, 64, 3, 1, 1, 1),
+		convCase(1, 3, 9, 13, 8, 3, 1, 1, 1),
+		convCase(1, 6, 12, 12, 16, 5, 1, 2, 1),
+		{N: 1, C: 4, H: 10, W: 11, OutC: 8, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 2, DilH: 2, DilW: 2, Groups: 1},
+		{N: 1, C: 4, H: 10, W: 11, OutC: 8, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 0, PadW: 1, DilH: 1, DilW: 1, Groups: 1},
+	} {
+		s := newConvShape(p)
+		g := newDirectGeom(s)
+		if !useDirect(s) {
+			t.Fatalf("%+v does not take the direct path", p)
+		}
+		x := randVals[float32](rng, s.N*s.imgIn, -2, 2)
+		w := randVals[float32](rng, s.OutC*s.ckk, -1, 1)
+		bias := randVals[float32](rng, s.OutC, -1, 1)
+		wp, release := g.packFilters(w, nil)
+		for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
+			for _, b := range [][]float32{nil, bias} {
+				a := directArgs{s: s, g: g, act: act, x: x, wp: wp, bias: b}
+				if !a.inPlace() {
+					t.Fatalf("%+v does not go in place", p)
+				}
+				want, got := make([]float32, s.N*s.imgOut), make([]float32, s.N*s.imgOut)
+				a.y = want
+				a.runPhases(0, s.N*g.ocBlocks)
+				a.y = got
+				a.runInPlace(0, s.N*g.ocBlocks)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%+v act %v bias %v: output %d: in place %v, phases %v", p, act, b != nil, i, got[i], want[i])
+					}
+				}
+				taken++
+			}
+		}
+		release()
+	}
+	if taken == 0 {
+		t.Fatal("no case ran")
+	}
 }

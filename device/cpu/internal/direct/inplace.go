@@ -26,7 +26,8 @@ type SamePlan struct {
 	// the lanes of outputs 16v… whose tap t lies inside the image; the
 	// last row has the lanes that are outputs (the store mask).
 	masks []uint16
-	nv4   int // vectors of 16 outputs, rounded up to a multiple of 4
+	nvec  int // vectors of 16 outputs
+	nv4   int // nvec rounded up to a multiple of 12: whole steps of 4 vectors, whole blocks of 3
 }
 
 // NewSamePlan returns the plan of a depthwise convolution of an h×w plane
@@ -39,7 +40,7 @@ func NewSamePlan(h, w, oh, kh, kw, padH, padW, dilH, dilW int) *SamePlan {
 	}
 	n := oh * w
 	nvec := (n + Lanes - 1) / Lanes
-	p := &SamePlan{h: h, w: w, oh: oh, nv4: (nvec + 3) / 4 * 4}
+	p := &SamePlan{h: h, w: w, oh: oh, nvec: nvec, nv4: (nvec + 11) / 12 * 12}
 	for r := range kh {
 		for c := range kw {
 			p.taps = append(p.taps, (r*dilH-padH)*w+c*dilW-padW)
@@ -101,6 +102,61 @@ func (p *SamePlan) Run(out, in, w []float32, bias, lo, hi float32) {
 		return
 	}
 	p.runGo(out, in, w, bias, lo, hi)
+}
+
+// Blocks returns the number of blocks of Cols output positions of the
+// plane (the last may be partial), as Block computes them.
+func (p *SamePlan) Blocks() int { return (p.nvec + 2) / 3 }
+
+// Block is Block (the direct convolution's micro-kernel) on this plan's
+// geometry, reading the input planes where they lie and writing the output
+// planes directly: for the Rows output channels r and the output
+// positions q of block b (positions b·Cols to (b+1)·Cols-1 that are
+// outputs),
+//
+//	out[r·ldo + q] = min(max(Σ_c Σ_t w[(c·len(taps) + t)·Rows + r] · x_c(q + taps[t]) + bias[r], lo), hi)
+//
+// where x_c is channel c's plane, in[c·cstride:], and a tap outside the
+// image reads 0; the sum runs over c, then t, each term one multiply-add,
+// as Block's over a zero-padded copy (the same bits). Without a bias (nil)
+// the sums are stored as they are. It panics if a slice is too short.
+func (p *SamePlan) Block(out []float32, ldo int, in []float32, cstride int, w []float32, channels, b int, bias []float32, lo, hi float32) {
+	n, nt := p.oh*p.w, len(p.taps)
+	if channels < 1 || b < 0 || b >= p.Blocks() || ldo < n || cstride < p.h*p.w || len(out) < (Rows-1)*ldo+n ||
+		len(in) < (channels-1)*cstride+p.h*p.w || len(w) < channels*nt*Rows || (bias != nil && len(bias) < Rows) {
+		panic(fmt.Sprintf("direct: SamePlan.Block %d of a %d×%d plane, %d channels %d apart, rows %d apart: %d inputs, %d outputs, %d weights, %d biases",
+			b, p.h, p.w, channels, cstride, ldo, len(in), len(out), len(w), len(bias)))
+	}
+	q0 := b * Cols
+	if haveAsm {
+		var bp *float32
+		if bias != nil {
+			bp = &bias[0]
+		}
+		blockSameAVX512(&out[q0], ldo, &in[0], q0, cstride, &p.taps[0], nt, &w[0], channels, &p.masks[3*b], 2*p.nv4, bp, lo, hi)
+		return
+	}
+	for q := q0; q < min(q0+Cols, n); q++ {
+		v, bit := q/Lanes, uint16(1)<<(q%Lanes)
+		var acc [Rows]float32
+		for c := range channels {
+			for t, off := range p.taps {
+				var x float32
+				if p.masks[t*p.nv4+v]&bit != 0 {
+					x = in[c*cstride+q+off]
+				}
+				for r := range Rows {
+					acc[r] += w[(c*nt+t)*Rows+r] * x
+				}
+			}
+		}
+		for r := range Rows {
+			if bias != nil {
+				acc[r] = clamp(acc[r]+bias[r], lo, hi)
+			}
+			out[r*ldo+q] = acc[r]
+		}
+	}
 }
 
 // TapDots adds, for each tap t, the products dy[q]·in[q + taps[t]] over

@@ -235,3 +235,75 @@ func TestInPlaceChecksLengths(t *testing.T) {
 		}()
 	}
 }
+
+// TestSamePlanBlockMatchesReference checks SamePlan.Block, over all the
+// blocks of a plane, against the float64 sums of the convolution it
+// defines, with and without bias and clamp, on the SamePlan geometries
+// with 1 to 5 channels; and that nothing but the output positions of the
+// Rows rows is written.
+func TestSamePlanBlockMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, g := range sameGeometries {
+		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
+		nt, n := g.kh*g.kw, g.oh*g.w
+		for _, channels := range []int{1, 5} {
+			cstride := g.h*g.w + 3
+			in := make([]float32, (channels-1)*cstride+g.h*g.w)
+			for i := range in {
+				in[i] = r.Float32()*2 - 1
+			}
+			w := make([]float32, channels*nt*Rows)
+			for i := range w {
+				w[i] = r.Float32()*2 - 1
+			}
+			bias := make([]float32, Rows)
+			for i := range bias {
+				bias[i] = r.Float32() - 0.5
+			}
+			for _, withBias := range []bool{false, true} {
+				ldo := n + 5
+				out := make([]float32, (Rows-1)*ldo+n+40)
+				for i := range out {
+					out[i] = 1234
+				}
+				var b []float32
+				if withBias {
+					b = bias
+				}
+				for blk := range p.Blocks() {
+					p.Block(out[:(Rows-1)*ldo+n], ldo, in, cstride, w, channels, blk, b, 0, 6)
+				}
+				for row := range Rows {
+					for q := range n {
+						i, j := q/g.w, q%g.w
+						var want, mag float64
+						for c := range channels {
+							for kh := range g.kh {
+								for kw := range g.kw {
+									ih, iw := i+kh*g.dilH-g.padH, j+kw*g.dilW-g.padW
+									if ih < 0 || ih >= g.h || iw < 0 || iw >= g.w {
+										continue
+									}
+									prod := float64(w[(c*nt+kh*g.kw+kw)*Rows+row]) * float64(in[c*cstride+ih*g.w+iw])
+									want += prod
+									mag += math.Abs(prod)
+								}
+							}
+						}
+						if withBias {
+							want = min(max(want+float64(bias[row]), 0), 6)
+						}
+						if got := float64(out[row*ldo+q]); math.Abs(got-want) > 1e-5*mag+1e-6 {
+							t.Fatalf("%+v, %d channels, bias %v: row %d position %d = %g, want %g", g, channels, withBias, row, q, got, want)
+						}
+					}
+					for q := n; q < ldo && row*ldo+q < len(out); q++ {
+						if out[row*ldo+q] != 1234 {
+							t.Fatalf("%+v: row %d position %d past the outputs written", g, row, q)
+						}
+					}
+				}
+			}
+		}
+	}
+}
