@@ -84,3 +84,21 @@ func randFloats(r *rand.Rand, n int) []float32 {
 	}
 	return s
 }
+
+// TestSgemmEpilogueAllocatesNothing requires a steady-state call on the
+// small path (several row bands, several k blocks) to allocate nothing.
+func TestSgemmEpilogueAllocatesNothing(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	m, n, k := 60, 70, 900
+	a, b, c, bias := randFloats(r, m*k), randFloats(r, k*n), make([]float32, m*n), randFloats(r, m)
+	var ws Workspace
+	e := Epilogue{Bias: bias, Lo: 0, Hi: 6}
+	if !SgemmEpilogue(&ws, false, false, m, n, k, 1, a, k, b, n, 0, c, n, e) {
+		t.Skip("the product does not take the small path on this machine")
+	}
+	if allocs := testing.AllocsPerRun(10, func() {
+		SgemmEpilogue(&ws, false, false, m, n, k, 1, a, k, b, n, 0, c, n, e)
+	}); allocs != 0 {
+		t.Fatalf("SgemmEpilogue allocates %v times per call, want 0", allocs)
+	}
+}

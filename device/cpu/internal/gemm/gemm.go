@@ -114,7 +114,7 @@ func (ws *Workspace) reserve(na, nb, nt int) {
 // enough for the matrices they hold; Sgemm panics otherwise, and on a nil
 // Workspace.
 func Sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	sgemm(ws, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+	sgemm(ws, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, Epilogue{})
 }
 
 // Epilogue is what SgemmEpilogue applies to C after the product: a bias
@@ -123,7 +123,7 @@ func Sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []f
 // AddScalarClamp (Lo, Hi = ±Inf for no clamp, 0 and +Inf for a ReLU): a
 // convolution's bias and activation.
 type Epilogue struct {
-	Bias   []float32 // one value per row of C
+	Bias   []float32 // one value per row of C (nil inside the package: no epilogue)
 	Lo, Hi float32
 }
 
@@ -137,12 +137,13 @@ func SgemmEpilogue(ws *Workspace, transA, transB bool, m, n, k int, alpha float3
 	if len(e.Bias) < m {
 		panic(fmt.Sprintf("gemm: SgemmEpilogue with %d biases for %d rows", len(e.Bias), m))
 	}
-	return sgemm(ws, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &e)
+	return sgemm(ws, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, e)
 }
 
-// sgemm is Sgemm with an optional epilogue (nil: none); it reports whether
-// it applied the epilogue (see SgemmEpilogue).
-func sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, e *Epilogue) bool {
+// sgemm is Sgemm with an optional epilogue (a nil Bias: none), passed by
+// value so that a call allocates nothing; it reports whether it applied the
+// epilogue (see SgemmEpilogue).
+func sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, e Epilogue) bool {
 	checkArgs(ws, transA, transB, m, n, k, a, lda, b, ldb, c, ldc)
 	if m == 0 || n == 0 {
 		return true

@@ -10,9 +10,9 @@ package gemm
 // + beta*C over kc k steps, reading op(A)[i][p] at a[i*ars+p*aks] and
 // op(B)[p][j] at b[p*bks+j]; with beta == 0 C is not read. Each element gets
 // the operations, in the order, of the kernel's packed micro-kernels, so
-// that both paths give the same bits. With an epilogue e (nil: none), each
-// row i of the tile then gets e's bias e.Bias[i] and clamp.
-type smallTileFunc func(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc int, alpha, beta float32, rows, cols int, e *Epilogue)
+// that both paths give the same bits. With an epilogue e (a nil Bias:
+// none), each row i of the tile then gets e's bias e.Bias[i] and clamp.
+type smallTileFunc func(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc int, alpha, beta float32, rows, cols int, e Epilogue)
 
 // Which path Sgemm takes: forcePath is pathAuto (useSmall decides) except
 // in tests and benchmarks, which compare the paths. It must not change while
@@ -90,9 +90,9 @@ func useSmall(kern *kernelInfo, transA, transB bool, m, n, k, lda, ldb int) bool
 // first applying beta and the others adding to C, so that every element of
 // C gets the same operations on both paths.
 //
-// With an epilogue e (nil: none), the last k block applies it to each tile
-// as it writes it.
-func smallSgemm(ws *Workspace, kern *kernelInfo, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, e *Epilogue) {
+// With an epilogue e (a nil Bias: none), the last k block applies it to
+// each tile as it writes it.
+func smallSgemm(ws *Workspace, kern *kernelInfo, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, e Epilogue) {
 	kc := blockSize(k, kern.kc, 1)
 	ars, aks := lda, 1 // op(A)[i][p] = A[i][p]
 	if transA {
@@ -110,7 +110,7 @@ func smallSgemm(ws *Workspace, kern *kernelInfo, transA, transB bool, m, n, k in
 		} else {
 			bk = bOperand{b: b[pc*ldb:], ks: ldb, js: 1} // op(B)[p][j] = B[p][j]
 		}
-		var last *Epilogue
+		var last Epilogue
 		if pc+kb == k {
 			last = e
 		}
@@ -156,14 +156,14 @@ func packSmallB(ws *Workspace, kern *kernelInfo, b []float32, ldb, pc, kb, n int
 
 // smallBlock computes C (m×n) = alpha*op(A)·op(B) + beta*C over kb k steps
 // in tiles of mr×nr, the tiles of one row band of op(A) after another, and
-// applies the epilogue e (nil: none) to each tile.
-func smallBlock(kern *kernelInfo, m, n, kb int, alpha float32, a []float32, ars, aks int, b bOperand, beta float32, c []float32, ldc int, e *Epilogue) {
+// applies the epilogue e (a nil Bias: none) to each tile.
+func smallBlock(kern *kernelInfo, m, n, kb int, alpha float32, a []float32, ars, aks int, b bOperand, beta float32, c []float32, ldc int, e Epilogue) {
 	mr, nr := kern.mr, kern.nr
 	for i := 0; i < m; i += mr {
 		rows := min(mr, m-i)
 		band := e
-		if e != nil {
-			band = &Epilogue{Bias: e.Bias[i:], Lo: e.Lo, Hi: e.Hi}
+		if e.Bias != nil {
+			band.Bias = e.Bias[i:]
 		}
 		for j := 0; j < n; j += nr {
 			kern.small(kb, a[i*ars:], ars, aks, b.b[j*b.js:], b.ks, c[i*ldc+j:], ldc, alpha, beta, rows, min(nr, n-j), band)

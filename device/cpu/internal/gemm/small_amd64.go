@@ -12,15 +12,15 @@ type smallKernelAVX512 func(kc int, a *float32, ars, aks int, b *float32, bks in
 // only its rows may be read), 16 columns wide when cols <= 16. The slice
 // lengths are checked first, so that the assembly reads and writes only
 // inside them.
-func smallTileAVX512(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc int, alpha, beta float32, rows, cols int, e *Epilogue) {
+func smallTileAVX512(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc int, alpha, beta float32, rows, cols int, e Epilogue) {
 	if kc <= 0 || rows < 1 || rows > 14 || cols < 1 || cols > 32 || ars < 1 || aks < 1 || bks < cols || ldc < cols ||
 		len(a) < (rows-1)*ars+(kc-1)*aks+1 || len(b) < (kc-1)*bks+cols || len(c) < (rows-1)*ldc+cols ||
-		(e != nil && len(e.Bias) < rows) {
+		(e.Bias != nil && len(e.Bias) < rows) {
 		panic("gemm: internal error: small kernel called with bad arguments")
 	}
 	var bias *float32
 	var lo, hi float32
-	if e != nil {
+	if e.Bias != nil {
 		bias, lo, hi = &e.Bias[0], e.Lo, e.Hi
 	}
 	if cols <= 16 {

@@ -111,8 +111,7 @@ func TestSmallKBlocks(t *testing.T) {
 // products and on others.
 func TestUseSmall(t *testing.T) {
 	kern := &kernelInfo{name: "test", mr: 14, nr: 32, kc: 384, mc: 4088, nc: 352,
-		small: func(int, []float32, int, int, []float32, int, []float32, int, float32, float32, int, int, *Epilogue) {
-		}}
+		small: func(int, []float32, int, int, []float32, int, []float32, int, float32, float32, int, int, Epilogue) {}}
 	for _, tc := range []struct {
 		name           string
 		transA, transB bool
@@ -170,14 +169,14 @@ func TestSmallTilePanics(t *testing.T) {
 	s := func(n int) []float32 { return make([]float32, n) }
 	for _, kern := range ks {
 		for i, call := range []func(){
-			func() { kern.small(0, s(4), 1, 1, s(4), 4, s(4), 4, 1, 0, 1, 1, nil) },          // kc
-			func() { kern.small(2, s(4), 1, 1, s(8), 4, s(4), 4, 1, 0, kern.mr+1, 1, nil) },  // rows
-			func() { kern.small(2, s(4), 1, 1, s(8), 4, s(64), 4, 1, 0, 1, kern.nr+1, nil) }, // cols
-			func() { kern.small(2, s(4), 4, 2, s(8), 4, s(8), 4, 1, 0, 2, 4, nil) },          // short a: needs 4+2+1
-			func() { kern.small(2, s(8), 4, 1, s(7), 4, s(8), 4, 1, 0, 2, 4, nil) },          // short b: needs 4+4
-			func() { kern.small(2, s(8), 4, 1, s(8), 4, s(7), 4, 1, 0, 2, 4, nil) },          // short c: needs 4+4
-			func() { kern.small(2, s(8), 4, 1, s(8), 3, s(8), 4, 1, 0, 2, 4, nil) },          // bks < cols
-			func() { kern.small(2, s(8), 4, 1, s(8), 4, s(8), 3, 1, 0, 2, 4, nil) },          // ldc < cols
+			func() { kern.small(0, s(4), 1, 1, s(4), 4, s(4), 4, 1, 0, 1, 1, Epilogue{}) },          // kc
+			func() { kern.small(2, s(4), 1, 1, s(8), 4, s(4), 4, 1, 0, kern.mr+1, 1, Epilogue{}) },  // rows
+			func() { kern.small(2, s(4), 1, 1, s(8), 4, s(64), 4, 1, 0, 1, kern.nr+1, Epilogue{}) }, // cols
+			func() { kern.small(2, s(4), 4, 2, s(8), 4, s(8), 4, 1, 0, 2, 4, Epilogue{}) },          // short a: needs 4+2+1
+			func() { kern.small(2, s(8), 4, 1, s(7), 4, s(8), 4, 1, 0, 2, 4, Epilogue{}) },          // short b: needs 4+4
+			func() { kern.small(2, s(8), 4, 1, s(8), 4, s(7), 4, 1, 0, 2, 4, Epilogue{}) },          // short c: needs 4+4
+			func() { kern.small(2, s(8), 4, 1, s(8), 3, s(8), 4, 1, 0, 2, 4, Epilogue{}) },          // bks < cols
+			func() { kern.small(2, s(8), 4, 1, s(8), 4, s(8), 3, 1, 0, 2, 4, Epilogue{}) },          // ldc < cols
 		} {
 			assert.Panics(t, call, fmt.Sprintf("%s: case %d", kern.name, i))
 		}
