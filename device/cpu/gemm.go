@@ -244,6 +244,21 @@ func gemmOn[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda in
 	}
 }
 
+// sgemmEpilogueOn is gemmOn for the float32 product C = A·B (neither
+// transposed, beta 0) followed by the epilogue e, and reports whether e was
+// applied: Hora's kernel applies it to each tile on its small-product path
+// (gemm.SgemmEpilogue); a product that goes to the BLAS, to gonum or to the
+// packed path is computed alone, and the caller applies e.
+func sgemmEpilogueOn(d *Device, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, e gemm.Epilogue) bool {
+	if d.Float32GEMM(m, n, k) != "hora" {
+		gemmOn(d, false, false, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+		return false
+	}
+	ws := workspaces.Get().(*gemm.Workspace)
+	defer workspaces.Put(ws)
+	return gemm.SgemmEpilogue(ws, false, false, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, e)
+}
+
 // ownSgemm is Hora's float32 GEMM on one thread: its Go-assembly kernel,
 // or, where the CPU has no vector kernel (or in a noasm build), gonum's
 // pure-Go Sgemm, about 3× faster than Hora's pure-Go kernel.

@@ -444,18 +444,15 @@ func (s convShape) pointwise() bool {
 // 1×1 layers at batch 1 ran up to 2× as fast (that pass had taken a third
 // of their time); inside the model the gain was within the noise.
 func convProduct[T float](dev *Device, act device.Activation, bias []T, oc0, m, n, k int, w, col []T, ldb int, out []T, ldo int) {
-	if b32, ok := any(bias).([]float32); ok && b32 != nil && dev.Float32GEMM(m, n, k) == "hora" {
+	if b32, ok := any(bias).([]float32); ok && b32 != nil {
 		lo, hi := clampOf(act)
-		ws := workspaces.Get().(*gemm.Workspace)
-		done := gemm.SgemmEpilogue(ws, false, false, m, n, k, 1, any(w).([]float32), k, any(col).([]float32), ldb, 0, any(out).([]float32), ldo,
-			gemm.Epilogue{Bias: b32[oc0 : oc0+m], Lo: lo, Hi: hi})
-		workspaces.Put(ws)
-		if !done {
-			convEpilogue(act, bias, out, ldo, m, oc0, 0, n)
+		e := gemm.Epilogue{Bias: b32[oc0 : oc0+m], Lo: lo, Hi: hi}
+		if sgemmEpilogueOn(dev, m, n, k, any(w).([]float32), k, any(col).([]float32), ldb, any(out).([]float32), ldo, e) {
+			return
 		}
-		return
+	} else {
+		gemmOn(dev, false, false, m, n, k, 1, w, k, col, ldb, 0, out, ldo)
 	}
-	gemmOn(dev, false, false, m, n, k, 1, w, k, col, ldb, 0, out, ldo)
 	convEpilogue(act, bias, out, ldo, m, oc0, 0, n)
 }
 
