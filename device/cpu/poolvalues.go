@@ -79,10 +79,9 @@ func maxPoolValuesRows[T float](p device.PoolParams, y, x, vm []T, lo, hi int) {
 		for h := h0 + 1; h < h1; h++ {
 			maxInto(vm, xp[h*p.W:(h+1)*p.W])
 		}
-		switch {
-		case p.KW == 3 && p.StrideW == 2:
+		if p.KW == 3 && p.StrideW == 2 {
 			maxPool3s2Cols(yr[j0:j1], vm, j0*2-p.PadW)
-		default:
+		} else {
 			for j := j0; j < j1; j++ {
 				b := j*p.StrideW - p.PadW
 				m := vm[b]
@@ -104,7 +103,7 @@ func maxPoolValuesRows[T float](p device.PoolParams, y, x, vm []T, lo, hi int) {
 // maxPoolValuesEdge is the maximum of the columns of vm in the window of
 // output column j, which reaches into the padding.
 func maxPoolValuesEdge[T float](p device.PoolParams, vm []T, j int) T {
-	w0, w1 := max(j*p.StrideW-p.PadW, 0), min(j*p.StrideW-p.PadW+p.KW, p.W)
+	w0, w1 := windowCols(p, j)
 	if w0 >= w1 {
 		return 0
 	}
@@ -135,7 +134,7 @@ func maxPool3s2Cols[T float](y, vm []T, b int) {
 // windowMax is the maximum of the window of output column j over the
 // input rows [h0, h1) of the plane xp (the reference loop's value).
 func windowMax[T float](p device.PoolParams, xp []T, h0, h1, j int) T {
-	w0, w1 := max(j*p.StrideW-p.PadW, 0), min(j*p.StrideW-p.PadW+p.KW, p.W)
+	w0, w1 := windowCols(p, j)
 	if w0 >= w1 {
 		return 0
 	}
@@ -146,4 +145,10 @@ func windowMax[T float](p device.PoolParams, xp []T, h0, h1, j int) T {
 		}
 	}
 	return m
+}
+
+// windowCols returns the input columns [w0, w1) of output column j's
+// window that lie inside the image (w0 >= w1: none).
+func windowCols(p device.PoolParams, j int) (w0, w1 int) {
+	return max(j*p.StrideW-p.PadW, 0), min(j*p.StrideW-p.PadW+p.KW, p.W)
 }
