@@ -135,7 +135,7 @@ func depthwiseInPlace(s convShape, act device.Activation, y, x, w, bias []float3
 		}
 		return
 	}
-	p := direct.NewStride2Plan(s.W, s.ow, s.PadW)
+	p := stride2PlanFor(s)
 	ld := s.DilH * s.W // consecutive kernel rows
 	for plane := lo; plane < hi; plane++ {
 		c := plane % s.C
@@ -169,38 +169,61 @@ func biasAt(bias []float32, c int) float32 {
 	return bias[c]
 }
 
-// samePlans keeps the direct.SamePlan of each geometry seen (building one
-// costs a pass over the plane's positions, a third of a 112×112 layer's
-// time), up to maxSamePlans of them; past that, plans are built per call.
-var samePlans struct {
-	sync.Mutex
-	m map[samePlanKey]*direct.SamePlan
+// planCache keeps the plans of the geometries seen (a direct.SamePlan
+// costs a pass over the plane's positions to build, a third of a 112×112
+// layer's time), up to maxPlans of them; past that, plans are built per
+// call. It may be used by any number of goroutines.
+type planCache[K comparable, P any] struct {
+	mu sync.Mutex
+	m  map[K]P
 }
 
-// samePlanKey is the geometry of a direct.SamePlan.
-type samePlanKey struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }
+const maxPlans = 64
 
-const maxSamePlans = 64
+// get returns the plan of k, built by build the first time.
+func (c *planCache[K, P]) get(k K, build func() P) P {
+	c.mu.Lock()
+	p, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return p
+	}
+	p = build()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[K]P{}
+	}
+	if len(c.m) < maxPlans {
+		c.m[k] = p
+	}
+	return p
+}
+
+// samePlanKey is the geometry of a direct.SamePlan, stride2PlanKey that of
+// a direct.Stride2Plan.
+type (
+	samePlanKey    struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }
+	stride2PlanKey struct{ width, ow, pad int }
+)
+
+var (
+	samePlans    planCache[samePlanKey, *direct.SamePlan]
+	stride2Plans planCache[stride2PlanKey, *direct.Stride2Plan]
+)
 
 // samePlanFor returns the plan of s's planes.
 func samePlanFor(s convShape) *direct.SamePlan {
 	k := samePlanKey{s.H, s.W, s.oh, s.KH, s.KW, s.PadH, s.PadW, s.DilH, s.DilW}
-	samePlans.Lock()
-	p := samePlans.m[k]
-	samePlans.Unlock()
-	if p != nil {
-		return p
-	}
-	p = direct.NewSamePlan(k.h, k.w, k.oh, k.kh, k.kw, k.padH, k.padW, k.dilH, k.dilW)
-	samePlans.Lock()
-	defer samePlans.Unlock()
-	if samePlans.m == nil {
-		samePlans.m = map[samePlanKey]*direct.SamePlan{}
-	}
-	if len(samePlans.m) < maxSamePlans {
-		samePlans.m[k] = p
-	}
-	return p
+	return samePlans.get(k, func() *direct.SamePlan {
+		return direct.NewSamePlan(k.h, k.w, k.oh, k.kh, k.kw, k.padH, k.padW, k.dilH, k.dilW)
+	})
+}
+
+// stride2PlanFor returns the plan of s's output rows.
+func stride2PlanFor(s convShape) *direct.Stride2Plan {
+	k := stride2PlanKey{s.W, s.ow, s.PadW}
+	return stride2Plans.get(k, func() *direct.Stride2Plan { return direct.NewStride2Plan(k.width, k.ow, k.pad) })
 }
 
 // dwGeom lays out one input plane of a depthwise convolution so that every

@@ -141,13 +141,6 @@ func Depthwise(out, in []float32, taps []int, w []float32, n int, bias, lo, hi f
 		for t, off := range taps {
 			acc += w[t] * in[off+q]
 		}
-		acc += bias
-		if acc < lo {
-			acc = lo
-		}
-		if acc > hi {
-			acc = hi
-		}
-		out[q] = acc
+		out[q] = clamp(acc+bias, lo, hi)
 	}
 }
