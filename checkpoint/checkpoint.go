@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -220,6 +221,12 @@ func Load(path string) (map[string]*tensor.Tensor, map[string]string, error) {
 	return decode(path, f, st.Size())
 }
 
+// Decode is Load for a file already read into memory (received from
+// another rank, say): name is the file's path, used in errors.
+func Decode(name string, b []byte) (map[string]*tensor.Tensor, map[string]string, error) {
+	return decode(name, bytes.NewReader(b), int64(len(b)))
+}
+
 // decode reads a safetensors file of size bytes from r; path names it in
 // errors.
 func decode(path string, r io.Reader, size int64) (map[string]*tensor.Tensor, map[string]string, error) {
@@ -335,6 +342,22 @@ func LoadInto(path string, dst map[string]*tensor.Tensor) (map[string]string, er
 	if err != nil {
 		return nil, err
 	}
+	return meta, copyAll(path, dst, src)
+}
+
+// DecodeInto is LoadInto for a file already read into memory: name is
+// the file's path, used in errors.
+func DecodeInto(name string, b []byte, dst map[string]*tensor.Tensor) (map[string]string, error) {
+	src, meta, err := Decode(name, b)
+	if err != nil {
+		return nil, err
+	}
+	return meta, copyAll(name, dst, src)
+}
+
+// copyAll checks that src has every tensor of dst with its shape and
+// dtype, then copies them; path names the file in errors.
+func copyAll(path string, dst, src map[string]*tensor.Tensor) error {
 	names := make([]string, 0, len(dst))
 	for name := range dst {
 		names = append(names, name)
@@ -355,17 +378,17 @@ func LoadInto(path string, dst map[string]*tensor.Tensor) (map[string]string, er
 		}
 	}
 	if len(problems) > 0 {
-		return nil, &kindError{
+		return &kindError{
 			msg:  fmt.Sprintf("%s: %d of %d tensors do not match: %s", path, len(problems), len(dst), strings.Join(problems, "; ")),
 			kind: ErrMismatch,
 		}
 	}
 	for _, name := range names {
 		if err := copyInto(dst[name], src[name]); err != nil {
-			return nil, fmt.Errorf("%s: tensor %q: %w", path, name, err)
+			return fmt.Errorf("%s: tensor %q: %w", path, name, err)
 		}
 	}
-	return meta, nil
+	return nil
 }
 
 // copyInto copies the CPU tensor src into dst, on dst's device. A panic
