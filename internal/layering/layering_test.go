@@ -43,6 +43,7 @@ var allowedImports = map[string][]string{
 	"dist/internal/check":            {"device"},
 	"dist/transport":                 {"device", "device/cpu", "dist", "dist/internal/check"},
 	"dist/local":                     {"device", "device/cpu", "dist", "dist/transport"},
+	"dist/liveness":                  {"device", "dist"},
 	"dist/mpi":                       {"device", "device/cpu", "dist", "dist/shm", "dist/transport"},
 	"dist/disttest":                  {"device", "device/cpu", "dist", "tensor", "autograd", "layers", "optim", "models"},
 	"cmd/train":                      {"train"},
