@@ -98,6 +98,47 @@ type fileDigest struct {
 type savedCheckpoint struct {
 	Dir      string // its folder
 	Manifest manifest
+	// Files holds the contents of the tensor files, by name, once read
+	// (readFiles) or received from rank 0; nil before.
+	Files map[string][]byte
+}
+
+// readFiles reads the checkpoint's tensor files into c.Files, checking
+// each against the manifest's size and SHA-256.
+func (c *savedCheckpoint) readFiles() error {
+	c.Files = make(map[string][]byte, len(c.Manifest.Files))
+	for name, want := range c.Manifest.Files {
+		path := filepath.Join(c.Dir, name)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := checkFileBytes(path, b, want); err != nil {
+			return err
+		}
+		c.Files[name] = b
+	}
+	return nil
+}
+
+// checkFileBytes compares a file's contents with its manifest entry.
+func checkFileBytes(path string, b []byte, want fileDigest) error {
+	return compareDigest(path, digestBytes(b), want)
+}
+
+// compareDigest reports a file whose size or SHA-256 is not the
+// manifest's.
+func compareDigest(path string, got, want fileDigest) error {
+	if got != want {
+		return fmt.Errorf("%s: size %d sha256 %s, the manifest says size %d sha256 %s", path, got.Size, got.SHA256, want.Size, want.SHA256)
+	}
+	return nil
+}
+
+// digestBytes returns the size and SHA-256 of b.
+func digestBytes(b []byte) fileDigest {
+	sum := sha256.Sum256(b)
+	return fileDigest{Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:])}
 }
 
 // checkpointName is the folder name of the checkpoint at step.
@@ -270,8 +311,8 @@ func readManifest(dir string, verify bool) (manifest, error) {
 		if err != nil {
 			return m, err
 		}
-		if got != want {
-			return m, fmt.Errorf("%s: size %d sha256 %s, the manifest says size %d sha256 %s", p, got.Size, got.SHA256, want.Size, want.SHA256)
+		if err := compareDigest(p, got, want); err != nil {
+			return m, err
 		}
 	}
 	return m, nil

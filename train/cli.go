@@ -12,6 +12,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	"github.com/hora-dl/hora/dist"
 )
 
 // Main is the whole train command — train, resume, eval, predict, export
@@ -152,7 +154,8 @@ func trainCommand(ctx context.Context, args []string, resume bool, stdout, stder
 	jsonOut := fs.Bool("json", false, "print one JSON object per event (output.format json)")
 	overwrite := fs.Bool("overwrite", false, "train into output.dir even if it holds the checkpoints of an earlier run (they are deleted)")
 	restarts := fs.Int("restarts", 0, "restart the job from its last checkpoint up to `N` times when it fails")
-	np := fs.Int("np", 0, "with -restarts: start `N` ranks with mpirun (0: one process, no mpirun)")
+	np := fs.Int("np", 0, "start `N` ranks with mpirun and supervise them (0: one process, no mpirun)")
+	hosts := fs.String("hosts", "", "with -np: the OpenMPI hostfile `file` of the hosts the ranks run on (a restart leaves out hosts that no longer answer)")
 	var sets setFlags
 	fs.Var(&sets, "set", "override a config value, e.g. -set train.epochs=1 (repeatable)")
 	fs.Usage = func() {
@@ -170,68 +173,122 @@ func trainCommand(ctx context.Context, args []string, resume bool, stdout, stder
 		fs.Usage()
 		return exitInput
 	}
-	var cfg *Config
-	var err error
 	switch {
 	case resume && *runDir == "":
 		fmt.Fprintln(stderr, "train: resume needs -run DIR (the output.dir of the run)")
 		return exitInput
-	case resume:
-		if cfg, err = LoadConfig(filepath.Join(*runDir, "config.yaml"), sets); err != nil {
-			fmt.Fprintf(stderr, "train: %v\n", err)
-			return exitInput
-		}
-		cfg.Output.Dir = *runDir
-	case *configPath == "":
+	case !resume && *configPath == "":
 		fmt.Fprintln(stderr, "train: -config is required")
 		fs.Usage()
 		return exitInput
-	default:
-		if cfg, err = LoadConfig(*configPath, sets); err != nil {
-			fmt.Fprintf(stderr, "train: %v\n", err)
-			return exitInput
-		}
-		if *out != "" {
-			cfg.Output.Dir = *out
+	}
+	opts := trainOptions{resume: resume, configPath: *configPath, runDir: *runDir, out: *out,
+		exportPath: *exportPath, quiet: *quiet, json: *jsonOut, overwrite: *overwrite,
+		restarts: *restarts, np: *np, hosts: *hosts, cpuProfile: *cpuProfile, sets: sets, args: args}
+	code := exitOK
+	err := inWorld(ctx, func(comm dist.Communicator) error {
+		var err error
+		code, err = runTrainCommand(ctx, comm, opts, stdout, stderr)
+		return err
+	})
+	var all everyRank
+	if errors.As(err, &all) && !isRank0() {
+		stderr = io.Discard // rank 0 says it for every rank
+	}
+	if err != nil {
+		return exitCode(err, stderr)
+	}
+	return code
+}
+
+// isRank0 reports whether this process is the first (or only) rank of
+// its job, from the launcher's environment.
+func isRank0() bool {
+	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"} {
+		if r, ok := os.LookupEnv(v); ok {
+			return r == "0"
 		}
 	}
-	if *exportPath != "" {
-		cfg.Export.ONNX = *exportPath
+	return true
+}
+
+// trainOptions are the flags of train and resume.
+type trainOptions struct {
+	resume                  bool
+	configPath, runDir, out string
+	exportPath, cpuProfile  string
+	quiet, json, overwrite  bool
+	restarts, np            int
+	hosts                   string // -hosts: the hostfile
+	sets                    []string
+	args                    []string // as given, for -restarts
+}
+
+// runTrainCommand is train and resume on one rank of comm: rank 0 reads
+// the config (the run folder's for resume) and chooses the run folder;
+// the other ranks receive both (see world.go). It returns the exit status
+// of a -restarts launcher, or the run's error.
+func runTrainCommand(ctx context.Context, comm dist.Communicator, o trainOptions, stdout, stderr io.Writer) (int, error) {
+	path := o.configPath
+	if o.resume {
+		path = filepath.Join(o.runDir, "config.yaml")
 	}
-	if *quiet {
+	cfg, err := loadJobConfig(ctx, comm, path, o.sets)
+	if err != nil {
+		return 0, inputError{err}
+	}
+	switch {
+	case o.resume:
+		cfg.Output.Dir = o.runDir
+	case o.out != "":
+		cfg.Output.Dir = o.out
+	}
+	if o.exportPath != "" {
+		cfg.Export.ONNX = o.exportPath
+	}
+	if o.quiet {
 		cfg.Output.Quiet = true
 	}
-	if *jsonOut {
+	if o.json {
 		cfg.Output.Format = "json"
 	}
-	if !resume {
-		dir, err := freshRunDir(cfg.Output.Dir, *overwrite, *out != "")
-		if err != nil {
-			fmt.Fprintf(stderr, "train: %v\n", err)
-			return exitInput
+	if !o.resume {
+		var dir string
+		var rank0Err error
+		if comm.Rank() == 0 {
+			dir, rank0Err = freshRunDir(cfg.Output.Dir, o.overwrite, o.out != "")
+		}
+		if dir, err = shareString(ctx, comm, dir, rank0Err); err != nil {
+			return 0, err
 		}
 		if dir != cfg.Output.Dir {
-			fmt.Fprintf(stderr, "train: %s holds an earlier run (resume it with: train resume -run %s); this run goes to %s\n", cfg.Output.Dir, cfg.Output.Dir, dir)
+			if comm.Rank() == 0 {
+				fmt.Fprintf(stderr, "train: %s holds an earlier run (resume it with: train resume -run %s); this run goes to %s\n", cfg.Output.Dir, cfg.Output.Dir, dir)
+			}
 			cfg.Output.Dir = dir
 		}
 	}
-	if *restarts > 0 {
-		return launch(ctx, launchConfig{restarts: *restarts, np: *np, args: args, resume: resume, dir: cfg.Output.Dir}, stdout, stderr)
+	if o.hosts != "" && o.np == 0 {
+		return 0, everyRank{inputError{errors.New("-hosts needs -np (the number of ranks)")}}
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if o.restarts > 0 || o.np > 0 {
+		if comm.Size() > 1 {
+			return 0, everyRank{inputError{errors.New("-np and -restarts start the ranks themselves: run train without mpirun")}}
+		}
+		return launch(ctx, launchConfig{restarts: o.restarts, np: o.np, hosts: o.hosts, args: o.args, resume: o.resume, dir: cfg.Output.Dir}, stdout, stderr), nil
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
 		if err != nil {
-			fmt.Fprintf(stderr, "train: -cpuprofile: %v\n", err)
-			return exitInput
+			return 0, inputError{fmt.Errorf("-cpuprofile: %w", err)}
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "train: -cpuprofile: %v\n", err)
-			return exitFailure
+			return 0, fmt.Errorf("-cpuprofile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return exitCode(train(ctx, &job{cfg: cfg, resume: resume, stdout: stdout, stderr: stderr}), stderr)
+	return 0, train(ctx, comm, &job{cfg: cfg, resume: o.resume, stdout: stdout, stderr: stderr})
 }
 
 // freshRunDir returns the folder a new run writes to: dir, unless it

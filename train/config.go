@@ -29,22 +29,23 @@ const DefaultDataDir = "/usr/share/datasets/fashion-mnist"
 
 // Names accepted by Validate. They are read only.
 var (
-	builtinDatasets  = []string{"fashion-mnist", "idx", "text", "images", "csv"}
-	builtinModels    = []string{"mlp", "lenet5", "cnn", "resnet18", "resnet34", "resnet20", "resnet56", "resnet", "mobilenet", "transformer", "charlm", "onnx"}
-	knownStems       = []string{"cifar", "imagenet"}
-	knownFormats     = []string{"text", "json"}
-	knownMetrics     = []string{"auto", "test_loss", "test_accuracy"}
-	knownActivations = []string{"relu", "gelu", "tanh", "sigmoid", "silu"}
-	knownOptimizers  = []string{"sgd", "adam", "adamw", "rmsprop", "adagrad"}
-	knownSchedules   = []string{"none", "step", "multistep", "cosine"}
-	knownPer         = []string{"epoch", "step"}
-	knownScalings    = []string{"linear", "sqrt", "none"}
-	knownCompression = []string{"none", "fp16"}
-	knownPrecisions  = []string{"fp32", "bf16", "fp16"}
-	knownTasks       = []string{"classification", "regression"}
-	knownCaches      = []string{"auto", "memory", "none"}
-	knownBadImage    = []string{"fail", "skip"}
-	knownStats       = []string{"", "imagenet", "fashion-mnist"}
+	builtinDatasets   = []string{"fashion-mnist", "idx", "text", "images", "csv"}
+	builtinModels     = []string{"mlp", "lenet5", "cnn", "resnet18", "resnet34", "resnet20", "resnet56", "resnet", "mobilenet", "transformer", "charlm", "onnx"}
+	knownStems        = []string{"cifar", "imagenet"}
+	knownFormats      = []string{"text", "json"}
+	knownMetrics      = []string{"auto", "test_loss", "test_accuracy"}
+	knownActivations  = []string{"relu", "gelu", "tanh", "sigmoid", "silu"}
+	knownOptimizers   = []string{"sgd", "adam", "adamw", "rmsprop", "adagrad"}
+	knownSchedules    = []string{"none", "step", "multistep", "cosine"}
+	knownPer          = []string{"epoch", "step"}
+	knownScalings     = []string{"linear", "sqrt", "none"}
+	knownCompression  = []string{"none", "fp16"}
+	knownHierarchical = []string{"auto", "on", "off"}
+	knownPrecisions   = []string{"fp32", "bf16", "fp16"}
+	knownTasks        = []string{"classification", "regression"}
+	knownCaches       = []string{"auto", "memory", "none"}
+	knownBadImage     = []string{"fail", "skip"}
+	knownStats        = []string{"", "imagenet", "fashion-mnist"}
 )
 
 // Config is the whole training configuration, read from a YAML file by
@@ -440,6 +441,22 @@ type DistConfig struct {
 	// divide evenly among the ranks; otherwise (the default) the last
 	// shards are padded with samples from the start of the epoch.
 	DropLast bool `yaml:"drop_last"`
+	// TimeoutS bounds how long a rank may stop answering: every rank
+	// exchanges heartbeats with every other over a TCP connection of its
+	// own, and a rank that hears nothing from another for this many
+	// seconds (its host's link went down, the rank was stopped) or sees
+	// it die ends the whole job, naming the rank and its host. A slow
+	// rank still answers, so this is no limit on a step's time. 0 turns
+	// the check off (when the hosts' firewalls allow MPI's ports only).
+	// Default 60.
+	TimeoutS float64 `yaml:"timeout_s"`
+	// Hierarchical is how gradients are reduced when hosts hold several
+	// ranks: "on" reduces within each host through shared memory, then
+	// between one rank per host through MPI, then shares the result
+	// within the host (Horovod's hierarchical allreduce); "off" reduces
+	// over all ranks through MPI; "auto" (the default) is "on" when the
+	// job spans several hosts and some host holds more than one rank.
+	Hierarchical string `yaml:"hierarchical"`
 }
 
 // ScheduleConfig selects the learning-rate schedule.
@@ -607,6 +624,8 @@ func DefaultConfig() *Config {
 			BackwardPassesPerStep: 1,
 			StallWarningS:         60,
 			StallShutdownS:        300,
+			TimeoutS:              60,
+			Hierarchical:          "auto",
 		},
 	}
 }
@@ -715,6 +734,7 @@ func (c *Config) Validate() error {
 	d := c.Dist
 	v.oneOf("dist.lr_scaling", d.LRScaling, knownScalings)
 	v.oneOf("dist.compression", d.Compression, knownCompression)
+	v.oneOf("dist.hierarchical", d.Hierarchical, knownHierarchical)
 	if d.WarmupSteps < 0 {
 		v.fail("dist.warmup_steps", "an integer >= 0", strconv.Itoa(d.WarmupSteps))
 	}
@@ -725,6 +745,7 @@ func (c *Config) Validate() error {
 	v.atLeast1("dist.backward_passes_per_step", d.BackwardPassesPerStep)
 	v.atLeast0("dist.stall_warning_s", d.StallWarningS)
 	v.atLeast0("dist.stall_shutdown_s", d.StallShutdownS)
+	v.atLeast0("dist.timeout_s", d.TimeoutS)
 
 	s := c.Schedule
 	v.oneOf("schedule.name", s.Name, knownSchedules)

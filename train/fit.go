@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/hora-dl/hora/dist"
 	"github.com/hora-dl/hora/layers"
 )
 
@@ -87,7 +88,7 @@ func fit(ctx context.Context, model layers.Layer, d *Data, cfg *Config, resume b
 		return nil, fmt.Errorf("train.Fit: Output.Dir %s holds the checkpoints of an earlier run: continue it with train.Resume, or choose another folder", c.Output.Dir)
 	}
 	j := &job{cfg: &c, resume: resume, model: model, data: d, callbacks: callbacks, stdout: stdout, stderr: stderr}
-	err := train(ctx, j)
+	err := inWorld(ctx, func(comm dist.Communicator) error { return train(ctx, comm, j) })
 	if errors.Is(err, errInterrupted) {
 		err = fmt.Errorf("train.Fit: %w", err)
 	}

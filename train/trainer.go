@@ -23,7 +23,7 @@ import (
 	"github.com/hora-dl/hora/device/cpu" // importing it registers "cpu"
 	"github.com/hora-dl/hora/device/cuda"
 	"github.com/hora-dl/hora/dist"
-	"github.com/hora-dl/hora/dist/mpi"
+	"github.com/hora-dl/hora/dist/liveness"
 	"github.com/hora-dl/hora/dist/nccl"
 	"github.com/hora-dl/hora/internal/hostcpu"
 	"github.com/hora-dl/hora/internal/peakrss"
@@ -154,27 +154,27 @@ type job struct {
 	history []EpochMetrics
 }
 
-// train runs the job on this rank: the only one, or one of those mpirun
-// started. A failure on one rank of several ends the whole job.
-func train(ctx context.Context, j *job) error {
-	comm, err := mpi.Init()
-	if err != nil {
-		return inputError{err}
-	}
+// train runs the job on this rank of comm: the only one, or one of
+// those a launcher started.
+func train(ctx context.Context, comm dist.Communicator, j *job) error {
 	if comm.Size() > 1 && comm.Rank() != 0 {
 		j.stdout = io.Discard // rank 0 alone reports
 	}
 	setThreads(j.cfg, comm)
-	err = trainRank(ctx, comm, j)
-	if err != nil && comm.Size() > 1 && !errors.Is(err, context.Canceled) && !errors.Is(err, errDiverged) {
-		// The other ranks must not wait for this one: Abort prints the
-		// error with this rank's number and ends the job.
-		comm.Abort(err)
+	if comm.Size() > 1 && j.cfg.Dist.TimeoutS > 0 {
+		// A rank that stops answering ends the job (dist.timeout_s).
+		mon, err := liveness.Start(ctx, comm, liveness.Config{
+			Timeout: time.Duration(j.cfg.Dist.TimeoutS * float64(time.Second)),
+			OnLost: func(err error) {
+				comm.Abort(fmt.Errorf("%w (dist.timeout_s: %g); ending the job", err, j.cfg.Dist.TimeoutS))
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("%s: dist.timeout_s: %w", j.cfg.File(), err)
+		}
+		defer mon.Close()
 	}
-	if cerr := comm.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	return err
+	return trainRank(ctx, comm, j)
 }
 
 // setThreads sets the compute threads of this rank: train.threads, or
@@ -212,7 +212,7 @@ func trainRank(ctx context.Context, comm dist.Communicator, j *job) (err error) 
 		return err
 	}
 	defer closeLog()
-	from, resume, err := findResumePoint(cfg, j.resume, rank0, con)
+	from, resume, err := findResumePoint(ctx, comm, cfg, j.resume, con)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func trainRank(ctx context.Context, comm dist.Communicator, j *job) (err error) 
 	}
 	defer closeComm()
 
-	t, err := newTrainer(j, comm, dev, from.Manifest.Vocab, stop, con.progress)
+	t, err := newTrainer(ctx, j, comm, dev, from.Manifest.Vocab, stop, con.progress)
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func trainRank(ctx context.Context, comm dist.Communicator, j *job) (err error) 
 	if err := t.loop(ctx); err != nil {
 		return err
 	}
-	return t.finish()
+	return t.finish(ctx)
 }
 
 // recoverDeviceFailure turns the panic of a failing device (a GPU out of
@@ -307,22 +307,32 @@ func openConsole(cfg *Config, resume, rank0 bool, stdout io.Writer) (con *consol
 }
 
 // findResumePoint returns the latest complete checkpoint of the run folder
-// when the run resumes (rank 0 first removes checkpoints whose writing was
-// interrupted); resume comes back false when there is none.
-func findResumePoint(cfg *Config, resume, rank0 bool, con *console) (from savedCheckpoint, ok bool, err error) {
+// when the run resumes, read by rank 0 and sent to the other ranks, whose
+// hosts may have no copy of the run folder (resume comes back false when
+// there is none).
+func findResumePoint(ctx context.Context, comm dist.Communicator, cfg *Config, resume bool, con *console) (from savedCheckpoint, ok bool, err error) {
 	if !resume {
 		return savedCheckpoint{}, false, nil
 	}
-	if rank0 {
-		removed, err := removeIncomplete(cfg.Output.Dir)
-		if err != nil {
-			return from, false, err
-		}
-		for _, r := range removed {
-			con.info(true, "removed %s, a checkpoint whose writing was interrupted", filepath.Join(cfg.Output.Dir, checkpointsDir, r))
-		}
+	var rank0Err error
+	if comm.Rank() == 0 {
+		from, ok, rank0Err = latestOnDisk(cfg.Output.Dir, con)
 	}
-	from, ok, skipped, err := latestCheckpoint(cfg.Output.Dir)
+	return shareResumePoint(ctx, comm, from, ok, rank0Err)
+}
+
+// latestOnDisk finds the latest complete checkpoint of the run folder dir
+// and reads its files (first removing checkpoints whose writing was
+// interrupted); ok is false when there is none.
+func latestOnDisk(dir string, con *console) (from savedCheckpoint, ok bool, err error) {
+	removed, err := removeIncomplete(dir)
+	if err != nil {
+		return from, false, err
+	}
+	for _, r := range removed {
+		con.info(true, "removed %s, a checkpoint whose writing was interrupted", filepath.Join(dir, checkpointsDir, r))
+	}
+	from, ok, skipped, err := latestCheckpoint(dir)
 	if err != nil {
 		return from, false, err
 	}
@@ -330,9 +340,10 @@ func findResumePoint(cfg *Config, resume, rank0 bool, con *console) (from savedC
 		con.info(true, "skipped an incomplete checkpoint: %s", s)
 	}
 	if !ok {
-		con.info(true, "%s has no complete checkpoint: starting from the beginning", cfg.Output.Dir)
+		con.info(true, "%s has no complete checkpoint: starting from the beginning", dir)
+		return from, false, nil
 	}
-	return from, ok, nil
+	return from, true, from.readFiles()
 }
 
 // openDeviceComm opens the config's device and, for GPU ranks of a
@@ -359,7 +370,7 @@ func openDeviceComm(ctx context.Context, cfg *Config, comm dist.Communicator, ou
 // newTrainer builds what the run trains: the data sets, the model (on the
 // device), the optimizer, the sampler of this rank's share, the schedule
 // and the data loaders. vocab is a resumed language model's vocabulary.
-func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string, stop <-chan struct{}, progress progressFunc) (*trainer, error) {
+func newTrainer(ctx context.Context, j *job, comm dist.Communicator, dev device.Device, vocab string, stop <-chan struct{}, progress progressFunc) (*trainer, error) {
 	cfg := j.cfg
 	ds, err := jobData(j, vocab, progress)
 	if err != nil {
@@ -377,6 +388,11 @@ func newTrainer(j *job, comm dist.Communicator, dev device.Device, vocab string,
 	}
 	if err := checkData(cfg, ds, model); err != nil {
 		return nil, inputError{err}
+	}
+	if comm.Size() > 1 {
+		if err := checkSameData(ctx, comm, dataSource(cfg), fingerprint(ds.train, ds.test)); err != nil {
+			return nil, err
+		}
 	}
 	t, err := newStepTrainer(cfg, model, dev, comm)
 	if err != nil {
@@ -559,9 +575,19 @@ func (t *trainer) loop(ctx context.Context) error {
 }
 
 // finish writes the final weights, the plot and the exports.
-func (t *trainer) finish() error {
+func (t *trainer) finish(ctx context.Context) error {
+	var inSync string
+	if t.comm.Size() > 1 {
+		var err error
+		if inSync, err = checkInSync(ctx, t.comm, t.model.Parameters()); err != nil {
+			return err
+		}
+	}
 	if t.con.log == nil { // not rank 0
 		return nil
+	}
+	if inSync != "" {
+		t.con.info(false, "every rank holds the same weights (digest %s)", inSync)
 	}
 	cfg := t.cfg
 	if t.ema != nil {
@@ -1399,10 +1425,10 @@ func (t *trainer) restore(c savedCheckpoint) error {
 	if m.Model != t.cfg.Model.Name {
 		return inputError{fmt.Errorf("%s: the checkpoint is of model %q, the config says model.name %q", c.Dir, m.Model, t.cfg.Model.Name)}
 	}
-	if _, err := checkpoint.LoadInto(filepath.Join(c.Dir, modelFile), layers.StateDict(t.model)); err != nil {
+	if _, err := checkpoint.DecodeInto(filepath.Join(c.Dir, modelFile), c.Files[modelFile], layers.StateDict(t.model)); err != nil {
 		return inputError{err}
 	}
-	state, _, err := checkpoint.Load(filepath.Join(c.Dir, optimizerFile))
+	state, _, err := checkpoint.Decode(filepath.Join(c.Dir, optimizerFile), c.Files[optimizerFile])
 	if err != nil {
 		return inputError{err}
 	}
@@ -1411,8 +1437,8 @@ func (t *trainer) restore(c savedCheckpoint) error {
 	}
 	if t.ema != nil {
 		path := filepath.Join(c.Dir, emaFile)
-		if _, ok := m.Files[emaFile]; ok {
-			if _, err := checkpoint.LoadInto(path, t.ema.stateDict()); err != nil {
+		if b, ok := c.Files[emaFile]; ok {
+			if _, err := checkpoint.DecodeInto(path, b, t.ema.stateDict()); err != nil {
 				return inputError{err}
 			}
 		} else {
