@@ -41,6 +41,7 @@ MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 .PHONY: docs zoo
 .PHONY: bench-data data-deps arm64-deps test-arm64
+.PHONY: test-cluster test-slurm bench-cluster
 .PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-check gpu-check-dry bench-gpu
 
 all: build
@@ -196,6 +197,24 @@ test-mpi:
 	$(MPIRUN2) -np 2 $(BIN)/mpi.test
 	$(MPIRUN2) -np 3 --oversubscribe $(BIN)/mpi.test
 	$(GO) test -count=1 -tags mpi ./train -run Dist
+
+# test-cluster runs the tests of several hosts on a cluster built on this
+# machine out of Linux namespaces (scripts/cluster/cluster: a hostname,
+# an address, a tc-shaped link and a private /tmp per host; OpenMPI
+# reaches the hosts through an rsh agent): training across hosts equal to
+# one process, resume with the run folder on rank 0's host only, data
+# that differs between hosts, a link that goes down mid-epoch, and the
+# MPI transports' tests across hosts. Needs root; .ci/run calls it after
+# make test.
+test-cluster: deps
+	HORA_TEST_CLUSTER=1 $(GO) test -count=1 -tags mpi ./train -run Cluster
+	@[ ! -x scripts/cluster/mpi-tests.sh ] || scripts/cluster/mpi-tests.sh
+
+# test-slurm runs the trainer under a one-node Slurm (slurm-wlm and munge,
+# installed and started by the test itself): srun --mpi=pmix and sbatch
+# of deploy/slurm/train.sbatch. Needs root; .ci/run calls it.
+test-slurm: build
+	scripts/slurm/test.sh
 
 # test-gpu runs the CUDA device's and NCCL's tests on this machine's
 # NVIDIA GPU(s) with the real driver, cuBLAS, NVRTC and NCCL (found as

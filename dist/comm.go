@@ -117,11 +117,17 @@ func (e *RankError) Error() string { return fmt.Sprintf("dist: rank %d: %v", e.R
 // Unwrap returns the cause.
 func (e *RankError) Unwrap() error { return e.Err }
 
+// launcherSizeVars are the environment variables in which launchers
+// give the number of ranks, in the order LauncherSize reads them.
+var launcherSizeVars = []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS"}
+
 // LauncherSize returns the number of ranks an MPI-style launcher started
-// (from OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_SIZE) and its variable's
+// (from OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE or, under srun with
+// the pmix plugin, which sets no size of its own, SLURM_STEP_NUM_TASKS)
+// and its variable's
 // name, or 0 and "" when the process was not started by one.
 func LauncherSize() (int, string) {
-	for _, v := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"} {
+	for _, v := range launcherSizeVars {
 		if s, ok := os.LookupEnv(v); ok {
 			if n, err := strconv.Atoi(s); err == nil && n > 0 {
 				return n, v
