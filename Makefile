@@ -13,7 +13,7 @@ BIN       := bin
 # that the GPU code is tested against on machines without a GPU.
 # fortunes is the text the character-level language model trains on
 # (configs/fortunes-charlm.yaml).
-APT_DEPS  := dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc pkg-config g++ fortunes
+APT_DEPS  := iproute2 dataset-fashion-mnist libopenblas0 libopenmpi-dev openmpi-bin gcc pkg-config g++ fortunes
 # ONNX: the conformance suite's generator (python3-onnx), the PyTorch models
 # the importer is checked against, and Node.js for onnxruntime, which runs
 # the models Hora exports (scripts/ort).

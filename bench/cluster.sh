@@ -47,6 +47,6 @@ for m in $MODELS; do
 		rate=$(echo "$out" | sed -n 's/.*  \([0-9]*\) samples\/s .*/\1/p' | tail -1)
 		[ -n "$rate" ] || { echo "no throughput in: $out" >&2; exit 1; }
 		[ -n "$base" ] || base=$rate
-		printf '%-5s %6d %14d %10.2f\n' "$m" "$n" "$rate" "$(echo "$rate / ($n * $base)" | bc -l)"
+		awk -v m="$m" -v n="$n" -v r="$rate" -v b="$base" 'BEGIN { printf "%-5s %6d %14d %10.2f\n", m, n, r, r / (n * b) }'
 	done
 done
