@@ -15,7 +15,8 @@
 // Init is what programs call: under a launcher with several ranks it opens
 // MPI (or, in a program built without the tag, returns an error wrapping
 // dist.ErrNoMPI that says how to rebuild, so that N copies never train
-// independently by mistake); otherwise it returns dist.Single():
+// independently by mistake) and arranges the fastest transport for the
+// ranks' layout; otherwise it returns dist.Single():
 //
 //	comm, err := mpi.Init()
 //	if err != nil {
@@ -23,6 +24,112 @@
 //	}
 //	defer comm.Close()
 //	err = comm.Allreduce(ctx, grads, dist.Average)
+//
+// Init is InitWorld (MPI_COMM_WORLD's Comm, or dist.Single()) followed by
+// Arrange with mode "auto"; a program that lets its user choose calls the
+// two itself and logs Describe's name of the result:
+//
+//	world, err := mpi.InitWorld()
+//	comm, err := mpi.Arrange(ctx, world, cfg.Hierarchical) // "auto", "on", "off"
+//	log.Printf("transport: %s", mpi.Describe(comm))
+//
+// # Layouts
+//
+// Arrange picks the transport from where the ranks run (MPI's
+// MPI_COMM_TYPE_SHARED grouping, the LocalRank and LocalSize of the
+// world):
+//
+//   - every rank on one host: shared memory (package dist/shm) for
+//     Allreduce and small Allgathers, MPI for the rest. "shared memory + MPI"
+//   - several hosts, one of which holds several ranks: the hierarchical
+//     allreduce below. "hierarchical: shared memory on 2 hosts × 2 ranks +
+//     MPI between hosts"
+//   - one rank per host, mode "off" (or HORA_HIERARCHICAL=off), or
+//     HORA_SHM=0: MPI alone. "MPI"
+//
+// # The hierarchical allreduce
+//
+// As Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE, with shared memory where
+// Horovod uses NCCL within a host. With S the fewest ranks any host holds,
+// the first S ranks of each host own a share each of every piece (a slot
+// of the host's shared segment): all the host's ranks copy the owners'
+// shares of their values into their slots; each owner sums its share
+// over the host, then allreduces the sum with the owners of the same
+// share on the other hosts through an MPI communicator of its own (one
+// rank per host); and the host's ranks copy the results from the owners'
+// slots (shm.WrapHierarchical). With one share (a host holds one rank)
+// this is a leader per host. The communicators come from SplitHost (the
+// host's ranks) and Split (the owners of share j, one per host); all run
+// on the one MPI thread, each request naming its communicator. With 2
+// ranks per host, each host's link carries each byte of the buffer once
+// each way where a ring over all 4 ranks carries it 1.5 times: where the
+// links are the bottleneck, the hierarchical allreduce can reach 1.5
+// times the ring's bus bandwidth. Average divides the sum by the world's
+// size at the end, so float32, float64 and int64 results are those of MPI
+// alone (up to the order of float additions); float16 buffers, buffers of
+// other devices, Broadcast, Allgather and Barrier go to MPI_COMM_WORLD.
+//
+// The results are shared through the segment, every owner's from its
+// slot, rather than by an MPI broadcast from a leader: on one host (2
+// ranks, the AMD EPYC below, other jobs running) the whole shared-memory
+// allreduce of 16 MiB, reduction included, took 1.6–2.4 ms, and
+// MPI_Ibcast of the same 16 MiB alone 2.0–2.5 ms.
+//
+// Measured with scripts/cluster/bench.sh on a cluster of network
+// namespaces on one 2-core AMD EPYC VM (the 4 ranks share its 2 cores;
+// links shaped by tc tbf: 1gbit is 0.125 GB/s each way, where a ring
+// reaches at most 0.125 bus GB/s and the hierarchical allreduce 0.1875),
+// 2 hosts × 2 ranks, bus bandwidth algbw · 2(n−1)/n in GB/s of the plain
+// MPI_Allreduce in 16 MiB pieces and of 16 tensors fused through
+// dist.Engine, two runs (one run for the last two rows: unshaped links
+// and 10gbit ones, where TCP over the shared cores is the bottleneck):
+//
+//	link     MiB   MPI_Allreduce   fused, MPI alone   fused, hierarchical
+//	1gbit      4   0.12 / 0.07     0.11 / 0.11        0.16 / 0.16
+//	1gbit     16   0.10 / 0.09     0.12 / 0.10        0.15 / 0.15
+//	1gbit     64   0.06 / 0.09     0.09 / 0.10        0.16 / 0.14
+//	none      64   0.22            0.38               0.51
+//	10gbit    64   0.13            0.22               0.34
+//
+// The hierarchical allreduce ran at 1.3–1.8 times MPI alone at 1gbit,
+// and at 1.0–2.0 times on the other links (4, 16, 64 MiB).
+//
+// # Fused tensors between hosts
+//
+// Comm implements dist.MultiAllreducer, so the engine hands it the fused
+// tensors themselves instead of copying them into a fusion buffer and
+// back. AllreduceMany cuts their concatenation into pieces of
+// MaxPieceBytes (the last one shorter); a piece that lies in one tensor
+// is reduced there, in place, and the others in a staging area of the MPI
+// thread: piece k+1 is copied in while piece k is reduced, piece k-1 is
+// copied out while piece k is, in chunks of 256 KiB between MPI_Test calls
+// so that the reduction keeps progressing. One piece is in flight at a
+// time: with two, OpenMPI 4.1 took up to ten times as long for 16 MiB
+// pieces, on one host and between hosts; and full pieces matter between
+// hosts, where 16 MiB went at 0.4–0.8 times the plain MPI_Allreduce's
+// bus bandwidth as sixteen pieces of 1 MiB, against 1.0–1.2 times as one
+// staged piece (2 hosts × 2 ranks). Reducing in place with derived
+// datatypes (MPI_Type_create_hindexed) was not tried: libnbc's ring
+// needs a count of at least the number of ranks, and one derived element
+// per piece would fall back to its binomial tree.
+//
+// Between hosts the copies hide behind the network. Fused over MPI alone,
+// as a ratio to the plain MPI_Allreduce in 16 MiB pieces of the same run,
+// at 4, 16 and 64 MiB, on the cluster above (two runs at 1gbit, one on
+// the other links):
+//
+//	             1gbit       unshaped    10gbit
+//	2 hosts × 1  1.35–1.76   1.23–1.69   1.23–1.71
+//	2 hosts × 2  0.92–1.66   0.96–1.73   1.26–3.13
+//
+// (above 1 because the blocking MPI_Allreduce that OpenMPI's tuned
+// component picks reached only half the link between 2 hosts × 1 rank,
+// 0.06 bus GB/s, where libnbc's ring reached 0.09–0.10). On one host,
+// MPI's shared-memory transport is CPU work on the same thread, so the
+// staged copies do not overlap: fused over MPI alone (HORA_SHM=0) runs
+// there at 0.45–0.97 times the plain MPI_Allreduce, as before
+// AllreduceMany; on one host Arrange uses shared memory, at 1.2–3.2 times
+// it.
 //
 // # Threading
 //
@@ -134,6 +241,11 @@
 //	mpirun --allow-run-as-root -np 2 bin/mpi.test
 //	mpirun --allow-run-as-root -np 3 --oversubscribe bin/mpi.test
 //	mpirun --allow-run-as-root -np 2 bin/mpi.test -test.run='^$' -test.bench=. -test.benchtime=20x
+//
+// scripts/cluster/mpi-tests.sh runs the same binary across hosts (network
+// namespaces of this machine, as root): 2 hosts × 2 ranks (hierarchical),
+// 2 × 1 and 3 × 1 (MPI alone), and 3 + 1 ranks on 2 hosts (hierarchical
+// with one share per piece).
 //
 // Ranks other than 0 print their test output only when they fail
 // (HORA_MPI_TEST_OUTPUT=all shows it always); a failure on any rank makes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/hora-dl/hora/dist"
 	"github.com/hora-dl/hora/dist/shm"
@@ -22,20 +23,32 @@ const MaxPieceBytes = 16 << 20
 // without it.
 const RebuildHint = "rebuild the program with -tags mpi, e.g. `go build -tags mpi ./cmd/train` (needs libopenmpi-dev; `make build` does it)"
 
-// Init returns the communicator this process should use.
+// HierarchicalEnv is the environment variable that overrides Arrange's
+// mode when set: auto, on (or 1) or off (or 0), as Horovod's
+// HOROVOD_HIERARCHICAL_ALLREDUCE.
+const HierarchicalEnv = "HORA_HIERARCHICAL"
+
+// Init returns the communicator this process should use: InitWorld's,
+// wrapped by Arrange (mode "auto") in the fastest transport for the
+// ranks' layout. Call it once per process.
+func Init() (dist.Communicator, error) {
+	c, err := InitWorld()
+	if err != nil {
+		return nil, err
+	}
+	return Arrange(context.Background(), c, "auto")
+}
+
+// InitWorld returns this process's communicator without any wrapping.
 //
 // When an MPI launcher (mpirun, srun) started this process as one of
-// several ranks (see dist.LauncherSize), Init opens MPI (see Open) and
-// returns its communicator; in a program built without MPI support (the
-// `mpi` build tag, see Built) it returns an error wrapping dist.ErrNoMPI
-// that says how to rebuild, so that N copies of the program never train
-// independently while believing they are one job. Otherwise (no launcher,
-// or a launcher with one rank) it returns dist.Single().
-//
-// When all the ranks run on this host, the communicator Init returns
-// reduces through shared memory (see package dist/shm); HORA_SHM=0 turns
-// that off. Call Init once per process.
-func Init() (dist.Communicator, error) {
+// several ranks (see dist.LauncherSize), InitWorld opens MPI (see Open)
+// and returns the Comm of MPI_COMM_WORLD; in a program built without MPI
+// support (the `mpi` build tag, see Built) it returns an error wrapping
+// dist.ErrNoMPI that says how to rebuild, so that N copies of the program
+// never train independently while believing they are one job. Otherwise
+// (no launcher, or a launcher with one rank) it returns dist.Single().
+func InitWorld() (dist.Communicator, error) {
 	n, v := dist.LauncherSize()
 	if n <= 1 {
 		return dist.Single(), nil
@@ -44,17 +57,76 @@ func Init() (dist.Communicator, error) {
 		return nil, fmt.Errorf("%w: %s=%d says this process is one of %d ranks, but without MPI it would train alone: %s",
 			dist.ErrNoMPI, v, n, n, RebuildHint)
 	}
-	c, err := openCommunicator()
-	if err != nil || os.Getenv("HORA_SHM") == "0" {
-		return c, err
-	}
-	// Ranks that share this host reduce through shared memory.
-	w, err := shm.Wrap(context.Background(), c, 0)
+	return openCommunicator()
+}
+
+// Arrange wraps c, a communicator of InitWorld, in the fastest transport
+// for the ranks' layout, and returns it (or c itself):
+//
+//   - all the ranks on one host: shared memory (dist/shm's Wrap), unless
+//     the environment sets HORA_SHM=0;
+//   - several hosts, one of them with more than one rank, and mode "auto"
+//     or "on": the hierarchical allreduce (shared memory within each
+//     host, MPI between them; see the package doc), unless HORA_SHM=0;
+//   - otherwise, or with mode "off": c.
+//
+// mode is "auto", "on" or "off" ("" is "auto"); the environment variable
+// HierarchicalEnv, when set, overrides it. "auto" and "on" choose alike
+// today: the hierarchical allreduce wherever it applies. It is collective:
+// every rank calls it, with the same mode and environment, after which
+// the ranks use only the returned communicator (its Close closes c). When
+// shared memory cannot be mapped, Arrange says so on standard error and
+// returns c. The returned communicator reports c's Rank, Size, LocalRank
+// and LocalSize.
+func Arrange(ctx context.Context, c dist.Communicator, mode string) (dist.Communicator, error) {
+	mode, err := hierarchicalMode(mode)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "hora: rank %d: reducing through MPI only: %v\n", c.Rank(), err)
-		return c, nil
+		return nil, err
 	}
-	return w, nil
+	return arrange(ctx, c, mode)
+}
+
+// hierarchicalMode returns the mode Arrange applies: HierarchicalEnv's
+// when set, else mode, as "auto", "on" or "off".
+func hierarchicalMode(mode string) (string, error) {
+	what := "mode"
+	if v, ok := os.LookupEnv(HierarchicalEnv); ok && v != "" {
+		mode, what = v, HierarchicalEnv
+	}
+	switch strings.ToLower(mode) {
+	case "", "auto":
+		return "auto", nil
+	case "on", "1":
+		return "on", nil
+	case "off", "0":
+		return "off", nil
+	}
+	return "", fmt.Errorf("dist/mpi: hierarchical allreduce: %s %q: want auto, on or off", what, mode)
+}
+
+// Describe names the transport of a communicator that Arrange returned,
+// for a log: "one process", "MPI", "shared memory + MPI", or
+// "hierarchical: shared memory on 2 hosts × 2 ranks + MPI between hosts"
+// ("× 1–3 ranks" when the hosts hold different numbers).
+func Describe(c dist.Communicator) string {
+	if l, ok := c.(interface{ Layout() shm.Layout }); ok {
+		lay := l.Layout()
+		if lay.Hosts <= 1 {
+			return "shared memory + MPI"
+		}
+		per := fmt.Sprint(lay.Most)
+		if lay.Fewest != lay.Most {
+			per = fmt.Sprintf("%d–%d", lay.Fewest, lay.Most)
+		}
+		return fmt.Sprintf("hierarchical: shared memory on %d hosts × %s ranks + MPI between hosts", lay.Hosts, per)
+	}
+	switch {
+	case c.Size() == 1:
+		return "one process"
+	case isComm(c):
+		return "MPI"
+	}
+	return fmt.Sprintf("%T", c)
 }
 
 // Built reports whether MPI support is compiled into this program (built

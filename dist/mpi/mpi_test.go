@@ -19,6 +19,7 @@ import (
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/dist"
 	"github.com/hora-dl/hora/dist/disttest"
+	"github.com/hora-dl/hora/dist/shm"
 )
 
 // testComm is this process's communicator when the test binary runs
@@ -112,20 +113,37 @@ func TestConformance(t *testing.T) {
 
 func TestInitUnderLauncher(t *testing.T) {
 	c := needComm(t)
-	got, err := Init()
-	require.NoError(t, err)
+	got := arranged(t)
 	if c.Size() == 1 {
 		assert.Equal(t, 1, got.Size(), "a launcher with one rank gives dist.Single")
 		return
 	}
-	// All ranks are on this host: Init wraps the MPI communicator so that
-	// reductions go through shared memory. The wrapper must pass the
-	// conformance suite across processes too (it is not closed: that would
-	// finalize MPI for the other tests).
+	// Init wraps the MPI communicator as the layout asks: shared memory on
+	// one host, the hierarchical allreduce on several hosts of which one
+	// holds several ranks, MPI alone otherwise (or with HORA_SHM=0). The
+	// result must pass the conformance suite across processes too.
+	l := jobLayout(t, c)
+	want := "MPI"
+	switch {
+	case os.Getenv("HORA_SHM") == "0":
+	case l.Hosts == 1:
+		want = "shared memory + MPI"
+	case l.Most > 1 && os.Getenv(HierarchicalEnv) != "off":
+		per := fmt.Sprint(l.Most)
+		if l.Fewest != l.Most {
+			per = fmt.Sprintf("%d–%d", l.Fewest, l.Most)
+		}
+		want = fmt.Sprintf("hierarchical: shared memory on %d hosts × %s ranks + MPI between hosts", l.Hosts, per)
+	}
+	t.Logf("rank %d: %s", c.Rank(), Describe(got))
+	assert.Equal(t, want, Describe(got))
 	assert.Equal(t, c.Rank(), got.Rank())
 	assert.Equal(t, c.Size(), got.Size())
-	_, isMulti := got.(dist.MultiAllreducer)
-	assert.True(t, isMulti, "Init's communicator reduces through shared memory")
+	assert.Equal(t, c.LocalRank(), got.LocalRank())
+	assert.Equal(t, c.LocalSize(), got.LocalSize())
+	if want != "MPI" {
+		assert.Equal(t, l, got.(interface{ Layout() shm.Layout }).Layout())
+	}
 	disttest.RunAll(t, got.Size(), func(cs disttest.Case) []error {
 		return []error{cs.Run(context.Background(), got)}
 	})
@@ -141,11 +159,13 @@ func TestRanks(t *testing.T) {
 	assert.Equal(t, n, c.Size())
 	assert.GreaterOrEqual(t, c.Rank(), 0)
 	assert.Less(t, c.Rank(), c.Size())
-	// Every rank of these tests runs on one host.
-	assert.Equal(t, c.Size(), c.LocalSize())
-	assert.Equal(t, c.Rank(), c.LocalRank())
+	assert.Less(t, c.LocalRank(), c.LocalSize())
+	assert.LessOrEqual(t, c.LocalSize(), c.Size())
 	if s := os.Getenv("OMPI_COMM_WORLD_LOCAL_RANK"); s != "" {
 		assert.Equal(t, s, fmt.Sprint(c.LocalRank()))
+	}
+	if s := os.Getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s != "" {
+		assert.Equal(t, s, fmt.Sprint(c.LocalSize()))
 	}
 }
 
@@ -388,32 +408,36 @@ func TestGoSignalsKept(t *testing.T) {
 	})
 }
 
-// TestTrainingEquivalence: N ranks over MPI (and over MPI plus shared
-// memory, as Init gives it) with batch B each train the same parameters
-// as one process with batch N·B, for SGD with momentum and Adam.
+// TestTrainingEquivalence: N ranks over MPI (and over the communicator
+// Init gives: shared memory on one host, hierarchical on several) with
+// batch B each train the same parameters as one process with batch N·B,
+// for SGD with momentum and Adam, fused (through AllreduceMany) or not.
 func TestTrainingEquivalence(t *testing.T) {
 	c := needComm(t)
 	if c.Size() == 1 {
 		t.Skip("needs several ranks")
 	}
-	wrapped, err := Init()
-	require.NoError(t, err)
+	wrapped := arranged(t)
 	for _, tc := range []struct {
 		name     string
 		comm     dist.Communicator
 		opt      string
 		compress bool
+		fusion   int64
 		tol      float64
 	}{
-		{"mpi/sgd", c, "sgd", false, 1e-5},
-		{"mpi/adam", c, "adam", false, 1e-5},
-		{"shm/sgd", wrapped, "sgd", false, 1e-5},
-		{"shm/adam", wrapped, "adam", false, 1e-5},
-		{"mpi/adam/fp16", c, "adam", true, 5e-2},
+		{"mpi/sgd", c, "sgd", false, 0, 1e-5},
+		{"mpi/adam", c, "adam", false, 0, 1e-5},
+		{"mpi/sgd/unfused", c, "sgd", false, -1, 1e-5},
+		{"arranged/sgd", wrapped, "sgd", false, 0, 1e-5},
+		{"arranged/adam", wrapped, "adam", false, 0, 1e-5},
+		{"mpi/adam/fp16", c, "adam", true, 0, 5e-2},
+		{"arranged/adam/fp16", wrapped, "adam", true, 0, 5e-2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := disttest.Equivalence(context.Background(), tc.comm, disttest.EquivalenceConfig{
-				Optimizer: tc.opt, Steps: 20, Batch: 8, Compress: tc.compress})
+				Optimizer: tc.opt, Steps: 20, Batch: 8, Compress: tc.compress,
+				Engine: dist.EngineConfig{FusionThreshold: tc.fusion}})
 			require.NoError(t, err)
 			assert.LessOrEqual(t, d, tc.tol, "rank %d: max relative parameter difference", c.Rank())
 		})

@@ -1,7 +1,9 @@
 // Package shm speeds up the collectives of ranks that share one host: Wrap
 // decorates any dist.Communicator (MPI's, in practice) so that Allreduce
 // and small Allgathers of CPU buffers go through a shared memory segment
-// instead of the wrapped transport's messages.
+// instead of the wrapped transport's messages; WrapHierarchical does the
+// same for the ranks of each host of several, reducing between hosts
+// through another communicator.
 //
 // # Why
 //
@@ -31,10 +33,36 @@
 // waiting for a busy one costs little.
 //
 // Other types (float16), other devices, Broadcast and large Allgathers go
-// to the wrapped communicator, as does everything when the ranks are not
-// all on one host. A rank that aborts or closes marks it in the segment,
-// so the others fail with a *dist.RankError instead of waiting.
+// to the wrapped communicator. A rank that aborts or closes marks it in
+// the segment, so the others of its host fail with a *dist.RankError
+// instead of waiting.
 //
-//	c, err := mpi.Init()            // the ranks mpirun started
-//	c, err = shm.Wrap(ctx, c, 0)    // mpi.Init does this itself
+//	c, err := mpi.InitWorld()        // the ranks mpirun started
+//	c, err = shm.Wrap(ctx, c, 0)     // mpi.Arrange does this on one host
+//
+// # Several hosts: the hierarchical allreduce
+//
+// Wrap applies only when all the ranks share a host. WrapHierarchical
+// reduces in two levels instead, as Horovod's hierarchical allreduce: the
+// ranks of each host share a segment through a communicator of their own
+// (Levels.Host, for MPI a sub-communicator of the host's ranks), and the
+// step between the two barriers above gains a step between hosts. Only
+// the first Shares ranks of each host (the fewest any host holds) own a
+// share of each piece: every rank of the host copies the owners' shares of
+// its values into its slot; each owner sums its share over the host, then
+// reduces the sum with the owners of the same share on the other hosts
+// through Levels.Cross (for MPI, a communicator of one rank per host),
+// divides it by the world's size for Average, and leaves it in its slot,
+// from which the host's other ranks copy it. The segment's pieces are set
+// by the largest host, so that the pieces and their shares agree on every
+// host. The hierarchical communicator stands for Levels.World: it reports
+// the world's ranks, and its Broadcast, Allgather, Barrier and what
+// shared memory does not reduce go there. Its Layout reports the hosts and
+// the ranks they hold.
+//
+// The algorithm does not depend on MPI: the tests run it, and the
+// conformance suite on it, over dist/local's goroutine ranks laid out as
+// 2 + 2, 3 + 1 and 2 + 3 ranks on "hosts" (and count the calls between
+// hosts). Package dist/mpi builds the communicators (mpi.Arrange) and
+// documents the measurements between hosts.
 package shm

@@ -24,19 +24,60 @@ const DefaultSegmentBytes = 64 << 20
 const lineBytes = 128
 
 // comm is a Communicator whose Allreduce and Allgather of CPU buffers go
-// through shared memory; everything else goes to the wrapped one.
+// through shared memory; everything else goes to the wrapped one. In a
+// hierarchical comm (WrapHierarchical) the segment is shared by the ranks
+// of one host, and each piece's shares are reduced across the hosts by
+// cross between the two halves of the shared-memory reduction.
 type comm struct {
-	dist.Communicator
-	seg    []byte
-	slot   int              // bytes of one rank's slot
-	slots  [2][]byte        // the two halves, each size slots back to back
-	count  *atomic.Uint32   // arrivals at barriers, all ranks together
-	gone   []*atomic.Uint64 // per rank: 1 after Abort, 2 after Close
-	seq    uint64           // barriers passed by this rank
-	spin   time.Duration    // how long a barrier polls before sleeping
-	ops    uint64           // shared-memory operations done (selects the half)
-	broken error            // why the collectives fail: another rank left, an abandoned barrier, Close
-	guard  transport.Guard  // checks broken (usable) and the arguments
+	dist.Communicator                   // every rank (Rank, Size, Broadcast, Abort, ...): the wrapped communicator
+	host              dist.Communicator // the ranks that share the segment: the wrapped one, or this host's
+	hier              bool              // made by WrapHierarchical: host is not the wrapped communicator
+	cross             dist.Communicator // hierarchical: the owners of this rank's share on every host; else nil
+	shares            int               // how many of host's ranks own a share of each piece
+	layout            Layout
+	ranks             []int // the wrapped communicator's rank of each of host's ranks
+	seg               []byte
+	slot              int              // bytes of one rank's slot
+	slots             [2][]byte        // the two halves, each host.Size() slots back to back
+	count             *atomic.Uint32   // arrivals at barriers, all of host's ranks together
+	gone              []*atomic.Uint64 // per rank of host: 1 after Abort, 2 after Close
+	seq               uint64           // barriers passed by this rank
+	spin              time.Duration    // how long a barrier polls before sleeping
+	ops               uint64           // shared-memory operations done (selects the half)
+	broken            error            // why the collectives fail: another rank left, an abandoned barrier, Close
+	guard             transport.Guard  // checks broken (usable) and the arguments
+}
+
+// Layout says how the ranks of a group are spread over hosts.
+type Layout struct {
+	Hosts  int // the number of hosts
+	Fewest int // the fewest ranks a host holds
+	Most   int // the most ranks a host holds
+}
+
+// LayoutOf returns the layout of c's ranks, given this rank's place among
+// the ranks of its host (its rank and their number there; for an MPI
+// communicator, LocalRank and LocalSize). It is collective over c.
+func LayoutOf(ctx context.Context, c dist.Communicator, hostRank, hostSize int) (Layout, error) {
+	b, err := cpu.Default().Alloc(device.Int64, 2)
+	if err != nil {
+		return Layout{}, err
+	}
+	v := b.(*cpu.Buffer).Int64s()
+	v[0], v[1] = int64(hostSize), -int64(hostSize)
+	if err := c.Allreduce(ctx, b, dist.Max); err != nil {
+		return Layout{}, err
+	}
+	l := Layout{Most: int(v[0]), Fewest: int(-v[1])}
+	v[0], v[1] = 0, 0
+	if hostRank == 0 {
+		v[0] = 1
+	}
+	if err := c.Allreduce(ctx, b, dist.Sum); err != nil {
+		return Layout{}, err
+	}
+	l.Hosts = int(v[0])
+	return l, nil
 }
 
 // Wrap returns c with Allreduce (float32, float64, int64) and Allgather of
@@ -49,22 +90,134 @@ func Wrap(ctx context.Context, c dist.Communicator, segmentBytes int) (dist.Comm
 	if size < 2 || c.LocalSize() != size {
 		return c, nil
 	}
-	if segmentBytes <= 0 {
-		segmentBytes = DefaultSegmentBytes
+	slot, err := slotBytes(segmentBytes, size)
+	if err != nil {
+		return nil, err
 	}
-	slot := (segmentBytes / (2 * size)) &^ (lineBytes - 1)
-	if slot < 64<<10 {
-		return nil, fmt.Errorf("dist/shm: a segment of %d bytes is too small for %d ranks", segmentBytes, size)
+	s := &comm{Communicator: c, host: c, shares: size, layout: Layout{Hosts: 1, Fewest: size, Most: size}}
+	for r := range size {
+		s.ranks = append(s.ranks, r)
 	}
-	total := (size+1)*lineBytes + 2*size*slot
-	seg, err := mapShared(ctx, c, total)
+	seg, err := mapShared(ctx, c, segmentLen(size, slot))
 	if err != nil {
 		return nil, err
 	}
 	if seg == nil {
 		return c, nil // no shared memory here: the wrapped transport does it all
 	}
-	s := &comm{Communicator: c, seg: seg, slot: slot, spin: spinTime}
+	s.attach(seg, slot)
+	return s, nil
+}
+
+// Levels are the communicators of a hierarchical allreduce, seen from one
+// rank (see WrapHierarchical).
+type Levels struct {
+	// World is every rank: the communicator that the hierarchical one
+	// stands for, and that runs what shared memory does not.
+	World dist.Communicator
+	// Host is the ranks of World on this host, in World's order.
+	Host dist.Communicator
+	// Shares is how many of each host's ranks reduce across hosts: each
+	// piece of an allreduce is cut into Shares shares, and Host's rank j <
+	// Shares reduces share j between the hosts. It is at most the fewest
+	// ranks any host holds, the same on every rank.
+	Shares int
+	// Cross is, on Host's ranks below Shares, the ranks of the same Host
+	// rank on every host, one per host; nil on the others.
+	Cross dist.Communicator
+}
+
+// WrapHierarchical returns a communicator that stands for l.World and
+// reduces in two levels, as Horovod's hierarchical allreduce: within each
+// host through a shared segment, as Wrap does, except that between the
+// step in which each rank reduces its share of the host's values and the
+// step in which the ranks copy each other's results, the owners of the
+// shares reduce them across the hosts through l.Cross. Allreduce and
+// AllreduceMany of CPU float32, float64 and int64 buffers go this way
+// (Average divides by World's size at the end); everything else goes to
+// World. It is collective over World: every rank calls it, after which
+// the ranks use only the returned communicator, whose Close unmaps the
+// memory and closes Cross, Host and World, in that order. When a host
+// cannot map shared memory, every rank returns an error and closes
+// nothing.
+func WrapHierarchical(ctx context.Context, l Levels, segmentBytes int) (dist.Communicator, error) {
+	host := l.Host
+	if l.Shares < 1 || l.Shares > host.Size() || (l.Cross != nil) != (host.Rank() < l.Shares) {
+		return nil, fmt.Errorf("dist/shm: hierarchical: %d shares, host rank %d of %d, cross communicator %v: inconsistent",
+			l.Shares, host.Rank(), host.Size(), l.Cross != nil)
+	}
+	layout, err := LayoutOf(ctx, l.World, host.Rank(), host.Size())
+	if err != nil {
+		return nil, err
+	}
+	// The slots of the largest host set every host's piece, so that the
+	// pieces and their shares match across hosts.
+	slot, err := slotBytes(segmentBytes, layout.Most)
+	if err != nil {
+		return nil, err
+	}
+	ranks, err := cpu.Default().Alloc(device.Int64, host.Size())
+	if err != nil {
+		return nil, err
+	}
+	me, err := cpu.Default().Alloc(device.Int64, 1)
+	if err != nil {
+		return nil, err
+	}
+	me.(*cpu.Buffer).Int64s()[0] = int64(l.World.Rank())
+	if err := host.Allgather(ctx, ranks, me); err != nil {
+		return nil, err
+	}
+	seg, mapErr := mapShared(ctx, host, segmentLen(host.Size(), slot))
+	// Every host must have its segment, or none uses one.
+	bad, err := cpu.Default().Alloc(device.Int64, 1)
+	if err != nil {
+		return nil, err
+	}
+	if mapErr != nil || seg == nil {
+		bad.(*cpu.Buffer).Int64s()[0] = 1
+	}
+	if err := l.World.Allreduce(ctx, bad, dist.Max); err != nil {
+		return nil, errors.Join(mapErr, err)
+	}
+	if bad.(*cpu.Buffer).Int64s()[0] != 0 {
+		if seg != nil {
+			munmap(seg)
+		}
+		if mapErr == nil {
+			mapErr = errors.New("a host has no shared memory")
+		}
+		return nil, fmt.Errorf("dist/shm: hierarchical: %w", mapErr)
+	}
+	s := &comm{Communicator: l.World, host: host, hier: true, cross: l.Cross, shares: l.Shares, layout: layout}
+	for _, r := range ranks.(*cpu.Buffer).Int64s() {
+		s.ranks = append(s.ranks, int(r))
+	}
+	s.attach(seg, slot)
+	return s, nil
+}
+
+// slotBytes returns the bytes of one rank's slot when size ranks share a
+// segment of segmentBytes (0: DefaultSegmentBytes).
+func slotBytes(segmentBytes, size int) (int, error) {
+	if segmentBytes <= 0 {
+		segmentBytes = DefaultSegmentBytes
+	}
+	slot := (segmentBytes / (2 * size)) &^ (lineBytes - 1)
+	if slot < 64<<10 {
+		return 0, fmt.Errorf("dist/shm: a segment of %d bytes is too small for %d ranks", segmentBytes, size)
+	}
+	return slot, nil
+}
+
+// segmentLen returns the bytes of the segment of size ranks: the arrival
+// counter, a line of flags per rank and two slots per rank.
+func segmentLen(size, slot int) int { return (size+1)*lineBytes + 2*size*slot }
+
+// attach lays s out over seg.
+func (s *comm) attach(seg []byte, slot int) {
+	size := s.host.Size()
+	s.seg, s.slot, s.spin = seg, slot, spinTime
 	s.guard = transport.Guard{Comm: s, State: s.usable}
 	if cpus := hostcpu.Online(); cpus > 0 && size > cpus {
 		// More ranks than cores: a spinning rank would hold a core that
@@ -77,8 +230,16 @@ func Wrap(ctx context.Context, c dist.Communicator, segmentBytes int) (dist.Comm
 	}
 	data := seg[(size+1)*lineBytes:]
 	s.slots[0], s.slots[1] = data[:size*slot], data[size*slot:]
-	return s, nil
 }
+
+// LocalRank returns this rank's place among the ranks on its host.
+func (s *comm) LocalRank() int { return s.host.LocalRank() }
+
+// LocalSize returns the number of ranks on this rank's host.
+func (s *comm) LocalSize() int { return s.host.LocalSize() }
+
+// Layout returns how the ranks are spread over hosts.
+func (s *comm) Layout() Layout { return s.layout }
 
 // mapShared creates (rank 0) or opens (the others) a file in /dev/shm,
 // maps it, and unlinks it once every rank has it mapped.
@@ -171,7 +332,7 @@ const spinTime = time.Millisecond
 // whether a rank aborted or closed.
 func (s *comm) barrier(ctx context.Context) error {
 	s.seq++
-	target := uint32(s.seq * uint64(s.Size()))
+	target := uint32(s.seq * uint64(s.host.Size()))
 	if s.count.Add(1) == target {
 		wake(s.count)
 		return nil
@@ -196,10 +357,10 @@ func (s *comm) barrier(ctx context.Context) error {
 		for q, g := range s.gone {
 			switch g.Load() {
 			case goneAborted:
-				s.broken = &dist.RankError{Rank: q, Err: errors.New("aborted")}
+				s.broken = &dist.RankError{Rank: s.worldRank(q), Err: errors.New("aborted")}
 				return s.broken
 			case goneClosed:
-				s.broken = &dist.RankError{Rank: q, Err: dist.ErrClosed}
+				s.broken = &dist.RankError{Rank: s.worldRank(q), Err: dist.ErrClosed}
 				return s.broken
 			}
 		}
@@ -229,9 +390,11 @@ func (s *comm) Allreduce(ctx context.Context, b device.Buffer, op dist.ReduceOp)
 }
 
 // AllreduceMany reduces the concatenation of CPU buffers of one type in
-// shared memory, in pieces of one slot. Each rank owns a share of every
-// piece: it copies the others' shares of its values into its slot, reduces
-// its own share in place (its values, then the others' from their slots)
+// shared memory, in pieces of one slot. Each of the first shares ranks of
+// the host owns a share of every piece: every rank copies the owners'
+// shares of its values into its slot; each owner reduces its own share in
+// its own buffers (its values, then the others' from their slots), has
+// cross reduce it across the hosts when the communicator is hierarchical,
 // and leaves the result in its slot, from which the others copy it.
 func (s *comm) AllreduceMany(ctx context.Context, bufs []device.Buffer, op dist.ReduceOp) error {
 	if err := s.guard.AllreduceMany(bufs, op); err != nil {
@@ -251,17 +414,21 @@ func (s *comm) AllreduceMany(ctx context.Context, bufs []device.Buffer, op dist.
 	}
 	switch dt {
 	case device.Float32:
-		return allreduce(ctx, s, slices(cbs, (*cpu.Buffer).Float32s), op)
+		return allreduce(ctx, s, bufs, slices(cbs, (*cpu.Buffer).Float32s), op)
 	case device.Float64:
-		return allreduce(ctx, s, slices(cbs, (*cpu.Buffer).Float64s), op)
+		return allreduce(ctx, s, bufs, slices(cbs, (*cpu.Buffer).Float64s), op)
 	case device.Int64:
-		return allreduce(ctx, s, slices(cbs, (*cpu.Buffer).Int64s), op)
+		return allreduce(ctx, s, bufs, slices(cbs, (*cpu.Buffer).Int64s), op)
 	}
 	return s.fallback(ctx, bufs, op)
 }
 
-// fallback reduces the buffers one by one with the wrapped communicator.
+// fallback reduces the buffers with the wrapped communicator, as one when
+// it can.
 func (s *comm) fallback(ctx context.Context, bufs []device.Buffer, op dist.ReduceOp) error {
+	if m, ok := s.Communicator.(dist.MultiAllreducer); ok {
+		return m.AllreduceMany(ctx, bufs, op)
+	}
 	for _, b := range bufs {
 		if err := s.Communicator.Allreduce(ctx, b, op); err != nil {
 			return err
@@ -301,40 +468,48 @@ func spans[T any](bufs [][]T, off, n int, fn func(b []T, at int)) {
 	}
 }
 
-func allreduce[T transport.Number](ctx context.Context, s *comm, bufs [][]T, op dist.ReduceOp) error {
+// allreduce reduces the concatenation of bufs, whose elements are vals.
+func allreduce[T transport.Number](ctx context.Context, s *comm, bufs []device.Buffer, vals [][]T, op dist.ReduceOp) error {
 	var zero T
 	piece := s.slot / int(unsafe.Sizeof(zero))
-	size, rank := s.Size(), s.Rank()
+	size, rank := s.host.Size(), s.host.Rank()
 	total := 0
-	for _, b := range bufs {
+	for _, b := range vals {
 		total += len(b)
 	}
 	for off := 0; off < total; off += piece {
 		n := min(piece, total-off)
 		h := s.half()
 		mine := view[T](s, h, rank, n)
-		lo, hi := share(n, size, rank)
-		// The others need only their shares of this rank's values.
-		for q := range size {
-			if qlo, qhi := share(n, size, q); q != rank && qlo < qhi {
-				spans(bufs, off+qlo, qhi-qlo, func(b []T, at int) { copy(mine[qlo+at:], b) })
+		lo, hi := s.share(n, rank)
+		// The owners need only their shares of this rank's values.
+		for q := range s.shares {
+			if qlo, qhi := s.share(n, q); q != rank && qlo < qhi {
+				spans(vals, off+qlo, qhi-qlo, func(b []T, at int) { copy(mine[qlo+at:], b) })
 			}
 		}
 		if err := s.barrier(ctx); err != nil {
 			return err
 		}
 		// Reduce this rank's share in its own buffers (its values, then the
-		// others' in rank order), and leave the result in its slot.
+		// others' in rank order), then across the hosts, and leave the
+		// result in its slot.
 		if lo < hi {
-			spans(bufs, off+lo, hi-lo, func(dst []T, at int) {
+			spans(vals, off+lo, hi-lo, func(dst []T, at int) {
 				for q := range size {
-					if q == rank {
-						continue
+					if q != rank {
+						transport.Combine(dst, view[T](s, h, q, n)[lo+at:lo+at+len(dst)], op)
 					}
-					transport.Combine(dst, view[T](s, h, q, n)[lo+at:lo+at+len(dst)], op)
 				}
+			})
+			if s.cross != nil {
+				if err := s.acrossHosts(ctx, bufs, off+lo, hi-lo, op); err != nil {
+					return err
+				}
+			}
+			spans(vals, off+lo, hi-lo, func(dst []T, at int) {
 				if op == dist.Average {
-					transport.Divide(dst, size)
+					transport.Divide(dst, s.Size())
 				}
 				copy(mine[lo+at:], dst)
 			})
@@ -343,26 +518,70 @@ func allreduce[T transport.Number](ctx context.Context, s *comm, bufs [][]T, op 
 			return err
 		}
 		// The others' shares of the result, from their slots.
-		for q := range size {
-			if qlo, qhi := share(n, size, q); q != rank && qlo < qhi {
+		for q := range s.shares {
+			if qlo, qhi := s.share(n, q); q != rank && qlo < qhi {
 				res := view[T](s, h, q, n)
-				spans(bufs, off+qlo, qhi-qlo, func(b []T, at int) { copy(b, res[qlo+at:]) })
+				spans(vals, off+qlo, qhi-qlo, func(b []T, at int) { copy(b, res[qlo+at:]) })
 			}
 		}
 	}
 	return nil
 }
 
-// share returns the elements [lo, hi) of n that rank r reduces: about
-// n/size, in whole cache lines.
-func share(n, size, r int) (lo, hi int) {
+// acrossHosts reduces the elements [off, off+n) of the concatenation of
+// bufs, this rank's share of a piece, summed over its host, with its
+// owners on the other hosts (s.cross); Average is a sum there, divided by
+// the world's size afterwards.
+func (s *comm) acrossHosts(ctx context.Context, bufs []device.Buffer, off, n int, op dist.ReduceOp) error {
+	var parts []device.Buffer
+	start := 0 // of the current buffer in the concatenation
+	for _, b := range bufs {
+		end := start + b.Len()
+		if lo, hi := max(off, start), min(off+n, end); lo < hi {
+			part, err := device.SliceOf(b, lo-start, hi-lo)
+			if err != nil {
+				return err
+			}
+			parts = append(parts, part)
+		}
+		start = end
+	}
+	if op == dist.Average {
+		op = dist.Sum
+	}
+	var err error
+	if m, ok := s.cross.(dist.MultiAllreducer); ok {
+		err = m.AllreduceMany(ctx, parts, op)
+	} else {
+		for _, p := range parts {
+			if err = s.cross.Allreduce(ctx, p, op); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		// The hosts may now disagree on what was done.
+		s.broken = fmt.Errorf("dist/shm: reducing across hosts: %w", err)
+		return s.broken
+	}
+	return nil
+}
+
+// share returns the elements [lo, hi) of n that rank r of the host
+// reduces: about n/shares for the first shares ranks, in whole cache
+// lines, and none for the others.
+func (s *comm) share(n, r int) (lo, hi int) {
+	if r >= s.shares {
+		return n, n
+	}
 	const align = 32
 	blocks := (n + align - 1) / align
-	return min(n, r*blocks/size*align), min(n, (r+1)*blocks/size*align)
+	return min(n, r*blocks/s.shares*align), min(n, (r+1)*blocks/s.shares*align)
 }
 
 // Allgather copies every rank's src through shared memory when it fits in
-// a slot.
+// a slot and all the ranks share the segment; otherwise the wrapped
+// communicator does it.
 func (s *comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
 	if err := s.guard.Allgather(dst, src); err != nil {
 		return err
@@ -370,7 +589,7 @@ func (s *comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
 	cs, ok1 := src.(*cpu.Buffer)
 	cd, ok2 := dst.(*cpu.Buffer)
 	bytes := src.Len() * src.DType().Size()
-	if !ok1 || !ok2 || bytes > s.slot {
+	if !ok1 || !ok2 || bytes > s.slot || s.hier {
 		return s.Communicator.Allgather(ctx, dst, src)
 	}
 	h := s.half()
@@ -385,16 +604,24 @@ func (s *comm) Allgather(ctx context.Context, dst, src device.Buffer) error {
 	return nil
 }
 
-// Barrier passes through shared memory.
+// Barrier passes through shared memory when all the ranks share the
+// segment, and through the wrapped communicator otherwise.
 func (s *comm) Barrier(ctx context.Context) error {
 	if err := s.guard.Barrier(); err != nil {
 		return err
 	}
+	if s.hier {
+		return s.Communicator.Barrier(ctx)
+	}
 	return s.barrier(ctx)
 }
 
-// Unwrap returns the wrapped communicator.
+// Unwrap returns the wrapped communicator (the world, for a hierarchical
+// one).
 func (s *comm) Unwrap() dist.Communicator { return s.Communicator }
+
+// worldRank returns the rank of host rank q in the wrapped communicator.
+func (s *comm) worldRank(q int) int { return s.ranks[q] }
 
 // Values of a rank's gone word.
 const (
@@ -402,23 +629,33 @@ const (
 	goneClosed  = 2
 )
 
-// Abort tells the other ranks, which may be waiting in shared memory, then
-// aborts the wrapped communicator.
+// Abort tells the other ranks of the host, which may be waiting in shared
+// memory, then aborts the wrapped communicator.
 func (s *comm) Abort(err error) {
 	if s.seg != nil {
-		s.gone[s.Rank()].Store(goneAborted)
+		s.gone[s.host.Rank()].Store(goneAborted)
 	}
 	s.Communicator.Abort(err)
 }
 
-// Close unmaps the segment and closes the wrapped communicator.
+// Close unmaps the segment and closes the communicators: for a
+// hierarchical one, the one between hosts and the host's, then the
+// wrapped one.
 func (s *comm) Close() error {
+	var errs []error
 	if s.seg != nil {
-		s.gone[s.Rank()].CompareAndSwap(0, goneClosed)
+		s.gone[s.host.Rank()].CompareAndSwap(0, goneClosed)
 		munmap(s.seg)
 		s.seg = nil
 		s.slots = [2][]byte{}
 		s.broken = dist.ErrClosed
+		if s.cross != nil {
+			errs = append(errs, s.cross.Close())
+		}
+		if s.hier {
+			errs = append(errs, s.host.Close())
+		}
 	}
-	return s.Communicator.Close()
+	errs = append(errs, s.Communicator.Close())
+	return errors.Join(errs...)
 }
