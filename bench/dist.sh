@@ -3,8 +3,9 @@
 # and printed as one table (bench/dist_table.py):
 #   - allreduce bus bandwidth on 2 ranks at 1, 16, 64 and 256 MB: Hora's
 #     engine (one tensor, and the same bytes as 16 tensors fused), through
-#     shared memory (the default on one host) and through MPI alone
-#     (HORA_SHM=0), against a plain MPI_Allreduce in 16 MB pieces;
+#     shared memory (the default on one host) and through MPI alone, in
+#     the same run, against a plain MPI_Allreduce in 16 MB pieces
+#     (scripts/cluster/bench.sh measures the same between hosts);
 #   - weak scaling of the MLP (784-512-256-10, SGD, batch 128 per rank):
 #     2 ranks of 1 thread against 1 rank of 1 thread;
 #   - the overhead of the timeline on the 2-rank MLP.
@@ -29,7 +30,6 @@ results=$out/results.jsonl
 for ((i = 1; i <= repeat; i++)); do
 	echo "run $i/$repeat: allreduce, 2 ranks, through shared memory and through MPI alone" >&2
 	"${mpirun[@]}" -np 2 bin/hora-dist-bench -mode allreduce -iters 10 >>"$results"
-	HORA_SHM=0 "${mpirun[@]}" -np 2 -x HORA_SHM bin/hora-dist-bench -mode allreduce -iters 10 >>"$results"
 	echo "run $i/$repeat: MLP, 1 rank and 2 ranks of 1 thread, timeline off and on" >&2
 	"${mpirun[@]}" -np 1 -x GOMAXPROCS=1 bin/hora-dist-bench -mode mlp -steps 200 >>"$results"
 	"${mpirun[@]}" -np 2 -x GOMAXPROCS=1 bin/hora-dist-bench -mode mlp -steps 200 >>"$results"

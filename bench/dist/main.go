@@ -1,13 +1,18 @@
 // Command hora-dist-bench measures Hora's distributed training under
-// mpirun, for make bench-dist (bench/dist.sh runs it): allreduce bus
-// bandwidth through Hora's engine against a plain chunked MPI_Allreduce in
-// the same run, and training steps per second of the MLP.
+// mpirun, for make bench-dist (bench/dist.sh) and the cluster's
+// scripts/cluster/bench.sh: allreduce bus bandwidth through Hora's engine
+// against a plain chunked MPI_Allreduce in the same run, and training
+// steps per second of the MLP.
 //
-//	mpirun -np 2 hora-dist-bench -mode allreduce [-sizes 1,16,64,256] [-iters 10]
+//	mpirun -np 2 hora-dist-bench -mode allreduce [-sizes 1,16,64,256] [-iters 10] [-hierarchical auto]
 //	mpirun -np N hora-dist-bench -mode mlp [-batch 128] [-steps 60]
 //
-// Rank 0 prints one JSON object per measurement. It must be built with
-// -tags mpi to run on more than one rank.
+// The allreduce mode measures, per size, the plain MPI_Allreduce and then
+// the engine on MPI alone and, when mpi.Arrange chooses another transport
+// (shared memory on one host, the hierarchical allreduce on several), on
+// that one too. Rank 0 prints one JSON object per measurement, naming its
+// transport (mpi.Describe). It must be built with -tags mpi to run on more
+// than one rank.
 package main
 
 import (
@@ -55,13 +60,19 @@ func run() error {
 	timeline := flag.String("timeline", "", "mlp: write rank 0's timeline to this file")
 	threads := flag.Int("threads", 1, "compute threads per rank")
 	extra := flag.Int("engine-procs", 0, "extra GOMAXPROCS for the engine goroutine when there are several ranks")
+	hier := flag.String("hierarchical", "auto", "hierarchical allreduce between hosts: auto, on or off (mpi.Arrange's mode)")
+	flag.StringVar(&label, "label", "", "a name for the ranks' layout (\"2 hosts × 2 ranks\"), copied into every line")
 	flag.Parse()
 
-	comm, err := mpi.Init()
+	world, err := mpi.InitWorld()
 	if err != nil {
 		return err
 	}
-	defer comm.Close()
+	comm, err := mpi.Arrange(context.Background(), world, *hier)
+	if err != nil {
+		return err
+	}
+	defer comm.Close() // and world
 	// The compute threads, plus -engine-procs goroutine slots for the
 	// engine when there are several ranks (0 by default: measured faster
 	// when every core computes).
@@ -74,7 +85,7 @@ func run() error {
 	var runErr error
 	switch *mode {
 	case "allreduce":
-		runErr = benchAllreduce(comm, *sizes, *iters)
+		runErr = benchAllreduce(world, comm, *sizes, *iters)
 	case "mlp":
 		runErr = benchMLP(comm, *batch, *steps, *timeline)
 	default:
@@ -87,13 +98,21 @@ func run() error {
 	return runErr
 }
 
+// label is the -label flag.
+var label string
+
+// report prints v on rank 0, with the communicator's size and transport.
 func report(comm dist.Communicator, v map[string]any) {
 	if comm.Rank() != 0 {
 		return
 	}
+	if label != "" {
+		v["label"] = label
+	}
 	v["ranks"] = comm.Size()
 	v["threads"] = cpu.Default().Threads()
-	_, v["shm"] = comm.(dist.MultiAllreducer)
+	v["transport"] = mpi.Describe(comm)
+	v["shm"] = strings.Contains(v["transport"].(string), "shared memory")
 	line, _ := json.Marshal(v)
 	fmt.Println(string(line))
 }
@@ -109,21 +128,19 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// benchAllreduce times, per size, the plain chunked MPI_Allreduce, then
-// Hora's engine on one tensor of that size (reduced in place, in 16 MB
-// pieces) and on the same bytes as 16 tensors fused into one buffer.
-func benchAllreduce(comm dist.Communicator, sizeList string, iters int) error {
-	inner := comm
-	for {
-		u, ok := inner.(interface{ Unwrap() dist.Communicator })
-		if !ok {
-			break
-		}
-		inner = u.Unwrap() // the shared-memory layer hides MPI's baseline
-	}
-	raw, ok := inner.(rawAllreducer)
+// benchAllreduce times, per size, the plain chunked MPI_Allreduce on
+// world, then Hora's engine on one tensor of that size (reduced in place)
+// and on the same bytes as 16 tensors fused, first over world (MPI alone),
+// then over arranged when it differs. Every line reports the same plain
+// MPI_Allreduce time.
+func benchAllreduce(world, arranged dist.Communicator, sizeList string, iters int) error {
+	raw, ok := world.(rawAllreducer)
 	if !ok {
 		return errors.New("allreduce mode needs MPI: build with -tags mpi and run under mpirun with 2 or more ranks")
+	}
+	comms := []dist.Communicator{world}
+	if arranged != world {
+		comms = append(comms, arranged)
 	}
 	ctx := context.Background()
 	for _, s := range strings.Split(sizeList, ",") {
@@ -143,52 +160,63 @@ func benchAllreduce(comm dist.Communicator, sizeList string, iters int) error {
 				rawT = append(rawT, time.Since(start))
 			}
 		}
-
-		e, err := dist.NewEngine(comm, dist.EngineConfig{})
-		if err != nil {
-			return err
-		}
-		one := tensor.Zeros(n)
-		const parts = 16
-		fused := make([]*tensor.Tensor, parts)
-		for i := range fused {
-			fused[i] = tensor.Zeros(n / parts)
-		}
-		var oneT, fusedT []time.Duration
-		for i := range iters + 1 {
-			start := time.Now()
-			if err := e.Allreduce(ctx, "one", one, dist.Sum); err != nil {
+		r := median(rawT)
+		bytes := n * 4
+		for _, comm := range comms {
+			o, f, err := benchEngine(ctx, comm, n, iters)
+			if err != nil {
 				return err
 			}
-			if i > 0 {
-				oneT = append(oneT, time.Since(start))
-			}
-			start = time.Now()
-			hs := make([]*dist.Handle, parts)
-			for k, t := range fused {
-				hs[k] = e.AllreduceAsync(fmt.Sprint("part", k), t, dist.Sum, false)
-			}
-			e.Flush()
-			for _, h := range hs {
-				if err := h.Wait(ctx); err != nil {
-					return err
-				}
-			}
-			if i > 0 {
-				fusedT = append(fusedT, time.Since(start))
-			}
+			report(comm, map[string]any{"workload": "allreduce", "mb": mb,
+				"raw_ms": r.Seconds() * 1e3, "hora_ms": o.Seconds() * 1e3, "fused_ms": f.Seconds() * 1e3,
+				"raw_busbw": busBandwidth(bytes, comm.Size(), r), "hora_busbw": busBandwidth(bytes, comm.Size(), o),
+				"fused_busbw": busBandwidth(bytes, comm.Size(), f)})
 		}
-		if err := e.Close(); err != nil {
-			return err
-		}
-		bytes := n * 4
-		r, o, f := median(rawT), median(oneT), median(fusedT)
-		report(comm, map[string]any{"workload": "allreduce", "mb": mb,
-			"raw_ms": r.Seconds() * 1e3, "hora_ms": o.Seconds() * 1e3, "fused_ms": f.Seconds() * 1e3,
-			"raw_busbw": busBandwidth(bytes, comm.Size(), r), "hora_busbw": busBandwidth(bytes, comm.Size(), o),
-			"fused_busbw": busBandwidth(bytes, comm.Size(), f)})
 	}
 	return nil
+}
+
+// benchEngine returns the median times of an engine over comm reducing
+// one tensor of n float32 and 16 tensors of n/16 fused.
+func benchEngine(ctx context.Context, comm dist.Communicator, n, iters int) (one, fused time.Duration, err error) {
+	e, err := dist.NewEngine(comm, dist.EngineConfig{})
+	if err != nil {
+		return 0, 0, err
+	}
+	t := tensor.Zeros(n)
+	const parts = 16
+	ts := make([]*tensor.Tensor, parts)
+	for i := range ts {
+		ts[i] = tensor.Zeros(n / parts)
+	}
+	var oneT, fusedT []time.Duration
+	for i := range iters + 1 {
+		start := time.Now()
+		if err := e.Allreduce(ctx, "one", t, dist.Sum); err != nil {
+			return 0, 0, err
+		}
+		if i > 0 {
+			oneT = append(oneT, time.Since(start))
+		}
+		start = time.Now()
+		hs := make([]*dist.Handle, parts)
+		for k, t := range ts {
+			hs[k] = e.AllreduceAsync(fmt.Sprint("part", k), t, dist.Sum, false)
+		}
+		e.Flush()
+		for _, h := range hs {
+			if err := h.Wait(ctx); err != nil {
+				return 0, 0, err
+			}
+		}
+		if i > 0 {
+			fusedT = append(fusedT, time.Since(start))
+		}
+	}
+	if err := e.Close(); err != nil {
+		return 0, 0, err
+	}
+	return median(oneT), median(fusedT), nil
 }
 
 // benchMLP times training steps of the shipped MLP (784-512-256-10, SGD
