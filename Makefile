@@ -268,6 +268,17 @@ bench-dist: build
 	$(GO) build -tags mpi -o $(BIN)/hora-dist-bench ./bench/dist
 	@REPEAT=$(REPEAT) bench/dist.sh
 
+# bench-cluster measures across hosts simulated on this machine (as root;
+# RATE: the links' tc rate, default 1gbit): allreduce bus bandwidth at
+# 2 hosts × 2 ranks, hierarchical against MPI alone and Hora's fused
+# allreduce against a plain chunked MPI_Allreduce (scripts/cluster/bench.sh),
+# then weak scaling of MLP and CNN training over 1, 2 and 4 hosts
+# (bench/cluster.sh).
+RATE      ?= 1gbit
+bench-cluster: build
+	scripts/cluster/bench.sh $(RATE)
+	bench/cluster.sh $(RATE)
+
 # bench-onnx times imported torchvision CNNs (resnet18, mobilenet_v2 at
 # 3×224×224, batch 1 and 32) in Hora and in onnxruntime in the same run;
 # REPEAT=N reports medians of N measurements.

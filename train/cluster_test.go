@@ -196,6 +196,11 @@ func TestClusterMatchesSingleProcess(t *testing.T) {
 				"-np", strconv.Itoa(ranks), "-hosts", c.hostfile(slots))...)
 			require.Equal(t, 0, code, "%s", text)
 			assert.Contains(t, text, fmt.Sprintf("data-parallel over %d ranks", ranks))
+			if slots > 1 {
+				assert.Contains(t, text, "(hierarchical: shared memory on 2 hosts × 2 ranks + MPI between hosts)")
+			} else {
+				assert.Contains(t, text, "ranks (MPI)")
+			}
 			assert.Contains(t, text, "every rank holds the same weights")
 			assertSameWeights(t, single, c.fetch(run))
 		})

@@ -450,12 +450,13 @@ type DistConfig struct {
 	// the check off (when the hosts' firewalls allow MPI's ports only).
 	// Default 60.
 	TimeoutS float64 `yaml:"timeout_s"`
-	// Hierarchical is how gradients are reduced when hosts hold several
-	// ranks: "on" reduces within each host through shared memory, then
-	// between one rank per host through MPI, then shares the result
-	// within the host (Horovod's hierarchical allreduce); "off" reduces
-	// over all ranks through MPI; "auto" (the default) is "on" when the
-	// job spans several hosts and some host holds more than one rank.
+	// Hierarchical is how gradients are reduced when the job spans
+	// several hosts and some host holds more than one rank: "auto" (the
+	// default) and "on" reduce within each host through shared memory,
+	// then between the hosts through MPI, then share the result within
+	// each host (Horovod's hierarchical allreduce); "off" reduces over
+	// all ranks through MPI. The HORA_HIERARCHICAL environment variable
+	// (auto, on, off) overrides it.
 	Hierarchical string `yaml:"hierarchical"`
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/hora-dl/hora/device/cuda"
 	"github.com/hora-dl/hora/dist"
 	"github.com/hora-dl/hora/dist/liveness"
+	"github.com/hora-dl/hora/dist/mpi"
 	"github.com/hora-dl/hora/dist/nccl"
 	"github.com/hora-dl/hora/internal/hostcpu"
 	"github.com/hora-dl/hora/internal/peakrss"
@@ -154,11 +155,26 @@ type job struct {
 	history []EpochMetrics
 }
 
-// train runs the job on this rank of comm: the only one, or one of
-// those a launcher started.
-func train(ctx context.Context, comm dist.Communicator, j *job) error {
-	if comm.Size() > 1 && comm.Rank() != 0 {
+// train runs the job on this rank of world (mpi.InitWorld's): the only
+// one, or one of those a launcher started.
+func train(ctx context.Context, world dist.Communicator, j *job) (err error) {
+	if world.Size() > 1 && world.Rank() != 0 {
 		j.stdout = io.Discard // rank 0 alone reports
+	}
+	// The fastest transport for the ranks' layout: shared memory on one
+	// host, hierarchical across hosts (dist.hierarchical), or MPI.
+	comm, err := mpi.Arrange(ctx, world, j.cfg.Dist.Hierarchical)
+	if err != nil {
+		return fmt.Errorf("%s: dist.hierarchical: %w", j.cfg.File(), err)
+	}
+	if comm != world {
+		defer func() {
+			// After a failure inWorld aborts the job through world; a
+			// Close here would wait for the other ranks.
+			if err == nil {
+				err = comm.Close() // closes world too; inWorld's Close is then a no-op
+			}
+		}()
 	}
 	setThreads(j.cfg, comm)
 	if comm.Size() > 1 && j.cfg.Dist.TimeoutS > 0 {
@@ -358,7 +374,7 @@ func openDeviceComm(ctx context.Context, cfg *Config, comm dist.Communicator, ou
 	}
 	g, ok := dev.(*cuda.Device)
 	if !ok || comm.Size() == 1 {
-		return dev, comm, "MPI", func() {}, nil
+		return dev, comm, mpi.Describe(comm), func() {}, nil
 	}
 	gpuComm, err := nccl.New(ctx, comm, g)
 	if err != nil {

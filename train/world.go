@@ -36,12 +36,13 @@ type everyRank struct{ err error }
 func (e everyRank) Error() string { return e.err.Error() }
 func (e everyRank) Unwrap() error { return e.err }
 
-// inWorld opens the job's communicator (mpi.Init: one process, or the
-// ranks a launcher started), runs fn on it and closes it. When fn fails on
-// one rank of several, the others must not wait for it: Abort prints the
+// inWorld opens the job's communicator (mpi.InitWorld: one process, or
+// the ranks a launcher started; train arranges the transport once the
+// config is known), runs fn on it and closes it. When fn fails on one
+// rank of several, the others must not wait for it: Abort prints the
 // error with this rank's number and ends the job.
 func inWorld(ctx context.Context, fn func(comm dist.Communicator) error) error {
-	comm, err := mpi.Init()
+	comm, err := mpi.InitWorld()
 	if err != nil {
 		return inputError{err}
 	}
