@@ -24,11 +24,12 @@ TRAIN=${TRAIN:-bin/train} # the trainer to measure
 max=0
 for n in $HOSTS; do [ "$n" -gt "$max" ] && max=$n; done
 $C up "$max" "$RATE" >/dev/null
-for h in $($C hosts); do
-	$C exec "$h" sh -c 'mkdir -p /tmp/hora/data && cp /usr/share/datasets/fashion-mnist/*-ubyte.gz /tmp/hora/data/ && cat > /tmp/hora/train && chmod +x /tmp/hora/train' <"$TRAIN"
-	for m in mlp cnn; do
-		$C exec "$h" sh -c "cat > /tmp/hora/$m.yaml" <configs/fashion-mnist-$m.yaml
-	done
+$C install "$TRAIN" /tmp/hora/train
+for f in /usr/share/datasets/fashion-mnist/*-ubyte.gz; do
+	$C install "$f" "/tmp/hora/data/$(basename "$f")"
+done
+for m in mlp cnn; do
+	$C install "configs/fashion-mnist-$m.yaml" "/tmp/hora/$m.yaml"
 done
 
 # limit: training samples per rank, so that every run takes a few seconds.

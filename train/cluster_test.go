@@ -77,15 +77,12 @@ func newCluster(t *testing.T, n int, rate, bin string) *testCluster {
 	c := &testCluster{t: t, script: script, hosts: n}
 	c.run("up", strconv.Itoa(n), rate)
 	t.Cleanup(func() { c.run("down") })
-	binary, err := os.ReadFile(bin)
+	c.run("install", bin, hostBin)
+	c.run("install", "../configs/fashion-mnist-mlp.yaml", hostConfig)
+	files, err := filepath.Glob(filepath.Join(DefaultDataDir, "*-ubyte.gz"))
 	require.NoError(t, err)
-	config, err := os.ReadFile("../configs/fashion-mnist-mlp.yaml")
-	require.NoError(t, err)
-	for h := 1; h <= n; h++ {
-		host := fmt.Sprintf("node%d", h)
-		c.execIn(host, binary, "sh", "-c", "mkdir -p /tmp/hora && cat > "+hostBin+" && chmod +x "+hostBin)
-		c.execIn(host, config, "sh", "-c", "cat > "+hostConfig)
-		c.execIn(host, nil, "sh", "-c", "mkdir -p "+hostData+" && cp "+DefaultDataDir+"/*-ubyte.gz "+hostData)
+	for _, f := range files {
+		c.run("install", f, filepath.Join(hostData, filepath.Base(f)))
 	}
 	return c
 }

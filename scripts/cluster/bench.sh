@@ -37,10 +37,11 @@ done
 out=$(mktemp -d)
 trap '"$C" down >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 "$C" up 2 "$rate" >&2
+"$C" install "$BIN/hora-dist-bench" /tmp/hora/hora-dist-bench # the hosts do not share /tmp
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores shared by the hosts; links: $rate" >&2
 bench() { # bench LABEL HOSTS NP
 	echo "$1: hora-dist-bench -mode allreduce -sizes $SIZES -iters $ITERS" >&2
-	"$C" mpirun --host "$2" -np "$3" "$PWD/$BIN/hora-dist-bench" -mode allreduce \
+	"$C" mpirun --host "$2" -np "$3" /tmp/hora/hora-dist-bench -mode allreduce \
 		-sizes "$SIZES" -iters "$ITERS" -label "$1, $rate" >>"$out/results.jsonl"
 }
 bench "2 hosts × 2 ranks" node1:2,node2:2 4
