@@ -223,15 +223,9 @@ func jobCommand(self string, np int, hostfile string, args []string) *exec.Cmd {
 	if np <= 0 {
 		return exec.Command(self, args...)
 	}
-	mpirun := strings.Fields(os.Getenv("HORA_MPIRUN"))
-	if len(mpirun) == 0 {
-		mpirun = []string{"mpirun"}
-		if os.Getuid() == 0 {
-			mpirun = append(mpirun, "--allow-run-as-root")
-		}
-		if hostfile == "" && np > runtime.NumCPU() {
-			mpirun = append(mpirun, "--oversubscribe")
-		}
+	mpirun, custom := mpirunCommand()
+	if !custom && hostfile == "" && np > runtime.NumCPU() {
+		mpirun = append(mpirun, "--oversubscribe")
 	}
 	full := mpirun[1:]
 	if hostfile != "" {
@@ -239,6 +233,19 @@ func jobCommand(self string, np int, hostfile string, args []string) *exec.Cmd {
 	}
 	full = append(full, "-np", strconv.Itoa(np), self)
 	return exec.Command(mpirun[0], append(full, args...)...)
+}
+
+// mpirunCommand returns mpirun and its options: HORA_MPIRUN's words when
+// it is set (custom), else "mpirun", with --allow-run-as-root for root.
+func mpirunCommand() (cmd []string, custom bool) {
+	if words := strings.Fields(os.Getenv("HORA_MPIRUN")); len(words) > 0 {
+		return words, true
+	}
+	cmd = []string{"mpirun"}
+	if os.Getuid() == 0 {
+		cmd = append(cmd, "--allow-run-as-root")
+	}
+	return cmd, false
 }
 
 // hostSlots is one line of an OpenMPI hostfile: a host and its slots.
@@ -318,13 +325,7 @@ func probeHosts(ctx context.Context, hosts []hostSlots) (alive []hostSlots, lost
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 			defer cancel()
-			mpirun := strings.Fields(os.Getenv("HORA_MPIRUN"))
-			if len(mpirun) == 0 {
-				mpirun = []string{"mpirun"}
-				if os.Getuid() == 0 {
-					mpirun = append(mpirun, "--allow-run-as-root")
-				}
-			}
+			mpirun, _ := mpirunCommand()
 			args := append(mpirun[1:], "--host", h.name, "-np", "1", "true")
 			cmd := exec.CommandContext(pctx, mpirun[0], args...)
 			cmd.SysProcAttr = jobProcAttr()
