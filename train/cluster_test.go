@@ -246,34 +246,27 @@ func TestClusterDataMustMatch(t *testing.T) {
 	assert.Regexp(t, `the data \(data.dir /tmp/hora/data\) differs between hosts: rank 0 on host node1 has 60000 training .*rank 1 on host node2 has 10000 training`, text)
 }
 
-// TestClusterLinkDown: a host's link goes down mid-epoch. The job ends
-// within dist.timeout_s (plus the launcher's grace for mpirun), naming
-// the unreachable rank and host; with -restarts 1 the launcher finds the
-// host gone and finishes the run on the one that remains, with 1 rank
-// instead of 2, from the last checkpoint.
-func TestClusterLinkDown(t *testing.T) {
-	c := newCluster(t, 2, "1gbit", buildTrain(t))
-	const timeout = 5 * time.Second
+// watchJob runs the trainer on node1 with args and returns its output
+// and error. fault runs, once, when the first progress line of epoch 1
+// arrives; ended is the time the job's first line containing endMark
+// arrived (zero if none did), and struck when fault ran.
+func (c *testCluster) watchJob(args []string, fault func(), endMark string) (out string, struck, ended time.Time, err error) {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	args := append(clusterArgs("/tmp/run", "-set", "train.limit=30720", "-set", "train.epochs=2", "-set", "checkpoint.every_steps=5",
-		"-set", fmt.Sprintf("dist.timeout_s=%g", timeout.Seconds()), "-set", "output.progress=true"),
-		"-np", "2", "-hosts", c.hostfile(1), "-restarts", "1")
 	cmd := c.command(ctx, append([]string{"exec", "node1", "env", c.mpirunEnv(), hostBin}, args...)...)
-	// An os.Pipe, not an io.Pipe: mpirun's remote shell to the lost host
+	// An os.Pipe, not an io.Pipe: mpirun's remote shell to a lost host
 	// may hold the write end long after the job ended.
 	pr, pw, err := os.Pipe()
-	require.NoError(t, err)
+	require.NoError(c.t, err)
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	require.NoError(t, cmd.Start())
+	require.NoError(c.t, cmd.Start())
 	pw.Close()
 
-	// Read the output as it comes, noting when each line arrived.
 	var mu sync.Mutex
 	var text strings.Builder
-	var linkDown, aborted time.Time
-	progress := regexp.MustCompile(`epoch 1/2 +\d+/\d+ steps`)
+	progress := regexp.MustCompile(`epoch 1/\d+ +\d+/\d+ steps`)
 	lines := make(chan struct{})
 	go func() {
 		defer close(lines)
@@ -282,12 +275,12 @@ func TestClusterLinkDown(t *testing.T) {
 			line := sc.Text()
 			mu.Lock()
 			text.WriteString(line + "\n")
-			if linkDown.IsZero() && progress.MatchString(line) {
-				c.run("link", "node2", "down")
-				linkDown = time.Now()
+			if struck.IsZero() && progress.MatchString(line) {
+				fault()
+				struck = time.Now()
 			}
-			if aborted.IsZero() && strings.Contains(line, "aborting:") {
-				aborted = time.Now()
+			if ended.IsZero() && strings.Contains(line, endMark) {
+				ended = time.Now()
 			}
 			mu.Unlock()
 		}
@@ -301,7 +294,21 @@ func TestClusterLinkDown(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	out := text.String()
+	return text.String(), struck, ended, err
+}
+
+// TestClusterLinkDown: a host's link goes down mid-epoch. The job ends
+// within dist.timeout_s (plus the launcher's grace for mpirun), naming
+// the unreachable rank and host; with -restarts 1 the launcher finds the
+// host gone and finishes the run on the one that remains, with 1 rank
+// instead of 2, from the last checkpoint.
+func TestClusterLinkDown(t *testing.T) {
+	c := newCluster(t, 2, "1gbit", buildTrain(t))
+	const timeout = 5 * time.Second
+	args := append(clusterArgs("/tmp/run", "-set", "train.limit=30720", "-set", "train.epochs=2", "-set", "checkpoint.every_steps=5",
+		"-set", fmt.Sprintf("dist.timeout_s=%g", timeout.Seconds()), "-set", "output.progress=true"),
+		"-np", "2", "-hosts", c.hostfile(1), "-restarts", "1")
+	out, linkDown, aborted, err := c.watchJob(args, func() { c.run("link", "node2", "down") }, "aborting:")
 	require.NoError(t, err, "%s", out)
 	require.False(t, linkDown.IsZero(), "the run never showed progress: %s", out)
 	require.False(t, aborted.IsZero(), "no rank aborted: %s", out)
@@ -311,4 +318,21 @@ func TestClusterLinkDown(t *testing.T) {
 	assert.Contains(t, out, "host(s) node2 do not answer; continuing on node1 with 1 rank(s) instead of 2")
 	assert.Contains(t, out, "written by 2 rank(s), now 1")
 	assert.Contains(t, out, "epoch 2/2")
+}
+
+// TestClusterRankKilled: the rank on another host is killed (kill -9)
+// mid-epoch: the job ends at once, well within dist.timeout_s, naming
+// the rank, and train exits with status 1.
+func TestClusterRankKilled(t *testing.T) {
+	c := newCluster(t, 2, "1gbit", buildTrain(t))
+	args := append(clusterArgs("/tmp/run", "-set", "train.limit=30720", "-set", "train.epochs=2", "-set", "output.progress=true"),
+		"-np", "2", "-hosts", c.hostfile(1))
+	out, killed, _, err := c.watchJob(args, func() { c.run("kill", "node2", hostBin) }, "")
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	assert.Equal(t, exitFailure, ee.ExitCode(), "%s", out)
+	require.False(t, killed.IsZero(), "the run never showed progress: %s", out)
+	t.Logf("the job ended %v after rank 1 was killed", time.Since(killed).Round(100*time.Millisecond))
+	assert.Less(t, time.Since(killed), 20*time.Second, "the job ran on after its rank died")
+	assert.Regexp(t, `rank 1 on host node2 .*closed its connection|rank 1 .*node2|\[\[\d+,1\],1\]`, out)
 }

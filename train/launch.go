@@ -88,13 +88,13 @@ func launch(ctx context.Context, lc launchConfig, stdout, stderr io.Writer) int 
 			if lc.restarts > 0 {
 				fmt.Fprintf(stderr, "train: the job failed (exit status %d) %d times; giving up (-restarts %d)\n", code, attempt+1, lc.restarts)
 			}
-			return code
+			return exitFailure // mpirun's own statuses (137 for a rank killed) mean the same
 		}
 		if len(hosts) > 0 {
 			alive, lost := probeHosts(ctx, hosts)
 			if len(alive) == 0 {
 				fmt.Fprintf(stderr, "train: the job failed (exit status %d) and no host of %s answers; giving up\n", code, lc.hosts)
-				return code
+				return exitFailure
 			}
 			if len(lost) > 0 {
 				next := min(np, totalSlots(alive))
