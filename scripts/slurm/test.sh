@@ -37,7 +37,8 @@ CONFIG=configs/fashion-mnist-mlp.yaml
 # seconds on 2 ranks), no live progress bar.
 TRAIN_ARGS="-set train.epochs=1 -set train.limit=8192 -set output.progress=false"
 # What bin/train prints when it trains on several ranks.
-RANKS_LINE='data-parallel over 2 ranks (MPI)'
+# (the transport in brackets: shared memory on one node, MPI or hierarchical across nodes)
+RANKS_LINE='data-parallel over 2 ranks ('
 
 STATE=""         # the temp folder: config, keys, sockets, spool, logs
 TRAIN=""         # the copy of bin/train that the test runs
