@@ -162,8 +162,9 @@ type request struct {
 // and after Close they return ErrFinalized.
 //
 // Before MPI_Init_thread, Open sets
-// OMPI_MCA_coll_libnbc_iallreduce_algorithm=1 (the ring algorithm for
-// MPI_Iallreduce) unless the environment sets it: with MPI_IN_PLACE,
+// OMPI_MCA_coll_libnbc_iallreduce_algorithm unless the environment sets
+// it, to the algorithm iallreduceAlgorithm picks for the job's layout
+// (the ring, or Rabenseifner's across hosts): with MPI_IN_PLACE,
 // OpenMPI's default is a binomial tree, 1.6 to 2.4 times slower from 16 MB
 // on (see the package doc).
 func Open() (*Comm, error) {
@@ -178,7 +179,7 @@ func Open() (*Comm, error) {
 	if world.err != nil {
 		return nil, world.err
 	}
-	setDefault("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1")
+	setDefault("OMPI_MCA_coll_libnbc_iallreduce_algorithm", iallreduceAlgorithm(launcherLayout()))
 	p := &proc{
 		reqs:    make(chan *request),
 		exited:  make(chan struct{}),
