@@ -347,14 +347,21 @@ func listCheckpoints(runDir string) (found []savedCheckpoint, skipped []string, 
 }
 
 // latestCheckpoint returns the newest complete checkpoint of a run whose
-// files match their digests, or ok false when there is none.
-func latestCheckpoint(runDir string) (c savedCheckpoint, ok bool, skipped []string, err error) {
+// files match their digests, or ok false when there is none. With load,
+// the files are read once, for their digests and into c.Files (to
+// restore from); otherwise they are only hashed.
+func latestCheckpoint(runDir string, load bool) (c savedCheckpoint, ok bool, skipped []string, err error) {
 	all, skipped, err := listCheckpoints(runDir)
 	if err != nil {
 		return c, false, skipped, err
 	}
 	for i := len(all) - 1; i >= 0; i-- {
-		if _, err := readManifest(all[i].Dir, true); err != nil {
+		if load {
+			err = all[i].readFiles()
+		} else {
+			_, err = readManifest(all[i].Dir, true)
+		}
+		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", all[i].Dir, err))
 			continue
 		}
@@ -369,7 +376,7 @@ func latestCheckpoint(runDir string) (c savedCheckpoint, ok bool, skipped []stri
 func findCheckpoint(runDir, which string) (savedCheckpoint, error) {
 	switch which {
 	case "", "last":
-		c, ok, _, err := latestCheckpoint(runDir)
+		c, ok, _, err := latestCheckpoint(runDir, false)
 		if err != nil {
 			return c, err
 		}

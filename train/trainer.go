@@ -338,7 +338,7 @@ func findResumePoint(ctx context.Context, comm dist.Communicator, cfg *Config, r
 }
 
 // latestOnDisk finds the latest complete checkpoint of the run folder dir
-// and reads its files (first removing checkpoints whose writing was
+// with its files read (first removing checkpoints whose writing was
 // interrupted); ok is false when there is none.
 func latestOnDisk(dir string, con *console) (from savedCheckpoint, ok bool, err error) {
 	removed, err := removeIncomplete(dir)
@@ -348,7 +348,7 @@ func latestOnDisk(dir string, con *console) (from savedCheckpoint, ok bool, err 
 	for _, r := range removed {
 		con.info(true, "removed %s, a checkpoint whose writing was interrupted", filepath.Join(dir, checkpointsDir, r))
 	}
-	from, ok, skipped, err := latestCheckpoint(dir)
+	from, ok, skipped, err := latestCheckpoint(dir, true)
 	if err != nil {
 		return from, false, err
 	}
@@ -357,9 +357,8 @@ func latestOnDisk(dir string, con *console) (from savedCheckpoint, ok bool, err 
 	}
 	if !ok {
 		con.info(true, "%s has no complete checkpoint: starting from the beginning", dir)
-		return from, false, nil
 	}
-	return from, true, from.readFiles()
+	return from, ok, nil
 }
 
 // openDeviceComm opens the config's device and, for GPU ranks of a
@@ -1216,7 +1215,7 @@ func (t *trainer) diverged(rank int, loss float64) error {
 	last := "no checkpoint was written yet"
 	if t.lastCkptStep > 0 {
 		last = "the last good checkpoint is " + filepath.Join(t.cfg.Output.Dir, checkpointsDir, checkpointName(t.lastCkptStep))
-	} else if c, ok, _, _ := latestCheckpoint(t.cfg.Output.Dir); ok {
+	} else if c, ok, _, _ := latestCheckpoint(t.cfg.Output.Dir, false); ok {
 		last = "the last good checkpoint is " + c.Dir
 	}
 	msg := fmt.Sprintf("step %d (epoch %d): the loss is %v%s; stopped without taking the step (%s). Lower optimizer.lr, set optimizer.clip_norm, or add schedule.warmup_epochs",
