@@ -185,31 +185,21 @@ func trainCommand(ctx context.Context, args []string, resume bool, stdout, stder
 	opts := trainOptions{resume: resume, configPath: *configPath, runDir: *runDir, out: *out,
 		exportPath: *exportPath, quiet: *quiet, json: *jsonOut, overwrite: *overwrite,
 		restarts: *restarts, np: *np, hosts: *hosts, cpuProfile: *cpuProfile, sets: sets, args: args}
-	code := exitOK
+	code, rank := exitOK, 0
 	err := inWorld(ctx, func(comm dist.Communicator) error {
 		var err error
+		rank = comm.Rank()
 		code, err = runTrainCommand(ctx, comm, opts, stdout, stderr)
 		return err
 	})
 	var all everyRank
-	if errors.As(err, &all) && !isRank0() {
+	if errors.As(err, &all) && rank != 0 {
 		stderr = io.Discard // rank 0 says it for every rank
 	}
 	if err != nil {
 		return exitCode(err, stderr)
 	}
 	return code
-}
-
-// isRank0 reports whether this process is the first (or only) rank of
-// its job, from the launcher's environment.
-func isRank0() bool {
-	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"} {
-		if r, ok := os.LookupEnv(v); ok {
-			return r == "0"
-		}
-	}
-	return true
 }
 
 // trainOptions are the flags of train and resume.

@@ -57,36 +57,42 @@ func inWorld(ctx context.Context, fn func(comm dist.Communicator) error) error {
 	return err
 }
 
+// fromRank0 returns rank 0's payload on every rank or, when rank 0 met
+// rank0Err instead, an everyRank error on every rank (rank 0's own, or
+// "rank 0: …" elsewhere). The message is one byte of status (0 payload,
+// 1 error) and the payload or the error's text.
+func fromRank0(ctx context.Context, comm dist.Communicator, payload []byte, rank0Err error) ([]byte, error) {
+	var msg []byte
+	if comm.Rank() == 0 {
+		msg = append([]byte{0}, payload...)
+		if rank0Err != nil {
+			msg = append([]byte{1}, rank0Err.Error()...)
+		}
+	}
+	msg, err := dist.BroadcastBytes(ctx, comm, msg, 0)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(msg) > 0 && msg[0] == 0:
+		return msg[1:], nil
+	case comm.Rank() == 0:
+		return nil, everyRank{rank0Err}
+	}
+	return nil, everyRank{fmt.Errorf("rank 0: %s", msg[min(len(msg), 1):])}
+}
+
 // shareFile returns the contents of the file at path as rank 0 read it,
 // on every rank. When rank 0 cannot read it, every rank returns an
 // error (everyRank) saying so.
 func shareFile(ctx context.Context, comm dist.Communicator, path string) ([]byte, error) {
-	// The message is one byte of status (0 read, 1 failed) and the
-	// contents or rank 0's error.
-	var msg []byte
+	var b []byte
+	var err error
 	if comm.Rank() == 0 {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			msg = append([]byte{1}, err.Error()...)
-		} else {
-			msg = append([]byte{0}, b...)
+		if b, err = os.ReadFile(path); err != nil {
+			err = fmt.Errorf("reading config: %w", err)
 		}
 	}
-	msg, err := dist.BroadcastBytes(ctx, comm, msg, 0)
-	if err != nil {
-		return nil, err
-	}
-	if len(msg) == 0 || msg[0] != 0 {
-		why := "(no answer)"
-		if len(msg) > 0 {
-			why = string(msg[1:])
-		}
-		if comm.Rank() != 0 {
-			why = "rank 0: " + why
-		}
-		return nil, everyRank{fmt.Errorf("reading config: %s", why)}
-	}
-	return msg[1:], nil
+	return fromRank0(ctx, comm, b, err)
 }
 
 // loadJobConfig reads the config file on rank 0 and parses it, with the
@@ -107,29 +113,18 @@ func loadJobConfig(ctx context.Context, comm dist.Communicator, path string, set
 // shareString returns rank 0's s, or rank 0's error, on every rank (as an
 // everyRank error, exit status 2).
 func shareString(ctx context.Context, comm dist.Communicator, s string, rank0Err error) (string, error) {
-	msg := "0" + s
-	if rank0Err != nil {
-		msg = "1" + rank0Err.Error()
+	b, err := fromRank0(ctx, comm, []byte(s), rank0Err)
+	var all everyRank
+	if errors.As(err, &all) {
+		return "", everyRank{inputError{all.err}}
 	}
-	b, err := dist.BroadcastBytes(ctx, comm, []byte(msg), 0)
-	if err != nil {
-		return "", err
-	}
-	got := string(b)
-	if !strings.HasPrefix(got, "0") {
-		if comm.Rank() == 0 {
-			return "", everyRank{inputError{rank0Err}}
-		}
-		return "", everyRank{inputError{errors.New(strings.TrimPrefix(got, "1"))}}
-	}
-	return got[1:], nil
+	return string(b), err
 }
 
 // resumeMessage is what rank 0 tells the others about the checkpoint a
 // run resumes from; the files follow it, one message each.
 type resumeMessage struct {
 	OK       bool     `json:"ok"`
-	Err      string   `json:"err,omitempty"`
 	Dir      string   `json:"dir"`
 	Manifest manifest `json:"manifest"`
 	Files    []string `json:"files"`
@@ -139,32 +134,19 @@ type resumeMessage struct {
 // none, or its error) to every rank, with the bytes of its files, which
 // every rank checks against the manifest's digests.
 func shareResumePoint(ctx context.Context, comm dist.Communicator, from savedCheckpoint, ok bool, rank0Err error) (savedCheckpoint, bool, error) {
-	var msg resumeMessage
-	if comm.Rank() == 0 {
-		msg = resumeMessage{OK: ok, Dir: from.Dir, Manifest: from.Manifest}
-		if rank0Err != nil {
-			msg = resumeMessage{Err: rank0Err.Error()}
-		}
-		for name := range from.Files {
-			msg.Files = append(msg.Files, name)
-		}
+	msg := resumeMessage{OK: ok, Dir: from.Dir, Manifest: from.Manifest}
+	for name := range from.Files {
+		msg.Files = append(msg.Files, name)
 	}
 	js, _ := json.Marshal(msg)
-	js, err := dist.BroadcastBytes(ctx, comm, js, 0)
+	js, err := fromRank0(ctx, comm, js, rank0Err)
 	if err != nil {
 		return from, false, err
 	}
-	if comm.Rank() == 0 {
-		if rank0Err != nil {
-			return from, false, everyRank{rank0Err}
-		}
-	} else {
+	if comm.Rank() != 0 {
 		msg = resumeMessage{}
 		if err := json.Unmarshal(js, &msg); err != nil {
 			return from, false, fmt.Errorf("the resume point from rank 0: %w", err)
-		}
-		if msg.Err != "" {
-			return from, false, everyRank{fmt.Errorf("rank 0: %s", msg.Err)}
 		}
 		from = savedCheckpoint{Dir: msg.Dir, Manifest: msg.Manifest, Files: map[string][]byte{}}
 	}
