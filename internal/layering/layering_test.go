@@ -55,6 +55,7 @@ var allowedImports = map[string][]string{
 	"internal/hostcpu":               {},
 	"internal/peakrss":               {},
 	"internal/diskcache":             {},
+	"internal/fuzzbound":             {},
 	"internal/interop":               {"device", "tensor"},
 	"onnx":                           {"device", "device/cpu", "tensor", "autograd", "layers", "onnx/onnxpb"},
 	"onnx/onnxpb":                    {},
