@@ -74,6 +74,8 @@ func checkGivenData(d *Data) error {
 		return errors.New("expected a training and a test set, found none")
 	case d.Train.Len() == 0:
 		return errors.New("the training set is empty")
+	case d.Test.Len() == 0:
+		return errors.New("the test set is empty: evaluation needs samples (an empty one would report a loss and an accuracy of 0)")
 	case d.Classes < 1:
 		return fmt.Errorf("expected Classes >= 1, found %d", d.Classes)
 	case !slices.Equal(d.Train.SampleShape(), d.Test.SampleShape()):
@@ -254,7 +256,14 @@ func buildRegistered(cfg *Config, reg registered[func(any, ModelInput) (layers.L
 // classifier) one sample through the model gives one logit per class.
 // Errors name the data set and the sample index.
 func checkData(cfg *Config, ds *datasets, model layers.Layer) error {
-	if ds.lm != nil {
+	switch {
+	case ds.train.Len() == 0:
+		return fmt.Errorf("%s: data: the training set (%s) has no samples", cfg.File(), dataSource(cfg))
+	case ds.test.Len() == 0:
+		// Evaluating nothing would report a loss and an accuracy of 0,
+		// and the best checkpoint would be chosen on them.
+		return fmt.Errorf("%s: data: the test set (%s) has no samples: evaluation needs some (for data sets idx and fashion-mnist, the t10k files; for images, val/ or data.val_fraction; for csv, data.val_file or data.val_fraction)", cfg.File(), dataSource(cfg))
+	case ds.lm != nil:
 		return nil
 	}
 	shape := append([]int{1}, ds.train.SampleShape()...)
@@ -363,18 +372,23 @@ func importModel(cfg *Config, in ModelInput) (layers.Layer, error) {
 	if len(model.Parameters()) == 0 {
 		return fail("model.file", fmt.Errorf("%s: the model has no float initializers to train", mc.File))
 	}
-	// One sample through the model, so that a model that does not compute
-	// [batch, classes] logits fails here, with its own error, not mid-epoch.
-	out, err := forwardOnce(model, tensor.Zeros(append([]int{1}, want[1:]...)...))
+	// A batch of two samples through the model, so that a model that
+	// does not compute [batch, classes] logits, or whose batch is fixed at
+	// one, fails here, with its own error, not mid-epoch.
+	const probe = 2
+	out, err := forwardOnce(model, tensor.Zeros(append([]int{probe}, want[1:]...)...))
 	if err != nil {
-		return fail("model.file", fmt.Errorf("%s: %w", mc.File, err))
+		return fail("model.file", fmt.Errorf("%s: a batch of %d samples %v: %w (the model must take any batch size: is its batch dimension fixed?)", mc.File, probe, want[1:], err))
 	}
-	if s := out.Shape(); len(s) != 2 || s[0] != 1 || s[1] != in.Classes {
+	if s := out.Shape(); len(s) != 2 || s[0] != probe || s[1] != in.Classes {
 		hint := "set model.head.classes to replace its classifier"
 		if mc.Head.Classes > 0 {
 			hint = "model.head.classes must equal the data's class count"
 		}
-		return fail("model.file", fmt.Errorf("%s: output %q is %v for one sample, expected [1 %d] (one logit per class of the data; %s)", mc.File, m.Outputs[0].Name, s, in.Classes, hint))
+		if len(s) == 2 && s[0] != probe {
+			hint = "its batch dimension must follow the input's"
+		}
+		return fail("model.file", fmt.Errorf("%s: output %q is %v for a batch of %d samples, expected [%d %d] (one logit per class of the data; %s)", mc.File, m.Outputs[0].Name, s, probe, probe, in.Classes, hint))
 	}
 	return model, nil
 }

@@ -55,6 +55,7 @@ const (
 	exitFailure     = 1   // the run failed (a rank died, a device failed, I/O)
 	exitInput       = 2   // bad flags, config or data
 	exitDiverged    = 3   // the loss stopped being finite
+	exitEnvironment = 4   // the machine refused: a full disk, a read-only file system
 	exitInterrupted = 130 // Ctrl-C: a checkpoint was written
 )
 
@@ -77,8 +78,9 @@ Run "train COMMAND -h" for the flags of a command.`
 // Run parses args (a command and its flags, as the train command takes
 // them), runs the command and returns the process exit status: 0 done,
 // 1 failure, 2 bad input (the message names the file, line, key or
-// sample), 3 the loss diverged (NaN or Inf), 130 interrupted (a
-// checkpoint was written). Messages go to stderr, results and progress
+// sample), 3 the loss diverged (NaN or Inf), 4 the machine refused (a
+// full disk, a read-only file system), 130 interrupted (a checkpoint was
+// written, or nothing had been trained yet). Messages go to stderr, results and progress
 // to stdout. Cancelling ctx stops a training run as Ctrl-C does.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := "train"
@@ -122,11 +124,17 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &ie):
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return exitInput
+	case isEnvironmentError(err):
+		fmt.Fprintf(stderr, "train: %v\n", err)
+		return exitEnvironment
 	case errors.Is(err, errDiverged):
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return exitDiverged
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintln(stderr, "train: interrupted; the checkpoint of the last step was written")
+		return exitInterrupted
+	case errors.Is(err, errStoppedEarly):
+		fmt.Fprintln(stderr, "train: interrupted while loading the data, before training started; no checkpoint was written")
 		return exitInterrupted
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "train: interrupted; the last checkpoint is intact")
@@ -135,6 +143,14 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "train: %v\n", err)
 		return exitFailure
 	}
+}
+
+// isEnvironmentError reports whether err comes from the machine rather
+// than from the run or its input: a full disk or quota, a read-only file
+// system. Running the job again would fail the same way, so -restarts
+// does not.
+func isEnvironmentError(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
 }
 
 // trainCommand is "train" (resume false) and "resume".
@@ -153,6 +169,7 @@ func trainCommand(ctx context.Context, args []string, resume bool, stdout, stder
 	quiet := fs.Bool("q", false, "quiet: print only the start, one line per epoch and the end (output.quiet)")
 	jsonOut := fs.Bool("json", false, "print one JSON object per event (output.format json)")
 	overwrite := fs.Bool("overwrite", false, "train into output.dir even if it holds the checkpoints of an earlier run (they are deleted)")
+	startOver := fs.Bool("start-over", false, "resume: when no checkpoint of the run passes verification, delete them and train from the beginning (without it, resume refuses and changes nothing)")
 	restarts := fs.Int("restarts", 0, "restart the job from its last checkpoint up to `N` times when it fails")
 	np := fs.Int("np", 0, "start `N` ranks with mpirun and supervise them (0: one process, no mpirun)")
 	hosts := fs.String("hosts", "", "with -np: the OpenMPI hostfile `file` of the hosts the ranks run on (a restart leaves out hosts that no longer answer)")
@@ -174,6 +191,12 @@ func trainCommand(ctx context.Context, args []string, resume bool, stdout, stder
 		return exitInput
 	}
 	switch {
+	case *np < 0:
+		fmt.Fprintf(stderr, "train: -np %d: expected a number of ranks, at least 1 (0, the default, runs one process without mpirun)\n", *np)
+		return exitInput
+	case *restarts < 0:
+		fmt.Fprintf(stderr, "train: -restarts %d: expected how many times to restart a failed job, 0 or more\n", *restarts)
+		return exitInput
 	case resume && *runDir == "":
 		fmt.Fprintln(stderr, "train: resume needs -run DIR (the output.dir of the run)")
 		return exitInput
@@ -183,7 +206,7 @@ func trainCommand(ctx context.Context, args []string, resume bool, stdout, stder
 		return exitInput
 	}
 	opts := trainOptions{resume: resume, configPath: *configPath, runDir: *runDir, out: *out,
-		exportPath: *exportPath, quiet: *quiet, json: *jsonOut, overwrite: *overwrite,
+		exportPath: *exportPath, quiet: *quiet, json: *jsonOut, overwrite: *overwrite, startOver: *startOver,
 		restarts: *restarts, np: *np, hosts: *hosts, cpuProfile: *cpuProfile, sets: sets, args: args}
 	code, rank := exitOK, 0
 	err := inWorld(ctx, func(comm dist.Communicator) error {
@@ -208,6 +231,7 @@ type trainOptions struct {
 	configPath, runDir, out string
 	exportPath, cpuProfile  string
 	quiet, json, overwrite  bool
+	startOver               bool
 	restarts, np            int
 	hosts                   string // -hosts: the hostfile
 	sets                    []string
@@ -221,7 +245,7 @@ type trainOptions struct {
 func runTrainCommand(ctx context.Context, comm dist.Communicator, o trainOptions, stdout, stderr io.Writer) (int, error) {
 	path := o.configPath
 	if o.resume {
-		path = filepath.Join(o.runDir, "config.yaml")
+		path = filepath.Join(o.runDir, configFile)
 	}
 	cfg, err := loadJobConfig(ctx, comm, path, o.sets)
 	if err != nil {
@@ -265,7 +289,7 @@ func runTrainCommand(ctx context.Context, comm dist.Communicator, o trainOptions
 		if comm.Size() > 1 {
 			return 0, everyRank{inputError{errors.New("-np and -restarts start the ranks themselves: run train without mpirun")}}
 		}
-		return launch(ctx, launchConfig{restarts: o.restarts, np: o.np, hosts: o.hosts, args: o.args, resume: o.resume, dir: cfg.Output.Dir}, stdout, stderr), nil
+		return launch(ctx, launchConfig{restarts: o.restarts, np: o.np, hosts: o.hosts, args: o.args, resume: o.resume, overwrite: o.overwrite, dir: cfg.Output.Dir}, stdout, stderr), nil
 	}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
@@ -278,23 +302,17 @@ func runTrainCommand(ctx context.Context, comm dist.Communicator, o trainOptions
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return 0, train(ctx, comm, &job{cfg: cfg, resume: o.resume, stdout: stdout, stderr: stderr})
+	return 0, train(ctx, comm, &job{cfg: cfg, resume: o.resume, overwrite: o.overwrite, startOver: o.startOver, stdout: stdout, stderr: stderr})
 }
 
 // freshRunDir returns the folder a new run writes to: dir, unless it
 // holds checkpoints of an earlier run. Then an explicit -out is an error
 // (pass -overwrite to replace the old run), and a folder taken from the
 // config gets the first free suffix "-2", "-3", … so that nothing is
-// lost.
+// lost. It only chooses: claimRunDir checks and claims the folder.
 func freshRunDir(dir string, overwrite, explicit bool) (string, error) {
-	if !hasCheckpoints(dir) {
-		return dir, nil
-	}
-	if overwrite {
-		if err := os.RemoveAll(filepath.Join(dir, checkpointsDir)); err != nil {
-			return "", err
-		}
-		return dir, nil
+	if !hasCheckpoints(dir) || overwrite {
+		return dir, nil // with overwrite, claimRunDir deletes them once it holds the folder's lock
 	}
 	if explicit {
 		return "", inputError{fmt.Errorf("-out %s holds the checkpoints of an earlier run: continue it with `train resume -run %s`, or pass -overwrite to start over (deleting them)", dir, dir)}

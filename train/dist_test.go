@@ -33,7 +33,7 @@ func mpirun(t *testing.T, n int, args ...string) *exec.Cmd {
 func buildTrain(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "train")
-	out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, "../cmd/train").CombinedOutput()
+	out, err := exec.Command("go", "build", "-tags", "mpi,horafault", "-o", bin, "../cmd/train").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
 }

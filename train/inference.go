@@ -11,10 +11,13 @@ import (
 	"image"
 	"io"
 	"io/fs"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hora-dl/hora/autograd"
@@ -63,7 +66,7 @@ func openSession(r runFlags, needData bool) (*session, error) {
 	if r.run == "" {
 		return nil, inputError{errors.New("-run DIR is required (the output.dir of a training run)")}
 	}
-	cfg, err := LoadConfig(filepath.Join(r.run, "config.yaml"), r.sets)
+	cfg, err := LoadConfig(filepath.Join(r.run, configFile), r.sets)
 	if err != nil {
 		return nil, inputError{err}
 	}
@@ -116,8 +119,30 @@ func openSession(r runFlags, needData bool) (*session, error) {
 			return nil, inputError{err}
 		}
 	}
+	if err := checkFinite(c.Dir, layers.StateDict(s.model)); err != nil {
+		return nil, inputError{err}
+	}
 	layers.Eval(s.model)
 	return s, nil
+}
+
+// checkFinite reports the first tensor of state (a checkpoint's, in dir)
+// that holds NaN or an infinity: a model whose training diverged before
+// the checkpoint was written, whose outputs would be NaN.
+func checkFinite(dir string, state map[string]*tensor.Tensor) error {
+	names := slices.Sorted(maps.Keys(state))
+	for _, name := range names {
+		t := state[name]
+		if t.DType() != device.Float32 {
+			continue
+		}
+		for i, v := range t.Float32s() {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				return fmt.Errorf("checkpoint %s: tensor %q holds %v at index %d: the weights are not finite (the run diverged before this checkpoint); use an earlier checkpoint (-checkpoint step-N)", dir, name, v, i)
+			}
+		}
+	}
+	return nil
 }
 
 // lm returns the language model of the run (nil for other models).
@@ -176,7 +201,13 @@ func evalCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	out := map[string]any{"checkpoint": s.ckpt.Dir, "step": s.ckpt.Manifest.Step, "test_samples": s.ds.test.Len()}
-	for k, v := range metrics {
+	for _, k := range slices.Sorted(maps.Keys(metrics)) {
+		v := metrics[k]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			// JSON has no NaN: say what happened instead of failing to
+			// encode it.
+			return fmt.Errorf("eval: checkpoint %s: %s is %v on the test set: the model's outputs overflow", s.ckpt.Dir, k, v)
+		}
 		out[k] = v
 	}
 	if s.ds.lm != nil {
@@ -197,7 +228,7 @@ func exportCommand(_ context.Context, args []string, stdout, stderr io.Writer) e
 	if *out == "" {
 		return inputError{errors.New("export: -o FILE is required")}
 	}
-	if err := checkExportDir(*out); err != nil {
+	if err := checkExportTarget(*out); err != nil {
 		return inputError{fmt.Errorf("export: %w", err)}
 	}
 	s, err := openSession(r, false)
@@ -247,6 +278,24 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	seed := fs.Uint64("seed", 1, "language model: seed of the sampling")
 	if err := parseRunFlags(fs, args, stderr, "train predict -run DIR [-checkpoint ...] [-top-k K] IMAGE_OR_CSV_FILE... | -prompt TEXT"); err != nil {
 		return err
+	}
+	// The defaults (-1) mean "the run's sample settings"; a value given
+	// must be one the settings accept.
+	var bad error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "length", "top-k":
+			if n, _ := strconv.Atoi(f.Value.String()); n < 0 && bad == nil {
+				bad = fmt.Errorf("predict: -%s %s: expected 0 or more", f.Name, f.Value)
+			}
+		case "temperature":
+			if t := *temp; (t < 0 || math.IsNaN(t) || math.IsInf(t, 0)) && bad == nil {
+				bad = fmt.Errorf("predict: -temperature %s: expected a finite number, 0 or more (0 takes the most likely character)", f.Value)
+			}
+		}
+	})
+	if bad != nil {
+		return inputError{bad}
 	}
 	s, err := openSession(r, false)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -25,7 +26,9 @@ type launchConfig struct {
 	hosts    string   // the OpenMPI hostfile of the hosts (-hosts); "" for this host
 	args     []string // the command's arguments (-restarts, -np, -hosts are dropped)
 	resume   bool     // the first attempt resumes too
-	dir      string   // the run directory
+	// overwrite (-overwrite) lets the first attempt replace the run in dir.
+	overwrite bool
+	dir       string // the run directory
 }
 
 // Timing of the supervision of mpirun.
@@ -42,7 +45,8 @@ const (
 // launch runs the job as a child process (under mpirun with -np) and,
 // when it fails, as torchrun and Horovod's elastic launcher do, starts it
 // again from its last complete checkpoint, up to restarts times. A bad
-// input, a diverged loss or Ctrl-C is not retried. Each attempt may use
+// input, a diverged loss, an environment error (a full disk) or Ctrl-C is
+// not retried. Each attempt may use
 // a different number of ranks: with a hostfile, the hosts that no longer
 // answer are left out and the ranks are those the others hold
 // (HORA_NP_NEXT also sets the count, for tests); the checkpoint reshards.
@@ -66,9 +70,14 @@ func launch(ctx context.Context, lc launchConfig, stdout, stderr io.Writer) int 
 	hostfile := lc.hosts
 	for attempt := 0; ; attempt++ {
 		var args []string
-		if attempt == 0 && !lc.resume {
+		if !lc.resume && (attempt == 0 || !exists(filepath.Join(lc.dir, configFile))) {
+			// A first attempt that died before it wrote the run's
+			// config.yaml left nothing to resume: start it again.
 			args = append([]string{"train"}, childArgs...)
 			args = append(args, "-out", lc.dir)
+			if lc.overwrite {
+				args = append(args, "-overwrite")
+			}
 		} else {
 			args = restartArgs(lc.dir, childArgs)
 		}
@@ -77,8 +86,7 @@ func launch(ctx context.Context, lc launchConfig, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "train: starting the job: %v\n", err)
 			return exitFailure
 		}
-		switch code {
-		case exitOK, exitInput, exitDiverged, exitInterrupted:
+		if !retryable(code) {
 			return code
 		}
 		if ctx.Err() != nil {
@@ -367,4 +375,22 @@ func dropFlags(args []string, names ...string) []string {
 		}
 	}
 	return out
+}
+
+// retryable reports whether a job that ended with exit status code may
+// succeed when started again: not when it succeeded, when its input or
+// the machine is at fault, when its loss diverged or when it was
+// interrupted.
+func retryable(code int) bool {
+	switch code {
+	case exitOK, exitInput, exitDiverged, exitEnvironment, exitInterrupted:
+		return false
+	}
+	return true
+}
+
+// exists reports whether path names an existing file or folder.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

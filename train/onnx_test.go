@@ -82,7 +82,7 @@ func TestTrainONNXBadInput(t *testing.T) {
 		{"file without onnx", []string{"-set", "model.file=x.onnx"}, []string{"model.file", `only read for model "onnx"`}},
 		{"missing file", []string{"-set", "model.name=onnx", "-set", "model.file=/nonexistent.onnx"}, []string{"/nonexistent.onnx"}},
 		{"garbage file", []string{"-set", "model.name=onnx", "-set", "model.file=" + garbage}, []string{"garbage.onnx", "not an ONNX model"}},
-		{"wrong output", []string{"-set", "model.name=onnx", "-set", "model.file=" + wrongHead}, []string{"wide.onnx", `output "output" is [1 1000] for one sample, expected [1 10] (one logit per class of the data; set model.head.classes`}},
+		{"wrong output", []string{"-set", "model.name=onnx", "-set", "model.file=" + wrongHead}, []string{"wide.onnx", `output "output" is [2 1000] for a batch of 2 samples, expected [2 10] (one logit per class of the data; set model.head.classes`}},
 		{"unwritable export", []string{"-export-onnx", unwritable}, []string{"export.onnx", unwritable}},
 	}
 	for _, c := range cases {

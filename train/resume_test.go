@@ -33,7 +33,7 @@ func trainBinary(t *testing.T) string {
 			return
 		}
 		binaryPath = filepath.Join(dir, "train")
-		out, err := exec.Command("go", "build", "-o", binaryPath, "../cmd/train").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "horafault", "-o", binaryPath, "../cmd/train").CombinedOutput()
 		if err != nil {
 			binaryErr = err
 			binaryPath = string(out)

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +27,157 @@ import (
 //	checkpoints/    step-NNNNNNNN/ folders (see ckpt.go) and best.json
 //	model.safetensors  the final weights (the EMA weights with train.ema)
 //	vocab.json      a language model's characters
+//	data.json       what the data looked like (classes, image transform)
+//	.lock           locked while a train or resume process writes here
+
+// The files at the top of a run folder, by name.
+const (
+	configFile  = "config.yaml"
+	logFile     = "train.log"
+	metricsFile = "metrics.jsonl"
+	curvesFile  = "curves.png"
+	vocabFile   = "vocab.json"
+	lockFile    = ".lock"
+)
+
+// runFiles are the files a run folder holds at its top level: they are
+// the run's, and an export never replaces one of them.
+var runFiles = []string{configFile, logFile, metricsFile, curvesFile, vocabFile, lockFile, modelFile, dataFile}
+
+// isRunFolder reports whether dir holds (the start of) a training run:
+// its lock, its log or its checkpoints.
+func isRunFolder(dir string) bool {
+	for _, name := range []string{lockFile, logFile, checkpointsDir} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNewRunDir checks the folder a new run is to write to: it may be
+// missing, empty, or a run folder (the run's files replace the old run's,
+// whose checkpoints freshRunDir has dealt with); a folder holding other
+// files, such as the user's own config and data, is refused unless
+// overwrite, so that the run's config.yaml, train.log and model do not
+// replace them.
+func checkNewRunDir(dir string, overwrite bool) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		var pe *os.PathError
+		if errors.As(err, &pe) && errors.Is(pe.Err, syscall.ENOTDIR) {
+			return fmt.Errorf("output.dir: %s is a file, not a folder", dir)
+		}
+		return fmt.Errorf("output.dir: %w", err)
+	case len(entries) == 0 || overwrite || isRunFolder(dir):
+		return nil
+	}
+	var names []string
+	for _, e := range entries[:min(3, len(entries))] {
+		names = append(names, e.Name())
+	}
+	more := ""
+	if len(entries) > 3 {
+		more = fmt.Sprintf(" and %d more", len(entries)-3)
+	}
+	return fmt.Errorf("output.dir: %s is not empty (%s%s) and holds no run: the run's files (%s, %s, %s, ...) would replace files of the same names there; choose an empty or new folder, or pass -overwrite",
+		dir, strings.Join(names, ", "), more, configFile, logFile, modelFile)
+}
+
+// claimRunDir makes the run folder of j ready for this process, on rank
+// 0 before anything is written there: it checks that a new run may write
+// there (checkNewRunDir), creates it, takes its lock (lockRunDir) and
+// only then, for a new run with j.overwrite, deletes the checkpoints of
+// the run that was there. unlock releases the lock.
+func claimRunDir(j *job) (unlock func(), err error) {
+	dir := j.cfg.Output.Dir
+	if !j.resume {
+		if err := checkNewRunDir(dir, j.overwrite); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("output.dir: cannot create %s: %w", dir, err)
+	}
+	if unlock, err = lockRunDir(dir); err != nil {
+		return nil, err
+	}
+	if !j.resume && j.overwrite {
+		if err := os.RemoveAll(filepath.Join(dir, checkpointsDir)); err != nil {
+			unlock()
+			return nil, fmt.Errorf("output.dir: -overwrite: %w", err)
+		}
+	}
+	return unlock, nil
+}
+
+// checkExportTarget checks, before anything is computed, that an export
+// may write path: its folder exists (it is made if need be) and accepts
+// new files, and path is no file that must not be replaced: something
+// other than a regular file (a device, a FIFO, a symbolic link, a
+// folder), a file of a run folder (config.yaml, a checkpoint's files), or
+// one of protected (the config file being read).
+func checkExportTarget(path string, protected ...string) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("refusing to replace %s: it is %s, not a regular file", path, describeMode(fi.Mode()))
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	real := filepath.Join(realDir, filepath.Base(path))
+	for _, p := range protected {
+		if p == "" {
+			continue
+		}
+		if rp, err := filepath.EvalSymlinks(p); err == nil && rp == real {
+			return fmt.Errorf("refusing to replace %s: it is the config file being read", path)
+		}
+	}
+	if isRunFolder(realDir) && slices.Contains(runFiles, filepath.Base(real)) {
+		return fmt.Errorf("refusing to replace %s: it is a file of the run in %s", path, dir)
+	}
+	for d := realDir; ; d = filepath.Dir(d) {
+		if filepath.Base(d) == checkpointsDir && isRunFolder(filepath.Dir(d)) {
+			return fmt.Errorf("refusing to write %s: it lies in the checkpoints of the run in %s, which only training writes", path, filepath.Dir(d))
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	f, err := os.CreateTemp(dir, ".hora-export-check*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// describeMode names the kind of file of a mode, for a message.
+func describeMode(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a folder"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file"
+}
 
 // freeSpace returns the bytes available to this user on the file system
 // of dir; tests replace it.
@@ -145,7 +298,7 @@ type metricsLog struct {
 // first (they will be written again), and a last line cut short is
 // removed.
 func openMetrics(dir string, resumeStep int, resumeEpoch int) (*metricsLog, error) {
-	path := filepath.Join(dir, "metrics.jsonl")
+	path := filepath.Join(dir, metricsFile)
 	if resumeStep >= 0 {
 		if err := truncateMetrics(path, resumeStep, resumeEpoch); err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -144,8 +145,14 @@ type trainer struct {
 // job is one training run: its config, whether it resumes, and for Fit
 // the model and data given in Go (nil: built from the config).
 type job struct {
-	cfg       *Config
-	resume    bool
+	cfg    *Config
+	resume bool
+	// overwrite lets a new run replace the run in its folder (deleting
+	// its checkpoints) or write into a folder holding other files.
+	overwrite bool
+	// startOver lets a resume whose checkpoints all fail verification
+	// delete them and train from the beginning.
+	startOver bool
 	model     layers.Layer
 	data      *Data
 	callbacks []Callback
@@ -160,6 +167,21 @@ type job struct {
 func train(ctx context.Context, world dist.Communicator, j *job) (err error) {
 	if world.Size() > 1 && world.Rank() != 0 {
 		j.stdout = io.Discard // rank 0 alone reports
+	}
+	// Rank 0 alone writes the run folder: it claims it for this run (and
+	// holds its lock to the end) before the ranks go on.
+	var claimErr error
+	if world.Rank() == 0 {
+		var unlock func()
+		if unlock, claimErr = claimRunDir(j); claimErr == nil {
+			defer unlock()
+		}
+		if faultAtStart {
+			faultCrash()
+		}
+	}
+	if _, err := shareString(ctx, world, "", claimErr); err != nil {
+		return err
 	}
 	// The fastest transport for the ranks' layout: shared memory on one
 	// host, hierarchical across hosts (dist.hierarchical), or MPI.
@@ -228,7 +250,7 @@ func trainRank(ctx context.Context, comm dist.Communicator, j *job) (err error) 
 		return err
 	}
 	defer closeLog()
-	from, resume, err := findResumePoint(ctx, comm, cfg, j.resume, con)
+	from, resume, err := findResumePoint(ctx, comm, cfg, j.resume, j.startOver, con)
 	if err != nil {
 		return err
 	}
@@ -307,16 +329,21 @@ func openConsole(cfg *Config, resume, rank0 bool, stdout io.Writer) (con *consol
 	if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
 		return nil, nil, inputError{fmt.Errorf("output.dir: cannot create %s: %w", cfg.Output.Dir, err)}
 	}
-	if err := checkExportDir(cfg.Export.ONNX); err != nil {
-		return nil, nil, inputError{fmt.Errorf("export.onnx: %w", err)}
-	}
 	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	if !resume {
 		flags |= os.O_TRUNC // a new run (or -overwrite) starts its own log
 	}
-	logFile, err := os.OpenFile(filepath.Join(cfg.Output.Dir, "train.log"), flags, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(cfg.Output.Dir, logFile), flags, 0o644)
 	if err != nil {
 		return nil, nil, inputError{fmt.Errorf("output.dir: cannot write in %s: %w", cfg.Output.Dir, err)}
+	}
+	if cfg.Export.ONNX != "" {
+		// train.log exists now, so the folder counts as a run's and its
+		// files are refused as export targets.
+		if err := checkExportTarget(cfg.Export.ONNX, cfg.File()); err != nil {
+			logFile.Close()
+			return nil, nil, inputError{fmt.Errorf("export.onnx: %w", err)}
+		}
 	}
 	con.log = logFile
 	return con, func() { logFile.Close() }, nil
@@ -326,21 +353,40 @@ func openConsole(cfg *Config, resume, rank0 bool, stdout io.Writer) (con *consol
 // when the run resumes, read by rank 0 and sent to the other ranks, whose
 // hosts may have no copy of the run folder (resume comes back false when
 // there is none).
-func findResumePoint(ctx context.Context, comm dist.Communicator, cfg *Config, resume bool, con *console) (from savedCheckpoint, ok bool, err error) {
+func findResumePoint(ctx context.Context, comm dist.Communicator, cfg *Config, resume, startOver bool, con *console) (from savedCheckpoint, ok bool, err error) {
 	if !resume {
 		return savedCheckpoint{}, false, nil
 	}
 	var rank0Err error
 	if comm.Rank() == 0 {
-		from, ok, rank0Err = latestOnDisk(cfg.Output.Dir, con)
+		from, ok, rank0Err = latestOnDisk(cfg.Output.Dir, startOver, con)
 	}
 	return shareResumePoint(ctx, comm, from, ok, rank0Err)
 }
 
-// latestOnDisk finds the latest complete checkpoint of the run folder dir
+// latestOnDisk finds the latest complete checkpoint of the run folder
 // with its files read (first removing checkpoints whose writing was
-// interrupted); ok is false when there is none.
-func latestOnDisk(dir string, con *console) (from savedCheckpoint, ok bool, err error) {
+// interrupted); ok is false when the run has none yet. When it has
+// checkpoints but none passes verification (a digest differs, a file is
+// missing), the run is not thrown away: resume refuses, naming each
+// checkpoint's fault, and changes nothing, unless startOver, which
+// deletes them and trains from the beginning.
+func latestOnDisk(dir string, startOver bool, con *console) (from savedCheckpoint, ok bool, err error) {
+	from, ok, skipped, err := latestCheckpoint(dir, true)
+	if err != nil {
+		return from, false, err
+	}
+	if !ok && len(skipped) > 0 {
+		if !startOver {
+			return from, false, inputError{fmt.Errorf("resume: no checkpoint of %s passes verification, so the run cannot continue; nothing was changed:\n  %s\nrepair or remove the broken checkpoints, or pass -start-over to train from the beginning (deleting them)",
+				dir, strings.Join(skipped, "\n  "))}
+		}
+		if err := os.RemoveAll(filepath.Join(dir, checkpointsDir)); err != nil {
+			return from, false, err
+		}
+		con.info(true, "-start-over: deleted the checkpoints of %s, none of which passed verification:\n  %s", dir, strings.Join(skipped, "\n  "))
+		skipped = nil
+	}
 	removed, err := removeIncomplete(dir)
 	if err != nil {
 		return from, false, err
@@ -348,15 +394,11 @@ func latestOnDisk(dir string, con *console) (from savedCheckpoint, ok bool, err 
 	for _, r := range removed {
 		con.info(true, "removed %s, a checkpoint whose writing was interrupted", filepath.Join(dir, checkpointsDir, r))
 	}
-	from, ok, skipped, err := latestCheckpoint(dir, true)
-	if err != nil {
-		return from, false, err
-	}
 	for _, s := range skipped {
-		con.info(true, "skipped an incomplete checkpoint: %s", s)
+		con.info(true, "skipped a checkpoint that does not pass verification: %s", s)
 	}
 	if !ok {
-		con.info(true, "%s has no complete checkpoint: starting from the beginning", dir)
+		con.info(true, "%s has no checkpoint yet: starting from the beginning", dir)
 	}
 	return from, ok, nil
 }
@@ -387,7 +429,10 @@ func openDeviceComm(ctx context.Context, cfg *Config, comm dist.Communicator, ou
 // and the data loaders. vocab is a resumed language model's vocabulary.
 func newTrainer(ctx context.Context, j *job, comm dist.Communicator, dev device.Device, vocab string, stop <-chan struct{}, progress progressFunc) (*trainer, error) {
 	cfg := j.cfg
-	ds, err := jobData(j, vocab, progress)
+	ds, err := unlessStopped(stop, func() (*datasets, error) { return jobData(j, vocab, progress) })
+	if errors.Is(err, context.Canceled) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, inputError{err}
 	}
@@ -441,6 +486,34 @@ func newTrainer(ctx context.Context, j *job, comm dist.Communicator, dev device.
 		return nil, inputError{fmt.Errorf("%s: train: %w", cfg.File(), err)}
 	}
 	return t, nil
+}
+
+// errStoppedEarly is the error of a run stopped by a signal before its
+// first step.
+var errStoppedEarly = fmt.Errorf("interrupted before training started: %w", context.Canceled)
+
+// unlessStopped returns what load returns, or, as soon as stop closes
+// (Ctrl-C, SIGTERM) while load runs, an error that wraps
+// context.Canceled: before training starts there is nothing to save, so
+// a signal need not wait for a load that may take minutes. An abandoned
+// load goes on in the background until it ends.
+func unlessStopped[T any](stop <-chan struct{}, load func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := load()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-stop:
+		var zero T
+		return zero, errStoppedEarly
+	}
 }
 
 // newStepTrainer returns a trainer that can take steps: model on dev, the
@@ -526,7 +599,7 @@ func (t *trainer) writeRunFiles(resume bool) error {
 		}
 	}
 	if t.lm != nil {
-		if err := writeFileAtomic(filepath.Join(cfg.Output.Dir, "vocab.json"), t.lm.vocabJSON()); err != nil {
+		if err := writeFileAtomic(filepath.Join(cfg.Output.Dir, vocabFile), t.lm.vocabJSON()); err != nil {
 			return fmt.Errorf("vocab.json: %w", err)
 		}
 	}
@@ -633,24 +706,6 @@ func (t *trainer) finish(ctx context.Context) error {
 	return nil
 }
 
-// checkExportDir checks, before training starts, that the folder of the
-// export file exists (making it if need be) and accepts new files.
-func checkExportDir(path string) error {
-	if path == "" {
-		return nil
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(dir, ".hora-export-check*")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
 // checkpointBytes estimates the disk space of the checkpoints a run keeps:
 // checkpoint.keep of them, the best, one being written, and the final
 // weights, each the size of the weights, the optimizer state and the EMA.
@@ -727,7 +782,7 @@ func writeConfig(cfg *Config) error {
 	if err != nil {
 		return fmt.Errorf("config.yaml: %w", err)
 	}
-	path := filepath.Join(cfg.Output.Dir, "config.yaml")
+	path := filepath.Join(cfg.Output.Dir, configFile)
 	header := fmt.Sprintf("# The configuration of this run: %s with defaults and -set overrides applied.\n", cfg.File())
 	if err := writeFileAtomic(path, append([]byte(header), out...)); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
