@@ -17,8 +17,12 @@
 //     goroutine: in rounds, the ranks' engines agree on which names every
 //     rank has submitted (negotiation), then reduce those, fusing small
 //     tensors into one buffer (tensor fusion). It reports tensors that some
-//     ranks never submit (stall detection) and records a Chrome-tracing
-//     Timeline.
+//     ranks never submit, and collectives that some rank never joins (it
+//     stopped, or its host is unreachable: a watchdog goroutine sees the
+//     engine blocked, and names the silent ranks when a PeerWatcher such
+//     as dist/liveness's Monitor knows them); after StallShutdown it fails
+//     the operations with a *StallError (stall detection). It records a
+//     Chrome-tracing Timeline.
 //   - DistributedOptimizer wraps any optim.Optimizer: it broadcasts the
 //     parameters and optimizer state from rank 0, averages each gradient
 //     as soon as backward produces it (gradient-ready hooks), scales the

@@ -42,12 +42,26 @@ type EngineConfig struct {
 	// StallWarning: when a tensor has been submitted by some ranks but not
 	// by all for this long, rank 0 prints the tensors and the missing
 	// ranks to Log, and again every StallWarning while the stall lasts.
+	// A rank that stops answering (stopped, or its host unreachable)
+	// blocks the others in a collective instead: when the engine has
+	// waited this long in one collective (a negotiation round, an
+	// allreduce, a broadcast), rank 0 prints how long and, when Peers
+	// knows, which ranks are silent (if rank 0 is silent itself, the
+	// lowest rank that is not prints), again every StallWarning. The
+	// engines' first round, which waits for every rank to start its
+	// engine, is not watched.
 	// 0 means DefaultStallWarning; negative turns stall checking off.
 	StallWarning time.Duration
 	// StallShutdown: after a stall this long, every rank's engine stops
-	// and fails its pending and later operations with a *StallError.
-	// 0 means DefaultStallShutdown; negative never shuts down.
+	// and fails its pending and later operations with a *StallError. An
+	// engine that has waited this long in one collective stops on its
+	// own, at once, without waiting for the collective (which may never
+	// return). 0 means DefaultStallShutdown; negative never shuts down.
 	StallShutdown time.Duration
+	// Peers, when set, tells which ranks have stopped answering, so that
+	// the reports of a blocked collective name them (dist/liveness's
+	// Monitor is one). Its ranks must be those of the communicator.
+	Peers PeerWatcher
 	// Timeline, when set, receives the spans of every tensor's operation
 	// (set it on rank 0 only, as Horovod does).
 	Timeline *Timeline
@@ -75,17 +89,20 @@ func (c EngineConfig) withDefaults() EngineConfig {
 }
 
 // StallError is the error of the operations an engine failed because some
-// ranks never submitted a tensor the others were waiting on.
+// ranks never submitted a tensor the others were waiting on, or because
+// the engine waited too long in a collective that some rank did not join.
 type StallError struct {
-	// Waited is how long the oldest stalled tensor waited.
+	// Waited is how long the oldest stalled tensor waited, or how long
+	// the engine waited in the blocked collective.
 	Waited time.Duration
-	// Report names the tensors and the ranks that did not submit them.
+	// Report names the tensors and the ranks that did not submit them,
+	// or the blocked collective and the ranks that stopped answering.
 	Report string
 }
 
 // Error returns the report.
 func (e *StallError) Error() string {
-	return fmt.Sprintf("dist: stall shutdown after %v: %s", e.Waited.Round(time.Second), e.Report)
+	return fmt.Sprintf("dist: stall shutdown after %v: %s", approx(e.Waited), e.Report)
 }
 
 // opKind is the collective a request asks for.
@@ -106,6 +123,7 @@ func (k opKind) String() string {
 // Handle is an operation submitted to an Engine.
 type Handle struct {
 	done chan struct{}
+	once sync.Once // the first finish wins
 	err  error
 }
 
@@ -114,7 +132,9 @@ func (h *Handle) Done() <-chan struct{} { return h.done }
 
 // Wait waits for the operation and returns its error. If ctx ends first
 // it returns ctx's error; the operation then still completes later and
-// writes its tensor then.
+// writes its tensor then. The same holds when the engine gives up on a
+// blocked collective (StallShutdown): Wait returns the *StallError at
+// once, and the collective may still write the tensor if it ever ends.
 func (h *Handle) Wait(ctx context.Context) error {
 	select {
 	case <-h.done:
@@ -124,9 +144,13 @@ func (h *Handle) Wait(ctx context.Context) error {
 	}
 }
 
+// finish completes the operation with err, unless it is complete
+// already.
 func (h *Handle) finish(err error) {
-	h.err = err
-	close(h.done)
+	h.once.Do(func() {
+		h.err = err
+		close(h.done)
+	})
 }
 
 // request is one submitted operation.
@@ -177,13 +201,16 @@ type Engine struct {
 
 	mu       sync.Mutex
 	incoming []*request
-	names    map[string]bool // submitted by this rank, not yet complete
+	names    map[string]*request // submitted by this rank, not yet complete
 	flush    bool
 	closing  bool
-	err      error // why the engine stopped
+	err      error // why the engine stopped: the first error
 	wake     chan struct{}
-	stopped  chan struct{}
-	single   bool // Size() == 1: operations complete at once
+	stopped  chan struct{} // closed when run returns
+	single   bool          // Size() == 1: operations complete at once
+
+	blocked   blockWatch    // the collective run is in, for the watchdog
+	abandoned chan struct{} // closed when the watchdog gave up on a blocked collective
 
 	neg    *negotiator
 	fusion map[fusionKey]device.Buffer
@@ -200,14 +227,16 @@ func NewEngine(c Communicator, cfg EngineConfig) (*Engine, error) {
 		return nil, errors.New("dist: NewEngine: nil communicator")
 	}
 	cfg = cfg.withDefaults()
+	cfg.Log = &lockedWriter{w: cfg.Log} // the engine's goroutine and its watchdog both report
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{
 		comm: c, cfg: cfg, ctx: ctx, cancel: cancel,
-		names:   map[string]bool{},
-		wake:    make(chan struct{}, 1),
-		stopped: make(chan struct{}),
-		single:  c.Size() == 1,
-		fusion:  map[fusionKey]device.Buffer{},
+		names:     map[string]*request{},
+		wake:      make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
+		abandoned: make(chan struct{}),
+		single:    c.Size() == 1,
+		fusion:    map[fusionKey]device.Buffer{},
 	}
 	if e.single {
 		close(e.stopped)
@@ -215,6 +244,9 @@ func NewEngine(c Communicator, cfg EngineConfig) (*Engine, error) {
 	}
 	e.neg = newNegotiator(c, cfg)
 	go e.run()
+	if cfg.StallWarning > 0 {
+		go e.watch()
+	}
 	return e, nil
 }
 
@@ -297,13 +329,18 @@ func (e *Engine) Err() error {
 // Close stops the engine once every rank has called Close (the engines
 // agree on it in a round, so none leaves the others waiting), after the
 // operations submitted before are done. It returns the error that stopped
-// the engine, if one did.
+// the engine, if one did. After the engine gave up on a blocked
+// collective (StallShutdown), Close returns at once: it cancels the
+// collective, which the engine's goroutine leaves if the transport can.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	e.closing = true
 	e.mu.Unlock()
 	e.signal()
-	<-e.stopped
+	select {
+	case <-e.stopped:
+	case <-e.abandoned:
+	}
 	e.cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -354,12 +391,12 @@ func (e *Engine) submit(name string, t *tensor.Tensor, sig signature) *Handle {
 		e.mu.Unlock()
 		h.finish(fmt.Errorf("dist: %s: submitted after Close: %w", name, ErrClosed))
 		return h
-	case e.names[name]:
+	case e.names[name] != nil:
 		e.mu.Unlock()
 		h.finish(fmt.Errorf("dist: %s: submitted again before the previous operation under this name completed", name))
 		return h
 	}
-	e.names[name] = true
+	e.names[name] = r
 	e.incoming = append(e.incoming, r)
 	e.mu.Unlock()
 	e.signal()
@@ -443,8 +480,11 @@ func (e *Engine) run() {
 		e.mu.Unlock()
 
 		lastStart = time.Now()
+		e.blocked.enter(negotiationRound, "", 0)
 		res, err := e.neg.round(e.ctx, closing)
+		e.blocked.leave()
 		if err == nil {
+			e.blocked.arm() // every rank's engine runs: watch the waits from now on
 			err = e.execute(res)
 		}
 		if err == nil && res.shutdown != nil {
@@ -452,6 +492,9 @@ func (e *Engine) run() {
 		}
 		if err == nil && res.allClosing {
 			err = errEngineClosed
+		}
+		if err == nil {
+			err = e.Err() // the watchdog gave up while a collective was late
 		}
 		if err != nil {
 			e.stop(err)
@@ -468,10 +511,14 @@ func (e *Engine) takeIncoming() {
 	e.incoming = e.incoming[:0]
 }
 
-// stop fails every pending and later operation with err.
+// stop fails every pending and later operation with err, or with the
+// error that stopped the engine before (the watchdog's).
 func (e *Engine) stop(err error) {
 	e.mu.Lock()
-	e.err = err
+	if e.err == nil {
+		e.err = err
+	}
+	err = e.err
 	e.takeIncoming()
 	e.mu.Unlock()
 	for _, r := range e.neg.drain() {
@@ -506,11 +553,13 @@ func (e *Engine) execute(res roundResult) error {
 		group := ready[:n]
 		ready = ready[n:]
 		var err error
+		e.blocked.enter(group[0].sig.kind.String(), group[0].name, len(group)-1)
 		if group[0].sig.kind == kindBroadcast {
 			err = e.broadcast(group[0])
 		} else {
 			err = e.allreduce(group)
 		}
+		e.blocked.leave()
 		if err != nil {
 			// A failed collective leaves the ranks out of step: stop.
 			for _, r := range group {

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -235,4 +237,71 @@ func TestDistFitCallbackStopsEveryRank(t *testing.T) {
 	assert.Contains(t, text, "rank 0: last step 3, 0 epochs")
 	assert.Contains(t, text, "rank 1: last step 3, 0 epochs")
 	assert.Contains(t, text, "a callback stopped the run at step 3")
+}
+
+// rankPID returns the PID of the process of rank under mpirun (found by
+// the OMPI_COMM_WORLD_RANK in its environment), or 0.
+func rankPID(bin string, rank int) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		exe, err := os.Readlink(filepath.Join(p, "exe"))
+		if err != nil || exe != bin {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(p, "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if kv == fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d", rank) {
+				pid, _ := strconv.Atoi(filepath.Base(p))
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// TestDistStoppedRankIsReported: a rank stopped by SIGSTOP no longer
+// joins the negotiation rounds; rank 0 warns after dist.stall_warning_s,
+// naming it, and the job ends after dist.stall_shutdown_s (well before
+// dist.timeout_s).
+func TestDistStoppedRankIsReported(t *testing.T) {
+	bin := buildTrain(t)
+	dataDir := syntheticFashion(t, 2000, 100)
+	run := t.TempDir()
+	var out syncBuffer
+	cmd := mpirun(t, 2, bin, "-config", "../configs/fashion-mnist-mlp.yaml", "-set", "data.dir="+dataDir,
+		"-set", "train.epochs=1000", "-set", "model.hidden=[64]", "-set", "train.batch_size=16", "-set", "output.progress=false",
+		"-set", "dist.stall_warning_s=2", "-set", "dist.stall_shutdown_s=6", "-set", "dist.timeout_s=120", "-out", run)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	var rank1 int
+	t.Cleanup(func() {
+		if rank1 > 0 {
+			syscall.Kill(rank1, syscall.SIGCONT)
+			syscall.Kill(rank1, syscall.SIGKILL)
+		}
+		cmd.Process.Kill()
+	})
+	waitFor(t, func() bool {
+		rank1 = rankPID(bin, 1)
+		return rank1 > 0 && strings.Contains(out.String(), "data-parallel over 2 ranks")
+	})
+	time.Sleep(500 * time.Millisecond) // into the steps
+	require.NoError(t, syscall.Kill(rank1, syscall.SIGSTOP))
+	stopped := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		assert.Error(t, err, "the job fails")
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the job did not end within 60 s of stopping rank 1:\n%s", out.String())
+	}
+	took := time.Since(stopped)
+	text := out.String()
+	assert.Regexp(t, `dist: stall: rank 0 has waited [0-9.]+s for the other ranks in .*not answering: rank 1 on host`, text)
+	assert.Contains(t, text, "dist: stall shutdown after")
+	assert.Less(t, took, 40*time.Second, "the shutdown comes after stall_shutdown_s, not after dist.timeout_s (120 s)")
 }

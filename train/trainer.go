@@ -150,6 +150,9 @@ type job struct {
 	// overwrite lets a new run replace the run in its folder (deleting
 	// its checkpoints) or write into a folder holding other files.
 	overwrite bool
+	// peers, in a job of several ranks with dist.timeout_s, tells the
+	// engine which ranks have stopped answering (dist/liveness).
+	peers dist.PeerWatcher
 	// startOver lets a resume whose checkpoints all fail verification
 	// delete them and train from the beginning.
 	startOver bool
@@ -211,6 +214,7 @@ func train(ctx context.Context, world dist.Communicator, j *job) (err error) {
 			return fmt.Errorf("%s: dist.timeout_s: %w", j.cfg.File(), err)
 		}
 		defer mon.Close()
+		j.peers = mon // the stall reports name the ranks that stopped answering
 	}
 	return trainRank(ctx, comm, j)
 }
@@ -547,7 +551,9 @@ func jobData(j *job, vocab string, progress progressFunc) (*datasets, error) {
 func (t *trainer) startEngine(ctx context.Context, log io.Writer) error {
 	cfg := t.cfg
 	var err error
-	if t.engine, err = dist.NewEngine(t.comm, engineConfig(cfg, t.timeline, log)); err != nil {
+	ec := engineConfig(cfg, t.timeline, log)
+	ec.Peers = t.job.peers
+	if t.engine, err = dist.NewEngine(t.comm, ec); err != nil {
 		return err
 	}
 	inner := t.inner

@@ -21,4 +21,10 @@
 // stray connection to the port is refused. Start fails, naming the ranks
 // it could not reach, when a firewall blocks the ports: the job then
 // fails at its start rather than later.
+//
+// A Monitor also says which peers are silent now (Silent): it is a
+// dist.PeerWatcher, which the engine takes as EngineConfig.Peers so that
+// its stall warnings and its stall shutdown (dist.EngineConfig's
+// StallWarning and StallShutdown, usually shorter than Timeout) name the
+// ranks that stopped answering, and their hosts.
 package liveness

@@ -53,11 +53,15 @@ func (e *LostError) Error() string {
 // Unwrap returns the connection's error.
 func (e *LostError) Unwrap() error { return e.Cause }
 
-// Monitor watches a job's peers until Close.
+// Monitor watches a job's peers until Close. It is a dist.PeerWatcher:
+// set it as the engine's EngineConfig.Peers, and the engine's reports of
+// a blocked collective name the ranks that stopped answering.
 type Monitor struct {
 	cfg     Config
 	rank    int
-	peers   []peer // by rank; this rank's entry is empty
+	peers   []peer         // by rank; this rank's entry is empty
+	start   time.Time      // the clock of heard
+	heard   []atomic.Int64 // by rank: when the peer was last heard from, in nanoseconds since start
 	lost    sync.Once
 	done    chan struct{}
 	senders sync.WaitGroup // the send goroutines
@@ -99,7 +103,7 @@ func Start(ctx context.Context, comm dist.Communicator, cfg Config) (*Monitor, e
 	if cfg.OnLost == nil {
 		cfg.OnLost = func(error) {}
 	}
-	m := &Monitor{cfg: cfg, rank: comm.Rank(), done: make(chan struct{})}
+	m := &Monitor{cfg: cfg, rank: comm.Rank(), done: make(chan struct{}), start: time.Now()}
 	if comm.Size() == 1 {
 		return m, nil
 	}
@@ -143,6 +147,10 @@ func Start(ctx context.Context, comm dist.Communicator, cfg Config) (*Monitor, e
 	if len(problems) > 0 {
 		m.closeConns()
 		return nil, fmt.Errorf("dist/liveness: the ranks could not connect to each other (a firewall between the hosts?): %s", strings.Join(problems, "; "))
+	}
+	m.heard = make([]atomic.Int64, len(m.peers))
+	for r := range m.peers {
+		m.heard[r].Store(int64(time.Since(m.start))) // connected: heard from now
 	}
 	for r := range m.peers {
 		if r != m.rank {
@@ -329,6 +337,7 @@ func (m *Monitor) watch(r int) {
 				return // the peer is done
 			}
 			last = time.Now()
+			m.heard[r].Store(int64(last.Sub(m.start)))
 			continue
 		}
 		lost := &LostError{Rank: r, Host: p.card.Host, Addr: p.conn.RemoteAddr().String(), Silent: time.Since(last), Cause: err}
@@ -337,6 +346,29 @@ func (m *Monitor) watch(r int) {
 		m.lost.Do(func() { m.cfg.OnLost(lost) })
 		return
 	}
+}
+
+var _ dist.PeerWatcher = (*Monitor)(nil)
+
+// Silent returns, in rank order, the peers from which nothing has come
+// for at least d and at least two heartbeat intervals (a peer whose
+// heartbeats come on time is never silent), with their host and
+// how long they have been silent. A peer that ended (said goodbye, or its
+// connection closed) stays silent since its last heartbeat. It is safe
+// for concurrent use, and returns nil on a one-rank job.
+func (m *Monitor) Silent(d time.Duration) []dist.SilentPeer {
+	d = max(d, 2*m.cfg.Interval)
+	now := time.Since(m.start)
+	var silent []dist.SilentPeer
+	for r := range m.heard {
+		if r == m.rank {
+			continue
+		}
+		if s := now - time.Duration(m.heard[r].Load()); s >= d {
+			silent = append(silent, dist.SilentPeer{Rank: r, Host: m.peers[r].card.Host, Silent: s})
+		}
+	}
+	return silent
 }
 
 // Close stops watching and closes the connections. The peers see their
