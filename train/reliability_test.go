@@ -337,6 +337,7 @@ func TestRelSignalWhileLoadingEndsPromptly(t *testing.T) {
 		<-release // a load that takes minutes
 		return nil, errors.New("released")
 	})
+	defer datasetRegistry.remove("rel-slow")
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel) // SIGTERM, as Main turns it into a cancel
 	start := time.Now()
@@ -380,4 +381,72 @@ func TestRelRestartBeforeTheConfigWasWritten(t *testing.T) {
 	assert.FileExists(t, once, "the fault fired")
 	assert.Contains(t, string(out), "restarting it")
 	assert.FileExists(t, filepath.Join(run, modelFile))
+}
+
+// startLauncher starts train -restarts 1 on a run long enough to be
+// signalled, waits until its job trains and returns the launcher and
+// the PID of the job it started.
+func startLauncher(t *testing.T, bin, run string) (launcher *exec.Cmd, out *syncBuffer, job int) {
+	t.Helper()
+	dataDir := syntheticFashion(t, 2000, 100)
+	out = &syncBuffer{}
+	launcher = command(bin, nil, "-config", mlpConfig, "-set", "data.dir="+dataDir, "-set", "train.epochs=1000",
+		"-set", "model.hidden=[64]", "-set", "train.batch_size=16", "-set", "output.plot=false", "-out", run, "-restarts", "1")
+	launcher.Stdout, launcher.Stderr = out, out
+	require.NoError(t, launcher.Start())
+	t.Cleanup(func() { launcher.Process.Kill() })
+	waitFor(t, func() bool {
+		// The thread that started the job lists it.
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", launcher.Process.Pid))
+		for _, task := range tasks {
+			if b, err := os.ReadFile(task); err == nil && len(strings.Fields(string(b))) > 0 {
+				fmt.Sscan(string(b), &job)
+			}
+		}
+		_, err := os.Stat(filepath.Join(run, metricsFile))
+		return job > 0 && err == nil
+	})
+	return launcher, out, job
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b))
+	return len(fields) > 2 && fields[2] != "Z"
+}
+
+func TestRelLauncherSignals(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("needs /proc")
+	}
+	bin := trainBinary(t)
+	t.Run("SIGTERM is passed on", func(t *testing.T) {
+		run := filepath.Join(t.TempDir(), "run")
+		launcher, out, _ := startLauncher(t, bin, run)
+		require.NoError(t, launcher.Process.Signal(syscall.SIGTERM))
+		err := launcher.Wait()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, out.String())
+		assert.Equal(t, exitInterrupted, ee.ExitCode(), out.String())
+		assert.Contains(t, out.String(), "interrupted; the checkpoint of the last step was written")
+		_, ok, _, err := latestCheckpoint(run, false)
+		require.NoError(t, err)
+		assert.True(t, ok, "the job wrote a checkpoint")
+	})
+	t.Run("kill -9 takes the job along", func(t *testing.T) {
+		run := filepath.Join(t.TempDir(), "run")
+		launcher, out, job := startLauncher(t, bin, run)
+		require.True(t, alive(job))
+		require.NoError(t, launcher.Process.Kill())
+		launcher.Wait()
+		deadline := time.Now().Add(20 * time.Second)
+		for alive(job) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		assert.False(t, alive(job), "the job (pid %d) outlived its launcher\n%s", job, out.String())
+	})
 }

@@ -64,14 +64,8 @@ func isRunFolder(dir string) bool {
 func checkNewRunDir(dir string, overwrite bool) error {
 	entries, err := os.ReadDir(dir)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
 	case err != nil:
-		var pe *os.PathError
-		if errors.As(err, &pe) && errors.Is(pe.Err, syscall.ENOTDIR) {
-			return fmt.Errorf("output.dir: %s is a file, not a folder", dir)
-		}
-		return fmt.Errorf("output.dir: %w", err)
+		return nil // missing (it is made), or not a folder: making it says why
 	case len(entries) == 0 || overwrite || isRunFolder(dir):
 		return nil
 	}
