@@ -42,6 +42,9 @@ type saveHooks struct {
 // syncs it, renames it over path and syncs the directory. On any error the
 // temporary file is removed and an existing file at path is left as it was.
 // A new file gets permissions 0644; a replaced file keeps its permissions.
+// Save only replaces a regular file: when path is a symbolic link, a
+// directory, a named pipe, a device or a socket, it refuses and changes
+// nothing.
 func Save(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
 	return save(path, tensors, metadata, saveHooks{})
 }
@@ -78,6 +81,9 @@ func save(path string, tensors map[string]*tensor.Tensor, metadata map[string]st
 		}
 	}
 	header := encodeHeader(entries, metadata)
+	if err := checkReplaceable(path); err != nil {
+		return err
+	}
 
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -133,6 +139,10 @@ func save(path string, tensors map[string]*tensor.Tensor, metadata map[string]st
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("%s: closing %s: %w", path, tmp, err)
 	}
+	// Checked again just before the rename, in case path appeared since.
+	if err := checkReplaceable(path); err != nil {
+		return err
+	}
 	rename := os.Rename
 	if hooks.rename != nil {
 		rename = hooks.rename
@@ -147,6 +157,43 @@ func save(path string, tensors map[string]*tensor.Tensor, metadata map[string]st
 		_ = d.Close()
 	}
 	return nil
+}
+
+// checkReplaceable fails when path exists and is not a regular file, which
+// Save must not rename over.
+func checkReplaceable(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return pathErr(path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: refusing to replace it: it is a %s, not a regular file", path, fileKind(st.Mode()))
+	}
+	return nil
+}
+
+// fileKind names the kind of file that mode describes, for errors.
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode.IsRegular():
+		return "regular file"
+	case mode&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case mode.IsDir():
+		return "directory"
+	case mode&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case mode&fs.ModeSocket != 0:
+		return "socket"
+	case mode&fs.ModeCharDevice != 0:
+		return "character device"
+	case mode&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file"
 }
 
 // writeTensor writes t's elements in row-major order as little-endian
@@ -205,7 +252,22 @@ func writeTensor(w io.Writer, t *tensor.Tensor) (err error) {
 // data_offsets span, and that the tensors tile the data section exactly,
 // with no gap, overlap or trailing byte. Errors begin with path; those about
 // the file's contents match ErrFormat.
+//
+// path must be a regular file (symbolic links are followed): a directory,
+// a named pipe or a device is refused before it is opened, so that a named
+// pipe cannot block Load.
 func Load(path string) (map[string]*tensor.Tensor, map[string]string, error) {
+	before, err := os.Stat(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // reported as the open it stands for
+			return nil, nil, fmt.Errorf("%s: open: %w", path, pe.Err)
+		}
+		return nil, nil, pathErr(path, err)
+	}
+	if !before.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s: not a regular file: it is a %s", path, fileKind(before.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, pathErr(path, err)
@@ -215,8 +277,8 @@ func Load(path string) (map[string]*tensor.Tensor, map[string]string, error) {
 	if err != nil {
 		return nil, nil, pathErr(path, err)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s: not a regular file", path)
+	if !st.Mode().IsRegular() || !os.SameFile(before, st) {
+		return nil, nil, fmt.Errorf("%s: not a regular file: it was replaced while it was being opened", path)
 	}
 	return decode(path, f, st.Size())
 }
@@ -331,12 +393,14 @@ func readChunks(r io.Reader, size, n int, set func(i int, b []byte)) error {
 // place, and returns the file's metadata. It is how training resumes: dst
 // holds the live parameters and optimizer state, on any device.
 //
-// Every tensor named in dst must be in the file with the same shape and
-// dtype. LoadInto checks them all before it copies anything, so on a
-// mismatch dst is unchanged and the error (matching ErrMismatch) lists
-// every offending name with the expected and the found shape or dtype.
-// Tensors in the file that dst does not name are ignored, so a model can
-// be restored from a file that also holds optimizer state.
+// The file must hold exactly the tensors named in dst, each with the same
+// shape and dtype. LoadInto checks them all before it copies anything, so
+// on a mismatch dst is unchanged and the error (matching ErrMismatch) lists
+// every offending name with the expected and the found shape or dtype, and
+// the tensors of the file that dst does not name (the first few of them
+// and their number): a file with a tensor the destination lacks was written
+// for another model. To restore part of a file, Load it and copy the
+// tensors wanted.
 func LoadInto(path string, dst map[string]*tensor.Tensor) (map[string]string, error) {
 	src, meta, err := Load(path)
 	if err != nil {
@@ -355,8 +419,13 @@ func DecodeInto(name string, b []byte, dst map[string]*tensor.Tensor) (map[strin
 	return meta, copyAll(name, dst, src)
 }
 
+// maxExtraNames is the number of the file's extra tensors that a mismatch
+// error names.
+const maxExtraNames = 5
+
 // copyAll checks that src has every tensor of dst with its shape and
-// dtype, then copies them; path names the file in errors.
+// dtype and no other tensor, then copies them; path names the file in
+// errors.
 func copyAll(path string, dst, src map[string]*tensor.Tensor) error {
 	names := make([]string, 0, len(dst))
 	for name := range dst {
@@ -377,11 +446,22 @@ func copyAll(path string, dst, src map[string]*tensor.Tensor) error {
 			problems = append(problems, fmt.Sprintf("tensor %q: shape %v expected, file has %v", name, d.Shape(), s.Shape()))
 		}
 	}
-	if len(problems) > 0 {
-		return &kindError{
-			msg:  fmt.Sprintf("%s: %d of %d tensors do not match: %s", path, len(problems), len(dst), strings.Join(problems, "; ")),
-			kind: ErrMismatch,
+	var extra []string
+	for name := range src {
+		if _, ok := dst[name]; !ok {
+			extra = append(extra, name)
 		}
+	}
+	sort.Strings(extra)
+	var parts []string
+	if len(problems) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d tensors do not match: %s", len(problems), len(dst), strings.Join(problems, "; ")))
+	}
+	if len(extra) > 0 {
+		parts = append(parts, extraTensors(extra, len(dst)))
+	}
+	if len(parts) > 0 {
+		return &kindError{msg: path + ": " + strings.Join(parts, "; "), kind: ErrMismatch}
 	}
 	for _, name := range names {
 		if err := copyInto(dst[name], src[name]); err != nil {
@@ -389,6 +469,23 @@ func copyAll(path string, dst, src map[string]*tensor.Tensor) error {
 		}
 	}
 	return nil
+}
+
+// extraTensors describes the tensors of a file that are not among the n
+// destination tensors (names sorted), naming the first maxExtraNames.
+func extraTensors(names []string, n int) string {
+	quoted := make([]string, 0, maxExtraNames)
+	for _, name := range names[:min(len(names), maxExtraNames)] {
+		quoted = append(quoted, fmt.Sprintf("%q", name))
+	}
+	list := strings.Join(quoted, ", ")
+	if len(names) > maxExtraNames {
+		list += fmt.Sprintf(" and %d more", len(names)-maxExtraNames)
+	}
+	if len(names) == 1 {
+		return fmt.Sprintf("the file holds tensor %s, which is not among the %d destination tensors", list, n)
+	}
+	return fmt.Sprintf("the file holds %d tensors that are not among the %d destination tensors: %s", len(names), n, list)
 }
 
 // copyInto copies the CPU tensor src into dst, on dst's device. A panic

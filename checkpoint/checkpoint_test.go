@@ -454,7 +454,7 @@ func TestSaveAtomic(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(path, "keep"), []byte("x"), 0o644))
 		err := Save(path, old, nil)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), path+": replacing it with")
+		assert.Equal(t, path+": refusing to replace it: it is a directory, not a regular file", err.Error())
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)
 		assert.Len(t, entries, 1, "the temporary file is removed")
@@ -541,18 +541,22 @@ func TestLoadInto(t *testing.T) {
 		assert.Equal(t, []int64{42}, step.Int64s())
 	})
 
-	t.Run("extra tensors in the file are ignored", func(t *testing.T) {
+	t.Run("extra tensors in the file are refused", func(t *testing.T) {
 		t.Parallel()
-		b := tensor.New(tensor.CPU(), device.Float64, 2)
+		b := tensor.Full(tensor.CPU(), device.Float64, 9, 2)
 		_, err := LoadInto(path, map[string]*tensor.Tensor{"model.b": b})
-		require.NoError(t, err)
-		assert.Equal(t, []float64{7, 8}, b.Float64s())
+		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrMismatch)
+		assert.Equal(t, path+`: the file holds 2 tensors that are not among the 1 destination tensors: "model.w", "optim.step"`, err.Error())
+		assert.Equal(t, []float64{9, 9}, b.Float64s(), "nothing is copied")
 	})
 
 	t.Run("into a view", func(t *testing.T) {
 		t.Parallel()
+		w := filepath.Join(t.TempDir(), "w.safetensors")
+		require.NoError(t, Save(w, map[string]*tensor.Tensor{"model.w": saved["model.w"]}, nil))
 		base := tensor.New(tensor.CPU(), device.Float32, 3, 2)
-		_, err := LoadInto(path, map[string]*tensor.Tensor{"model.w": base.T()})
+		_, err := LoadInto(w, map[string]*tensor.Tensor{"model.w": base.T()})
 		require.NoError(t, err)
 		assert.Equal(t, []float32{1, 4, 2, 5, 3, 6}, base.Float32s(), "the transposed view's buffer is written")
 	})
@@ -583,7 +587,8 @@ func TestLoadInto(t *testing.T) {
 		t.Parallel()
 		_, err := LoadInto(path, map[string]*tensor.Tensor{"model.w": tensor.New(tensor.CPU(), device.Float32, 3, 2)})
 		require.Error(t, err)
-		assert.Equal(t, path+`: 1 of 1 tensors do not match: tensor "model.w": shape [3 2] expected, file has [2 3]`, err.Error())
+		assert.Equal(t, path+`: 1 of 1 tensors do not match: tensor "model.w": shape [3 2] expected, file has [2 3]; `+
+			`the file holds 2 tensors that are not among the 1 destination tensors: "model.b", "optim.step"`, err.Error())
 	})
 
 	t.Run("load errors pass through", func(t *testing.T) {

@@ -46,6 +46,6 @@
 // panics on malformed input. Its errors begin with the file's path and say
 // what is wrong with the expected and the found values; they match
 // ErrFormat with errors.Is. LoadInto checks every destination tensor
-// against the file before it copies anything; its mismatch errors match
-// ErrMismatch.
+// against the file, and that the file holds no other tensor, before it
+// copies anything; its mismatch errors match ErrMismatch.
 package checkpoint

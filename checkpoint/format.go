@@ -28,7 +28,8 @@ const maxHeaderLen = 100_000_000
 var ErrFormat = errors.New("checkpoint: malformed safetensors file")
 
 // ErrMismatch is matched (with errors.Is) by LoadInto's error when the file
-// lacks a destination tensor or holds it with another shape or dtype.
+// lacks a destination tensor, holds it with another shape or dtype, or
+// holds a tensor that is not a destination tensor.
 var ErrMismatch = errors.New("checkpoint: checkpoint does not match the destination tensors")
 
 // kindError is an error with a fixed message that matches a sentinel.

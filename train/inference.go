@@ -107,7 +107,13 @@ func openSession(r runFlags, needData bool) (*session, error) {
 		return nil, inputError{err}
 	}
 	layers.To(s.model, s.dev)
-	if _, err := checkpoint.LoadInto(filepath.Join(c.Dir, modelFile), layers.StateDict(s.model)); err != nil {
+	// The files are read once, checked against the manifest's digests,
+	// and decoded from those bytes: a file swapped after the check is
+	// never used.
+	if err := c.readFiles(); err != nil {
+		return nil, inputError{err}
+	}
+	if _, err := checkpoint.DecodeInto(filepath.Join(c.Dir, modelFile), c.Files[modelFile], layers.StateDict(s.model)); err != nil {
 		return nil, inputError{err}
 	}
 	if _, ok := c.Manifest.Files[emaFile]; ok {
@@ -115,7 +121,7 @@ func openSession(r runFlags, needData bool) (*session, error) {
 		for _, p := range s.model.Parameters() {
 			avg[p.Name] = p.Value
 		}
-		if _, err := checkpoint.LoadInto(filepath.Join(c.Dir, emaFile), avg); err != nil {
+		if _, err := checkpoint.DecodeInto(filepath.Join(c.Dir, emaFile), c.Files[emaFile], avg); err != nil {
 			return nil, inputError{err}
 		}
 	}

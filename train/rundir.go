@@ -115,8 +115,8 @@ func claimRunDir(j *job) (unlock func(), err error) {
 // folder), a file of a run folder (config.yaml, a checkpoint's files), or
 // one of protected (the config file being read).
 func checkExportTarget(path string, protected ...string) error {
-	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Errorf("refusing to replace %s: it is %s, not a regular file", path, describeMode(fi.Mode()))
+	if err := checkReplaceable(path); err != nil {
+		return err
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -152,25 +152,6 @@ func checkExportTarget(path string, protected ...string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
-}
-
-// describeMode names the kind of file of a mode, for a message.
-func describeMode(m os.FileMode) string {
-	switch {
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a folder"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	}
-	return "not a regular file"
 }
 
 // freeSpace returns the bytes available to this user on the file system
