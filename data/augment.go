@@ -27,10 +27,26 @@ type Augment struct {
 	FlipHorizontal bool
 }
 
-// validate returns an error when a is not usable.
-func (a Augment) validate() error {
+// MaxAugmentPad returns the largest Augment.Pad for samples of shape
+// (…×H×W): the smaller side, min(H, W). A larger pad shifts most crops
+// entirely off the image, so that the model trains on blank samples; it
+// returns 0 for a shape of fewer than two axes.
+func MaxAugmentPad(shape []int) int {
+	if len(shape) < 2 {
+		return 0
+	}
+	return min(shape[len(shape)-2], shape[len(shape)-1])
+}
+
+// validate returns an error when a is not usable on samples of shape
+// (at least two axes).
+func (a Augment) validate(shape []int) error {
 	if a.Pad < 0 {
 		return fmt.Errorf("data: Augment.Pad = %d, expected >= 0", a.Pad)
+	}
+	if most := MaxAugmentPad(shape); a.Pad > most {
+		h, w := shape[len(shape)-2], shape[len(shape)-1]
+		return fmt.Errorf("data: Augment.Pad = %d is larger than the images (%d×%d), expected at most %d (MaxAugmentPad)", a.Pad, h, w, most)
 	}
 	return nil
 }
@@ -45,12 +61,14 @@ func (a Augment) validate() error {
 // its own rng).
 //
 // Apply panics when shape has fewer than two axes, len(img) is not the
-// product of shape, a.Pad is negative, or rng is nil while a draws.
+// product of shape, a.Pad is negative or more than MaxAugmentPad(shape),
+// or rng is nil while a draws. NewAugmented checks a and the shape and
+// returns an error instead.
 func (a Augment) Apply(img []float32, shape []int, rng *rand.Rand) {
 	if len(shape) < 2 || len(img) != product(shape) {
 		panic(fmt.Sprintf("data: Augment.Apply: image of %d values with shape %v, expected a shape …×H×W whose product is the length", len(img), shape))
 	}
-	if err := a.validate(); err != nil {
+	if err := a.validate(shape); err != nil {
 		panic(err.Error())
 	}
 	if rng == nil && (a.Pad > 0 || a.FlipHorizontal) {
@@ -133,18 +151,19 @@ type Augmented struct {
 }
 
 // NewAugmented returns ds with aug applied to every sample, its random
-// choices derived from seed, in epoch 0. It returns an error when aug is
-// invalid or ds's samples are not images (fewer than two axes).
+// choices derived from seed, in epoch 0. It returns an error when ds's
+// samples are not images (fewer than two axes) or aug is invalid for them:
+// a negative Pad, or one more than MaxAugmentPad of the sample shape.
 func NewAugmented(ds Dataset, aug Augment, seed uint64) (*Augmented, error) {
 	if ds == nil {
 		return nil, fmt.Errorf("data: NewAugmented: nil dataset")
 	}
-	if err := aug.validate(); err != nil {
-		return nil, err
-	}
 	shape := ds.SampleShape()
 	if len(shape) < 2 {
 		return nil, fmt.Errorf("data: NewAugmented: sample shape %v, expected an image (…×H×W, at least 2 axes)", shape)
+	}
+	if err := aug.validate(shape); err != nil {
+		return nil, err
 	}
 	return &Augmented{ds: ds, aug: aug, seed: seed, shape: slices.Clone(shape)}, nil
 }

@@ -64,8 +64,8 @@ func TestAugmentShiftMatchesDirectLoop(t *testing.T) {
 	}{
 		{"grey 28×28 pad 4", 1, 28, 28, 4},
 		{"rgb 8×6 pad 2", 3, 8, 6, 2},
-		{"pad larger than the image", 2, 3, 4, 5},
-		{"one row", 1, 1, 9, 3},
+		{"pad as large as the image", 2, 3, 4, 3},
+		{"one row", 1, 1, 9, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,10 @@ type InMemory struct {
 	Shape []int
 	// Classes is the number of classes; labels lie in [0, Classes).
 	Classes int
+	// Files are the paths of the files the samples were read from (for
+	// LoadIDX, the images file then the labels file), so that a program
+	// can say which files it used; nil for data made in memory.
+	Files []string
 }
 
 // NewInMemory returns an InMemory dataset over x and y (not copied) after

@@ -78,11 +78,15 @@
 // Errors from reading files name the file and say what was wrong with
 // expected and found values, for example
 //
-//	read /d/train-images-idx3-ubyte.gz: truncated (gzip stream ends early): header says 60000×28×28 = 47040000 bytes of data, found 1234
+//	read /d/train-images-idx3-ubyte.gz: truncated (gzip stream ends early): header declares 60000×28×28 = 47040000 bytes of data, the data ends after 1234
 //	iris.csv:17:3 (column "petal_length"): expected a number, found "abc"
 //
 // Malformed input never makes the readers panic, and a header cannot make
-// them allocate more than the file can hold. Misuse by the calling code (an
+// them allocate more than the file can hold. Every reader of a data file
+// refuses one that is not a regular file (a directory, a named pipe, a
+// device) before opening it, and bounds what a file can make it allocate:
+// MaxIDXBytes, MaxImagePixels, MaxTableLineBytes and MaxTableColumns,
+// MaxTextBytes. Misuse by the calling code (an
 // index out of range, a destination slice of the wrong length, shuffling
 // without a *rand.Rand) panics with a message saying what was expected.
 //

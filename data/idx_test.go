@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hora-dl/hora/internal/fuzzbound"
 )
 
 // encodeIDX returns an IDX file: magic, dims as big-endian uint32, then data.
@@ -108,11 +110,11 @@ func TestReadIDXErrors(t *testing.T) {
 		{"short magic", []byte{0, 0, 8}, ReadIDXLabels, []string{"truncated header", "expected 4 bytes (magic number), found 3"}},
 		{"short dims", images[:9], ReadIDXImages, []string{"truncated header: expected 16 bytes (magic number and 3 dimensions), found 9"}},
 		{"short dims gzipped", gz(images[:9]), ReadIDXImages, []string{"truncated header (gzip stream ends early): expected 16 bytes (magic number and 3 dimensions), found 9"}},
-		{"truncated data", images[:26], ReadIDXImages, []string{"truncated: header says 2×3×4 = 24 bytes of data, found 10"}},
-		{"truncated data gzipped", gz(images[:26]), ReadIDXImages, []string{"truncated: header says 2×3×4 = 24 bytes of data, found 10"}},
-		{"truncated gzip stream", gz(encodeIDX(MagicImages, []int{100, 28, 28}, seq(78400)))[:300], ReadIDXImages, []string{"truncated", "header says 100×28×28 = 78400 bytes of data, found"}},
-		{"trailing data", append(bytes.Clone(images), 1, 2, 3), ReadIDXImages, []string{"trailing data: header says 2×3×4 = 24 bytes of data, found 27"}},
-		{"trailing data gzipped", gz(append(bytes.Clone(images), 1, 2, 3)), ReadIDXImages, []string{"trailing data: header says 2×3×4 = 24 bytes of data, found 27"}},
+		{"truncated data", images[:26], ReadIDXImages, []string{"truncated: header declares 2×3×4 = 24 bytes of data, the file holds 10"}},
+		{"truncated data gzipped", gz(images[:26]), ReadIDXImages, []string{"truncated: header declares 2×3×4 = 24 bytes of data, the data ends after 10"}},
+		{"truncated gzip stream", gz(encodeIDX(MagicImages, []int{100, 28, 28}, seq(78400)))[:300], ReadIDXImages, []string{"truncated (gzip stream ends early): header declares 100×28×28 = 78400 bytes of data, the data ends after"}},
+		{"trailing data", append(bytes.Clone(images), 1, 2, 3), ReadIDXImages, []string{"trailing data: header declares 2×3×4 = 24 bytes of data, the file holds 27"}},
+		{"trailing data gzipped", gz(append(bytes.Clone(images), 1, 2, 3)), ReadIDXImages, []string{"trailing data: header declares 2×3×4 = 24 bytes of data, found more"}},
 		{"labels read as images", encodeIDX(MagicLabels, []int{2}, []byte{1, 2}), ReadIDXImages, []string{"bad magic 0x00000801, expected 0x00000803 (images): this is a labels file"}},
 		{"images read as labels", images, ReadIDXLabels, []string{"bad magic 0x00000803, expected 0x00000801 (labels): this is an images file"}},
 		{"two dims read as images", encodeIDX(0x802, []int{2, 3}, seq(6)), ReadIDXImages, []string{"bad magic 0x00000802, expected 0x00000803 (images)"}},
@@ -120,9 +122,11 @@ func TestReadIDXErrors(t *testing.T) {
 		{"float32 idx", encodeIDX(0x0D01, []int{1}, []byte{0, 0, 0, 0}), ReadIDX, []string{"data type 0x0D (float32) is not supported, expected 0x08 (unsigned byte)"}},
 		{"zero dims", encodeIDX(0x0800, nil, nil), ReadIDX, []string{"0 dimensions, expected at least 1"}},
 		{"zero-size images", encodeIDX(MagicImages, []int{5, 0, 28}, nil), ReadIDXImages, []string{"images of 0×28 pixels, expected at least 1×1"}},
-		{"absurd dims", encodeIDX32(MagicImages, []uint32{0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, nil), ReadIDXImages, []string{"4294967295×4294967295×4294967295", "more than the limit of 4294967296 bytes"}},
-		{"header larger than raw file", encodeIDX(MagicImages, []int{60000, 28, 28}, seq(1234)), ReadIDXImages, []string{"truncated: header says 60000×28×28 = 47040000 bytes of data, found 1234"}},
-		{"header larger than gzipped file", gz(encodeIDX(MagicImages, []int{60000, 28, 28}, seq(1234))), ReadIDXImages, []string{"truncated: header says 60000×28×28 = 47040000 bytes of data, found 1234"}},
+		{"absurd dims", encodeIDX32(MagicImages, []uint32{0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, nil), ReadIDXImages, []string{"bad dimensions: dimension 0 is 4294967295, more than the limit of 2147483647"}},
+		{"over the limit", encodeIDX32(MagicImages, []uint32{2000, 1000, 1000}, nil), ReadIDXImages, []string{"bad dimensions: header declares 2000×1000×1000 bytes of data, more than the limit of 1073741824 bytes (MaxIDXBytes)"}},
+		{"images over the pixel limit", encodeIDX32(MagicImages, []uint32{0, 10000, 10000}, nil), ReadIDXImages, []string{"bad dimensions 0×10000×10000: images of 10000×10000 pixels, more than the limit of 67108864 pixels (MaxImagePixels)"}},
+		{"header larger than raw file", encodeIDX(MagicImages, []int{60000, 28, 28}, seq(1234)), ReadIDXImages, []string{"truncated: header declares 60000×28×28 = 47040000 bytes of data, the file holds 1234"}},
+		{"header larger than gzipped file", gz(encodeIDX(MagicImages, []int{60000, 28, 28}, seq(1234))), ReadIDXImages, []string{"truncated: header declares 60000×28×28 = 47040000 bytes of data, the data ends after 1234"}},
 		{"bad gzip header", []byte{0x1f, 0x8b, 0, 0, 0, 0}, ReadIDXImages, []string{"bad gzip header"}},
 		{"gzip trailer cut", gzImages[:len(gzImages)-3], ReadIDXImages, []string{"bad gzip stream after 24 bytes of data: truncated"}},
 		{"gzip garbage", append([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255}, bytes.Repeat([]byte{0xff}, 40)...), ReadIDXImages, []string{"bad gzip stream"}},
@@ -141,7 +145,7 @@ func TestReadIDXErrors(t *testing.T) {
 			if tt.content != nil {
 				assert.Contains(t, err.Error(), "read "+p+": ")
 			} else {
-				assert.Contains(t, err.Error(), "open "+p+": ")
+				assert.Contains(t, err.Error(), "stat "+p+": ")
 			}
 			for _, w := range tt.want {
 				assert.Contains(t, err.Error(), w)
@@ -158,7 +162,7 @@ func TestReadIDXNoHugeAllocation(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err := ReadIDXImages(p)
 	runtime.ReadMemStats(&after)
-	require.ErrorContains(t, err, "truncated: header says 1000×1000×1000 = 1000000000 bytes of data, found 100")
+	require.ErrorContains(t, err, "truncated: header declares 1000×1000×1000 = 1000000000 bytes of data, the data ends after 100")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20), "bytes allocated")
 }
 
@@ -176,19 +180,21 @@ func FuzzReadIDX(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, want := range []uint32{0, MagicImages, MagicLabels} {
-			for _, size := range []int64{int64(len(b)), -1} {
-				idx, err := decodeIDX(bytes.NewReader(b), size, want)
-				if err != nil {
-					continue
-				}
-				if want != 0 && idx.Magic != want {
-					t.Fatalf("magic 0x%08X, want 0x%08X", idx.Magic, want)
-				}
-				if len(idx.Data) != product(idx.Dims) {
-					t.Fatalf("len(Data) = %d, want product of %v", len(idx.Data), idx.Dims)
+		fuzzbound.Run(t, fuzzbound.PerInput, func() {
+			for _, want := range []uint32{0, MagicImages, MagicLabels} {
+				for _, size := range []int64{int64(len(b)), -1} {
+					idx, err := decodeIDX(bytes.NewReader(b), size, want)
+					if err != nil {
+						continue
+					}
+					if want != 0 && idx.Magic != want {
+						t.Fatalf("magic 0x%08X, want 0x%08X", idx.Magic, want)
+					}
+					if len(idx.Data) != product(idx.Dims) {
+						t.Fatalf("len(Data) = %d, want product of %v", len(idx.Data), idx.Dims)
+					}
 				}
 			}
-		}
+		})
 	})
 }

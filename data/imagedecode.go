@@ -12,28 +12,42 @@ import (
 	"os"
 	"strings"
 
-	_ "golang.org/x/image/bmp"  // register BMP
+	_ "golang.org/x/image/bmp" // register BMP
+	"golang.org/x/image/riff"
+	"golang.org/x/image/vp8"
+	"golang.org/x/image/vp8l"
 	_ "golang.org/x/image/webp" // register WebP
 )
 
 // MaxImagePixels is the largest image, in pixels (width × height), that
-// DecodeImage accepts. A header that claims more is rejected before the
-// pixels are decoded, so a malicious file cannot exhaust memory.
-const MaxImagePixels = 1 << 27
+// DecodeImage accepts: 2²⁶, an 8192×8192 image, which takes 256 MiB as
+// RGBA (512 MiB at 16 bits a channel) once decoded. The size an image file
+// declares is checked before its pixels are decoded, so that a small file
+// declaring a huge image (a 3.5 MB PNG of 60000×60000 pixels would take
+// 3.6 GB) is refused instead of exhausting memory. The same bound applies
+// to each image of an IDX images file.
+const MaxImagePixels = 1 << 26
 
 // imageFormats names the formats DecodeImage accepts, for error messages.
 const imageFormats = "PNG, JPEG, GIF, BMP or WebP"
 
 // DecodeImage reads the image file at path: PNG, JPEG, GIF (its first
-// frame), BMP or WebP, recognised by its content, not by its name. A
-// corrupt, truncated or oversized file gives an error naming the path, for
-// example
+// frame), BMP or WebP, recognised by its content, not by its name. It is
+// the one reader of image files of this package (NewImageFolder uses it),
+// and the one a program should use to read an image given by its user.
+//
+// The file must be a regular file: a directory, a named pipe or a device
+// is refused before it is opened. Its declared size is checked against
+// MaxImagePixels before anything is decoded (for WebP, the size of the
+// frame as well as of the canvas). A corrupt, truncated or oversized file
+// gives an error naming the path, for example
 //
 //	x.png: not a valid PNG, JPEG, GIF, BMP or WebP image: unexpected EOF
+//	x.png: png image of 60000×60000 pixels, more than the limit of 67108864 pixels (MaxImagePixels, 8192×8192)
 func DecodeImage(path string) (image.Image, error) {
-	f, err := os.Open(path)
+	f, _, err := openRegular(path, "an image file")
 	if err != nil {
-		return nil, err // *fs.PathError names the path
+		return nil, err
 	}
 	defer f.Close()
 	r := bufio.NewReader(f)
@@ -41,18 +55,81 @@ func DecodeImage(path string) (image.Image, error) {
 	if err != nil {
 		return nil, decodeErr(path, err)
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > MaxImagePixels {
-		return nil, fmt.Errorf("%s: %s image of %d×%d pixels, expected 1 to %d pixels", path, format, cfg.Width, cfg.Height, MaxImagePixels)
+	if err := checkImageSize(path, format, cfg.Width, cfg.Height); err != nil {
+		return nil, err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	if format == "webp" {
+		// The canvas of a VP8X chunk, which DecodeConfig reports, need not
+		// be the size of the frame, which is what the decoder allocates.
+		if err := rewind(f, r); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		w, h, err := webpFrameSize(r)
+		if err != nil {
+			return nil, decodeErr(path, err)
+		}
+		if err := checkImageSize(path, format, w, h); err != nil {
+			return nil, err
+		}
+	}
+	if err := rewind(f, r); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r.Reset(f)
 	img, _, err := image.Decode(r)
 	if err != nil {
 		return nil, decodeErr(path, err)
 	}
 	return img, nil
+}
+
+// checkImageSize returns an error naming path if an image of w×h pixels is
+// empty or larger than MaxImagePixels.
+func checkImageSize(path, format string, w, h int) error {
+	if w <= 0 || h <= 0 {
+		return fmt.Errorf("%s: %s image of %d×%d pixels, expected at least 1×1", path, format, w, h)
+	}
+	if int64(w)*int64(h) > MaxImagePixels {
+		return fmt.Errorf("%s: %s image of %d×%d pixels, more than the limit of %d pixels (MaxImagePixels, 8192×8192)",
+			path, format, w, h, MaxImagePixels)
+	}
+	return nil
+}
+
+// rewind moves f back to its start and makes r read it from there.
+func rewind(f *os.File, r *bufio.Reader) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	r.Reset(f)
+	return nil
+}
+
+// webpFrameSize returns the size of the first frame (VP8 or VP8L chunk) of
+// a WebP stream, reading only the chunk headers and the frame header.
+func webpFrameSize(r io.Reader) (w, h int, err error) {
+	_, chunks, err := riff.NewReader(r)
+	if err != nil {
+		return 0, 0, err
+	}
+	for {
+		id, n, data, err := chunks.Next()
+		if err == io.EOF {
+			return 0, 0, errors.New("webp: no VP8 or VP8L frame")
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		switch id {
+		case riff.FourCC{'V', 'P', '8', ' '}:
+			d := vp8.NewDecoder()
+			d.Init(data, int(n))
+			fh, err := d.DecodeFrameHeader()
+			return fh.Width, fh.Height, err
+		case riff.FourCC{'V', 'P', '8', 'L'}:
+			c, err := vp8l.DecodeConfig(data)
+			return c.Width, c.Height, err
+		}
+	}
 }
 
 // BadImageError is the error of DecodeImage (and so of NewImageFolder)

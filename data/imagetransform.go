@@ -72,6 +72,9 @@ func (t ImageTransform) Validate() error {
 	if t.Height <= 0 || t.Width <= 0 {
 		return fmt.Errorf("data: ImageTransform: size %d×%d (Height×Width), expected both > 0", t.Height, t.Width)
 	}
+	if int64(t.Height)*int64(t.Width) > MaxImagePixels {
+		return fmt.Errorf("data: ImageTransform: size %d×%d (Height×Width) is more than the limit of %d pixels (MaxImagePixels)", t.Height, t.Width, MaxImagePixels)
+	}
 	if t.Channels != 1 && t.Channels != 3 {
 		return fmt.Errorf("data: ImageTransform: Channels = %d, expected 1 (grey) or 3 (RGB)", t.Channels)
 	}

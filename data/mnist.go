@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,49 +34,80 @@ func FashionMNISTClassNames() []string {
 		"Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
 }
 
+// maxIDXMemory is the most memory, in bytes, that the data set LoadIDXClasses
+// makes may take: 4 bytes a pixel (float32) and 8 a label (int64). It is
+// 5 × MaxIDXBytes: room for MaxIDXBytes of pixels with the labels of any
+// images of 8 pixels or more, while a header of a billion 1×1 images is
+// refused.
+const maxIDXMemory = 5 * MaxIDXBytes
+
 // LoadIDX reads an IDX images file and an IDX labels file (each gzipped or
 // not) into an InMemory dataset of DefaultClasses classes. Pixels are scaled
-// from 0..255 to [0, 1]; the sample shape is [1, rows, cols].
+// from 0..255 to [0, 1]; the sample shape is [1, rows, cols]. The data set's
+// Files are the two paths.
 func LoadIDX(imagesPath, labelsPath string) (*InMemory, error) {
 	return LoadIDXClasses(imagesPath, labelsPath, DefaultClasses)
 }
 
 // LoadIDXClasses is LoadIDX for datasets of a given number of classes: every
 // label must be below classes.
+//
+// Both headers are read before any data: the image count must equal the
+// label count (an error names both files and both counts), the data set
+// must fit in 5 × MaxIDXBytes of memory (float32 pixels, int64 labels),
+// and each file is read as ReadIDX does, so that neither can make it
+// allocate more than MaxIDXBytes of data or read past what its header
+// declares.
 func LoadIDXClasses(imagesPath, labelsPath string, classes int) (*InMemory, error) {
 	if classes <= 0 || classes > 256 {
 		return nil, fmt.Errorf("load %s: classes = %d, expected 1..256 for uint8 labels", labelsPath, classes)
 	}
-	images, err := ReadIDXImages(imagesPath)
+	images, imagesFile, err := openIDX(imagesPath, MagicImages)
 	if err != nil {
 		return nil, err
 	}
-	labels, err := ReadIDXLabels(labelsPath)
+	defer imagesFile.Close()
+	labels, labelsFile, err := openIDX(labelsPath, MagicLabels)
 	if err != nil {
 		return nil, err
 	}
-	n := images.Dims[0]
-	if n != labels.Dims[0] {
+	defer labelsFile.Close()
+	n, rows, cols := images.dims[0], images.dims[1], images.dims[2]
+	if n != labels.dims[0] {
 		return nil, fmt.Errorf("load idx: %s has %d images but %s has %d labels, expected the same count",
-			imagesPath, n, labelsPath, labels.Dims[0])
+			imagesPath, n, labelsPath, labels.dims[0])
+	}
+	if mem := int64(n) * (4*int64(rows)*int64(cols) + 8); mem > maxIDXMemory {
+		return nil, fmt.Errorf("load idx: %s: %d images of %d×%d pixels take %d bytes in memory (float32 pixels, int64 labels), more than the limit of %d bytes",
+			imagesPath, n, rows, cols, mem, int64(maxIDXMemory))
+	}
+
+	lab, err := labels.read()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", labelsPath, err)
 	}
 	y := make([]int64, n)
-	for i, v := range labels.Data {
+	for i, v := range lab.Data {
 		if int(v) >= classes {
 			return nil, fmt.Errorf("read %s: label %d at index %d is out of range, expected 0..%d (%d classes)",
 				labelsPath, v, i, classes-1, classes)
 		}
 		y[i] = int64(v)
 	}
+	img, err := images.read()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", imagesPath, err)
+	}
 	var scale [256]float32
 	for i := range scale {
 		scale[i] = float32(i) / 255
 	}
-	x := make([]float32, len(images.Data))
-	for i, v := range images.Data {
+	x := make([]float32, len(img.Data))
+	for i, v := range img.Data {
 		x[i] = scale[v]
 	}
-	return &InMemory{X: x, Y: y, Shape: []int{1, images.Dims[1], images.Dims[2]}, Classes: classes}, nil
+	return &InMemory{X: x, Y: y, Shape: []int{1, rows, cols}, Classes: classes,
+		Files: []string{imagesPath, labelsPath}}, nil
 }
 
 // fashionFiles returns the base names of the Fashion-MNIST files, in the
@@ -94,17 +124,17 @@ func fashionFiles() [4]string {
 // LoadFashionMNIST loads the Fashion-MNIST training set (60000 images) and
 // test set (10000 images) from dir, which holds
 // {train,t10k}-{images-idx3,labels-idx1}-ubyte, each with or without a .gz
-// suffix (DefaultFashionMNISTDir after `apt-get install dataset-fashion-mnist`).
-// Pixels are scaled to [0, 1] and not normalized; see (*InMemory).Normalize.
+// suffix (DefaultFashionMNISTDir after `apt-get install dataset-fashion-mnist`),
+// chosen as LoadIDXDir does. Pixels are scaled to [0, 1] and not
+// normalized; see (*InMemory).Normalize.
 func LoadFashionMNIST(dir string) (train, test *InMemory, err error) {
 	if train, test, err = LoadIDXDir(dir, 10); err != nil {
 		return nil, nil, err
 	}
-	for i, ds := range []*InMemory{train, test} {
+	for _, ds := range []*InMemory{train, test} {
 		if ds.Shape[1] != 28 || ds.Shape[2] != 28 {
-			path, _ := findIDX(dir, fashionFiles()[2*i])
 			return nil, nil, fmt.Errorf("load fashion-mnist: %s: images are %d×%d, expected 28×28",
-				path, ds.Shape[1], ds.Shape[2])
+				ds.Files[0], ds.Shape[1], ds.Shape[2])
 		}
 	}
 	return train, test, nil
@@ -113,9 +143,13 @@ func LoadFashionMNIST(dir string) (train, test *InMemory, err error) {
 // LoadIDXDir loads a training and a test set stored as Fashion-MNIST is
 // (MNIST, KMNIST and others are too): dir holds
 // {train,t10k}-{images-idx3,labels-idx1}-ubyte, each with or without a .gz
-// suffix. Images may have any size; every label must lie in [0, classes)
-// (an error names the file and the sample index otherwise). Pixels are
-// scaled to [0, 1].
+// suffix. When both NAME and NAME.gz exist, NAME is read: the uncompressed
+// file is the one a user has unpacked or edited, and NAME.gz is ignored.
+// The Files of each data set say which files were read. Each file must be
+// a regular file: a directory (or a named pipe, a device) in its place is
+// an error saying so, not a missing file. Images may have any size; every
+// label must lie in [0, classes) (an error names the file and the sample
+// index otherwise). Pixels are scaled to [0, 1].
 func LoadIDXDir(dir string, classes int) (train, test *InMemory, err error) {
 	var paths [4]string
 	var missing []string
@@ -147,16 +181,17 @@ func LoadIDXDir(dir string, classes int) (train, test *InMemory, err error) {
 	return train, test, nil
 }
 
-// findIDX returns the path of base.gz or base in dir, whichever exists (in
-// that order), or "" if neither does.
+// findIDX returns the path of base in dir if it exists, else of base.gz if
+// that exists, else "". A name that exists but is not a regular file (a
+// directory, say) is an error naming it.
 func findIDX(dir, base string) (string, error) {
-	for _, name := range []string{base + ".gz", base} {
+	for _, name := range []string{base, base + ".gz"} {
 		p := filepath.Join(dir, name)
-		st, err := os.Stat(p)
+		_, err := statRegular(p, "an IDX file")
 		switch {
-		case err == nil && !st.IsDir():
+		case err == nil:
 			return p, nil
-		case err == nil, errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist):
 			continue
 		default:
 			return "", fmt.Errorf("load fashion-mnist: %w", err)

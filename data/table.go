@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/csv"
 	"errors"
@@ -8,10 +9,22 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
+)
+
+// Limits on the CSV files ReadTable reads, so that a hostile file cannot
+// make it allocate without bound: encoding/csv holds a whole line, and a
+// slice entry per field, before ReadTable sees it.
+const (
+	// MaxTableLineBytes is the longest line of a CSV table, in bytes:
+	// 4 MiB, room for MaxTableColumns numbers of 60 characters each.
+	MaxTableLineBytes = 4 << 20
+	// MaxTableColumns is the most columns (fields of a row) a CSV table
+	// may have: 65536, far more than a model reading one feature per
+	// column can use.
+	MaxTableColumns = 1 << 16
 )
 
 // TableConfig says how ReadTable reads a CSV file: which column holds the
@@ -177,7 +190,9 @@ type record struct {
 //	iris.csv:17:3 (column "petal_length"): expected a number, found "abc"
 //
 // Missing values (an empty field, "NA", "NaN", "nan", "?") in a feature or
-// the label are errors.
+// the label are errors. The file must be a regular file (a directory, a
+// named pipe or a device is refused before it is opened), with lines of at
+// most MaxTableLineBytes and rows of at most MaxTableColumns fields.
 func ReadTable(path string, cfg TableConfig) (*Table, error) {
 	if cfg.Label == "" {
 		return nil, fmt.Errorf("%s: no label column given, expected TableConfig.Label to name one", path)
@@ -188,9 +203,9 @@ func ReadTable(path string, cfg TableConfig) (*Table, error) {
 	if cfg.Regression && len(cfg.Classes) > 0 {
 		return nil, fmt.Errorf("%s: Classes is set for a regression table, expected no classes", path)
 	}
-	f, err := os.Open(path)
+	f, _, err := openRegular(path, "a CSV file")
 	if err != nil {
-		return nil, err // *PathError names the file
+		return nil, err
 	}
 	defer f.Close()
 	return readTable(path, f, cfg)
@@ -296,7 +311,7 @@ func readTable(path string, r io.Reader, cfg TableConfig) (*Table, error) {
 // blank lines, and returns the header (if cfg.Header) and at least one data
 // row.
 func readRecords(path string, r io.Reader, cfg TableConfig) (header record, rows []record, err error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(&lineLimiter{r: r, line: 1})
 	cr.FieldsPerRecord = -1 // checked by readTable, with a better message
 	cr.TrimLeadingSpace = true
 	skipped := 0
@@ -308,12 +323,19 @@ func readRecords(path string, r io.Reader, cfg TableConfig) (header record, rows
 		}
 		if err != nil {
 			var pe *csv.ParseError
-			if errors.As(err, &pe) {
+			var le *longLineError
+			switch {
+			case errors.As(err, &pe):
 				return header, nil, fmt.Errorf("%s:%d: %v (at character %d of the line)", path, pe.Line, pe.Err, pe.Column)
+			case errors.As(err, &le):
+				return header, nil, fmt.Errorf("%s:%d: %w", path, le.line, le)
 			}
 			return header, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		line, _ := cr.FieldPos(0)
+		if len(fields) > MaxTableColumns {
+			return header, nil, fmt.Errorf("%s:%d: %d fields, more than the limit of %d columns (MaxTableColumns)", path, line, len(fields), MaxTableColumns)
+		}
 		if first && len(fields) > 0 {
 			fields[0] = strings.TrimPrefix(fields[0], "\ufeff") // a byte order mark
 			first = false
@@ -344,6 +366,48 @@ func readRecords(path string, r io.Reader, cfg TableConfig) (header record, rows
 		return header, nil, fmt.Errorf("%s: no data rows, expected at least 1; the file %s", path, what)
 	}
 	return header, rows, nil
+}
+
+// lineLimiter passes r through, but fails with a *longLineError when a
+// line is longer than MaxTableLineBytes, so that encoding/csv never
+// buffers more than that.
+type lineLimiter struct {
+	r io.Reader
+	// line is the number of the current line, from 1; run is the number
+	// of its bytes read so far.
+	line, run int
+}
+
+// Read reads from the underlying reader and checks the lines it read.
+func (l *lineLimiter) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	rest := p[:n]
+	for l.run <= MaxTableLineBytes {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			l.run += len(rest)
+			break
+		}
+		l.run += i
+		if l.run > MaxTableLineBytes {
+			break
+		}
+		l.line++
+		l.run = 0
+		rest = rest[i+1:]
+	}
+	if l.run > MaxTableLineBytes {
+		return 0, &longLineError{line: l.line}
+	}
+	return n, err
+}
+
+// longLineError is the error of a line longer than MaxTableLineBytes.
+type longLineError struct{ line int }
+
+// Error says what the limit is.
+func (e *longLineError) Error() string {
+	return fmt.Sprintf("line longer than %d bytes (MaxTableLineBytes), expected shorter lines of comma-separated values", MaxTableLineBytes)
 }
 
 // column returns the index of the column chosen by name or index s; the
@@ -682,4 +746,19 @@ func (s Standardizer) Apply(x []float32) {
 		j := i % nf
 		x[i] = float32((float64(v) - s.Mean[j]) / s.Std[j])
 	}
+}
+
+// OpenCSV opens the CSV table at path for a reader that goes through its
+// records itself (predict reads rows against a trained run's columns):
+// path must be a regular file, and the reader fails on a line longer
+// than MaxTableLineBytes, as LoadTable does. Close the returned file
+// when done.
+func OpenCSV(path string) (*csv.Reader, io.Closer, error) {
+	f, _, err := openRegular(path, "a CSV table")
+	if err != nil {
+		return nil, nil, err
+	}
+	r := csv.NewReader(&lineLimiter{r: f, line: 1})
+	r.FieldsPerRecord = -1
+	return r, f, nil
 }

@@ -100,12 +100,19 @@ func (v *CharVocab) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MaxTextBytes is the most bytes of text LoadText reads, all files
+// together: 1 GiB, already 4 GiB of token ids. The sizes of the files are
+// checked before they are read.
+const MaxTextBytes = 1 << 30
+
 // LoadText reads the text files named by paths, each entry a file name or
 // a filepath.Glob pattern, and returns their contents joined with "\n",
 // the files in sorted order (a file matched by several entries is read
-// once). An entry that matches nothing, a malformed pattern, a directory,
-// a file that cannot be read or is not valid UTF-8 (the error names the
-// byte offset) and an empty total text are errors naming the path.
+// once). An entry that matches nothing, a malformed pattern, a file that
+// is not a regular file (a directory, a named pipe, a device: refused
+// before it is opened), a file that cannot be read or is not valid UTF-8
+// (the error names the byte offset), more than MaxTextBytes in all and an
+// empty total text are errors naming the path.
 func LoadText(paths []string) (string, error) {
 	if len(paths) == 0 {
 		return "", errors.New("data: LoadText: no paths given")
@@ -129,16 +136,19 @@ func LoadText(paths []string) (string, error) {
 	slices.Sort(files)
 	files = slices.Compact(files)
 	parts := make([]string, len(files))
-	total := 0
-	for i, f := range files {
-		info, err := os.Stat(f)
+	total := int64(0)
+	for _, f := range files {
+		info, err := statRegular(f, "a text file")
 		if err != nil {
 			return "", fmt.Errorf("data: LoadText: %w", err)
 		}
-		if info.IsDir() {
-			return "", fmt.Errorf("data: LoadText: %s is a directory, expected a text file", f)
+		if total += info.Size(); total > MaxTextBytes {
+			return "", fmt.Errorf("data: LoadText: %s: the files hold %d bytes up to this one, more than the limit of %d bytes of text (MaxTextBytes)", f, total, MaxTextBytes)
 		}
-		b, err := os.ReadFile(f)
+	}
+	total = 0
+	for i, f := range files {
+		b, err := readRegular(f, "a text file", MaxTextBytes-total)
 		if err != nil {
 			return "", fmt.Errorf("data: LoadText: %w", err)
 		}
@@ -146,7 +156,7 @@ func LoadText(paths []string) (string, error) {
 			return "", fmt.Errorf("data: LoadText: %s: invalid UTF-8 at byte offset %d", f, invalidUTF8At(b))
 		}
 		parts[i] = string(b)
-		total += len(b)
+		total += int64(len(b))
 	}
 	if total == 0 {
 		return "", fmt.Errorf("data: LoadText: %s: no text (every file is empty)", strings.Join(files, ", "))

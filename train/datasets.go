@@ -184,7 +184,7 @@ func loadDatasets(cfg *Config, vocab string, saved *runData, progress progressFu
 		}
 		return prepareData(cfg, d, 0)
 	}
-	d, fill, err := loadImageFiles(cfg)
+	d, fill, files, err := loadImageFiles(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +192,7 @@ func loadDatasets(cfg *Config, vocab string, saved *runData, progress progressFu
 	if err != nil {
 		return nil, err
 	}
+	ds.notes = append(ds.notes, "read the IDX files "+strings.Join(files, ", "))
 	shape := d.Train.SampleShape()
 	info := &imageInfo{Channels: shape[0], Height: shape[1], Width: shape[2]}
 	if cfg.Data.Normalize {
@@ -206,8 +207,10 @@ func loadDatasets(cfg *Config, vocab string, saved *runData, progress progressFu
 
 // loadImageFiles reads the built-in IDX data sets (Fashion-MNIST, an IDX
 // folder) and normalizes them; fill is the value of a black pixel after
-// normalization, for the padding of augmentation.
-func loadImageFiles(cfg *Config) (d *Data, fill float32, err error) {
+// normalization, for the padding of augmentation, and files are the
+// paths of the files read (data.LoadIDXDir chooses between a file and its
+// .gz), for the run to say.
+func loadImageFiles(cfg *Config) (d *Data, fill float32, files []string, err error) {
 	var tr, te *data.InMemory
 	classes := 10
 	switch cfg.Data.Name {
@@ -227,14 +230,14 @@ func loadImageFiles(cfg *Config) (d *Data, fill float32, err error) {
 		err = fmt.Errorf("%s: data.name: unknown data set %q (known: %v)", cfg.File(), cfg.Data.Name, datasetRegistry.names())
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if cfg.Data.Normalize {
 		tr.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
 		te.Normalize(data.FashionMNISTMean, data.FashionMNISTStd)
 		fill = -data.FashionMNISTMean / data.FashionMNISTStd // black, normalized
 	}
-	return &Data{Train: tr, Test: te, Classes: classes}, fill, nil
+	return &Data{Train: tr, Test: te, Classes: classes}, fill, slices.Concat(tr.Files, te.Files), nil
 }
 
 // prepareData makes the run's data sets from the data d (any data set but
@@ -251,6 +254,11 @@ func prepareData(cfg *Config, d *Data, fill float32) (*datasets, error) {
 		ds.info.Classes = append(ds.info.Classes, strconv.Itoa(c))
 	}
 	if a := cfg.Data; a.AugmentPad > 0 || a.AugmentFlip {
+		if shape := d.Train.SampleShape(); len(shape) >= 2 && a.AugmentPad > data.MaxAugmentPad(shape) {
+			where, suffix := cfg.origins.Where(cfg.File(), "data.augment_pad")
+			return nil, inputError{fmt.Errorf("%s: data.augment_pad: %d is larger than the images (%d×%d); at most %d%s",
+				where, a.AugmentPad, shape[len(shape)-2], shape[len(shape)-1], data.MaxAugmentPad(shape), suffix)}
+		}
 		aug := data.Augment{Pad: a.AugmentPad, Fill: fill, FlipHorizontal: a.AugmentFlip}
 		var err error
 		if ds.augment, err = data.NewAugmented(ds.train, aug, cfg.Seed); err != nil {

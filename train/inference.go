@@ -3,7 +3,6 @@ package train
 import (
 	"cmp"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -353,11 +352,12 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 			}
 			samples, place = rows, func(i int, p *prediction) { p.Line = lines[i] }
 		} else {
-			if samples, err = readImages(path, s.info); err != nil {
+			var idx bool
+			if samples, idx, err = readImages(path, s.info); err != nil {
 				return inputError{fmt.Errorf("predict: %w", err)}
 			}
 			place = func(i int, p *prediction) {
-				if len(samples) > 1 || isIDX(path) {
+				if len(samples) > 1 || idx {
 					p.Index = &i
 				}
 			}
@@ -453,46 +453,45 @@ func expandFolders(paths []string) ([]string, error) {
 	return out, nil
 }
 
-func isIDX(path string) bool {
-	return strings.Contains(filepath.Base(path), "idx3")
-}
-
 // readImages reads the images of a file as the run's samples: one image
 // (PNG, JPEG, GIF, BMP or WebP, RGB or grey, of any size: converted,
 // resized and center-cropped as evaluation does), or every image of an
-// IDX file of the model's size.
-func readImages(path string, info *runData) ([][]float32, error) {
+// IDX file of the model's size (known by its content, whatever its
+// name); idx says which.
+func readImages(path string, info *runData) (samples [][]float32, idx bool, err error) {
 	im := info.Image
 	if im == nil {
-		return nil, fmt.Errorf("%s: this run's model does not take images", path)
+		return nil, false, fmt.Errorf("%s: this run's model does not take images", path)
 	}
 	tr := im.transform()
 	size := im.Channels * im.Height * im.Width
-	if !isIDX(path) {
+	if idx, err = data.SniffIDX(path); err != nil {
+		return nil, false, err
+	}
+	if !idx {
 		img, err := data.DecodeImage(path)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		x := make([]float32, size)
 		tr.Eval(img, x)
-		return [][]float32{x}, nil
+		return [][]float32{x}, false, nil
 	}
-	idx, err := data.ReadIDXImages(path)
+	file, err := data.ReadIDXImages(path)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	if len(idx.Dims) != 3 || im.Channels != 1 || idx.Dims[1] != im.Height || idx.Dims[2] != im.Width {
-		return nil, fmt.Errorf("%s: images are %v, the model takes %d×%d×%d", path, idx.Dims[1:], im.Channels, im.Height, im.Width)
+	if len(file.Dims) != 3 || im.Channels != 1 || file.Dims[1] != im.Height || file.Dims[2] != im.Width {
+		return nil, true, fmt.Errorf("%s: images are %v, the model takes %d×%d×%d", path, file.Dims[1:], im.Channels, im.Height, im.Width)
 	}
-	var out [][]float32
-	for i := range idx.Dims[0] {
+	for i := range file.Dims[0] {
 		img := image.NewGray(image.Rect(0, 0, im.Width, im.Height))
-		copy(img.Pix, idx.Data[i*size:(i+1)*size])
+		copy(img.Pix, file.Data[i*size:(i+1)*size])
 		x := make([]float32, size)
 		tr.Eval(img, x)
-		out = append(out, x)
+		samples = append(samples, x)
 	}
-	return out, nil
+	return samples, true, nil
 }
 
 // sameColumns checks that a header row names the training table's
@@ -516,7 +515,7 @@ func sameColumns(header []string, info *tableInfo) error {
 // column may be left out) and returns their features, standardized as in
 // training, and the file line of each row.
 func readTableRows(path string, cfg *Config, info *tableInfo) (rows [][]float32, lines []int, err error) {
-	f, err := os.Open(path)
+	r, f, err := data.OpenCSV(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -530,8 +529,6 @@ func readTableRows(path string, cfg *Config, info *tableInfo) (rows [][]float32,
 		table.FeatureColumns = append(table.FeatureColumns, c)
 	}
 	std := info.standardizer()
-	r := csv.NewReader(f)
-	r.FieldsPerRecord = -1
 	skip, header := cfg.Data.SkipRows, cfg.Data.Header
 	for {
 		rec, err := r.Read()

@@ -142,7 +142,8 @@ func TestTrainJSONOutput(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
 		events[ev["event"].(string)]++
 	}
-	assert.Equal(t, map[string]int{"start": 1, "epoch": 2, "end": 1}, events)
+	// "info": which IDX files were read.
+	assert.Equal(t, map[string]int{"start": 1, "info": 1, "epoch": 2, "end": 1}, events)
 }
 
 // TestEvalPredictExport: the commands that use a finished run.

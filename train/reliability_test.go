@@ -450,3 +450,20 @@ func TestRelLauncherSignals(t *testing.T) {
 		assert.False(t, alive(job), "the job (pid %d) outlived its launcher\n%s", job, out.String())
 	})
 }
+
+func TestRelPredictKnowsIDXByContent(t *testing.T) {
+	dataDir, run := tinyRun(t)
+	b, err := os.ReadFile(filepath.Join(dataDir, "t10k-images-idx3-ubyte.gz"))
+	require.NoError(t, err)
+	renamed := filepath.Join(t.TempDir(), "digits.bin")
+	require.NoError(t, os.WriteFile(renamed, b, 0o644))
+	code, stdout, stderr := runTrain(t, "predict", "-run", run, renamed)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, 64, strings.Count(stdout, `"index":`), "one prediction per image of the IDX file")
+
+	fifo := filepath.Join(t.TempDir(), "rows.csv")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	code, _, stderr = runTrain(t, "predict", "-run", run, fifo)
+	assert.Equal(t, exitInput, code, stderr)
+	assert.Contains(t, stderr, "is a named pipe (FIFO), not a regular file")
+}
