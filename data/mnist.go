@@ -81,6 +81,13 @@ func LoadIDXClasses(imagesPath, labelsPath string, classes int) (*InMemory, erro
 		return nil, fmt.Errorf("load idx: %s: %d images of %d×%d pixels take %d bytes in memory (float32 pixels, int64 labels), more than the limit of %d bytes",
 			imagesPath, n, rows, cols, mem, int64(maxIDXMemory))
 	}
+	// The file's bytes and their float32 copy live at once while loading.
+	if need := int64(n) * (5*int64(rows)*int64(cols) + 9); need > 1<<28 {
+		if left, ok := memoryLeft(); ok && need > left {
+			return nil, fmt.Errorf("load idx: %s: %d images of %d×%d pixels need about %d MiB of memory to load, but this process can allocate about %d MiB more (available memory, ulimit -v)",
+				imagesPath, n, rows, cols, need>>20, max(left, 0)>>20)
+		}
+	}
 
 	lab, err := labels.read()
 	if err != nil {

@@ -292,6 +292,9 @@ func runTrainCommand(ctx context.Context, comm dist.Communicator, o trainOptions
 		return launch(ctx, launchConfig{restarts: o.restarts, np: o.np, hosts: o.hosts, args: o.args, resume: o.resume, overwrite: o.overwrite, dir: cfg.Output.Dir}, stdout, stderr), nil
 	}
 	if o.cpuProfile != "" {
+		if err := checkExportTarget(o.cpuProfile, protectedInputs(cfg)...); err != nil {
+			return 0, inputError{fmt.Errorf("-cpuprofile: %w", err)}
+		}
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
 			return 0, inputError{fmt.Errorf("-cpuprofile: %w", err)}
@@ -311,6 +314,12 @@ func runTrainCommand(ctx context.Context, comm dist.Communicator, o trainOptions
 // config gets the first free suffix "-2", "-3", … so that nothing is
 // lost. It only chooses: claimRunDir checks and claims the folder.
 func freshRunDir(dir string, overwrite, explicit bool) (string, error) {
+	if explicit {
+		// A run in progress there is no earlier run to resume.
+		if err := checkNotInUse(dir); err != nil {
+			return "", inputError{err}
+		}
+	}
 	if !hasCheckpoints(dir) || overwrite {
 		return dir, nil // with overwrite, claimRunDir deletes them once it holds the folder's lock
 	}

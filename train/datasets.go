@@ -137,14 +137,28 @@ func writeRunData(dir string, info *runData) error {
 	return nil
 }
 
+// Bounds on a run's data.json: its size, and the values of one sample
+// (four channels of the largest image the data package decodes).
+const (
+	maxRunDataBytes = 64 << 20
+	maxSampleValues = 4 * data.MaxImagePixels
+)
+
 // readRunData reads the data.json of the run folder dir; it returns nil
 // and no error for a run written before data.json existed.
 func readRunData(dir string) (*runData, error) {
 	path := filepath.Join(dir, dataFile)
-	js, err := os.ReadFile(path)
+	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > maxRunDataBytes {
+		return nil, fmt.Errorf("%s: expected a JSON file of at most %d bytes, found a %v of %d bytes", path, maxRunDataBytes, st.Mode().Type(), st.Size())
+	}
+	js, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +168,15 @@ func readRunData(dir string) (*runData, error) {
 	}
 	if len(info.SampleShape) == 0 {
 		return nil, fmt.Errorf("%s: expected a sample_shape, found none", path)
+	}
+	// The model is built for this shape before any weight is read: a
+	// forged one must not make it allocate without bound.
+	n := 1
+	for _, d := range info.SampleShape {
+		if d < 1 || d > maxSampleValues/n {
+			return nil, fmt.Errorf("%s: sample_shape %v: expected positive sizes of at most %d values in all", path, info.SampleShape, maxSampleValues)
+		}
+		n *= d
 	}
 	return &info, nil
 }
@@ -220,7 +243,7 @@ func loadImageFiles(cfg *Config) (d *Data, fill float32, files []string, err err
 		classes = cfg.Model.Classes
 		if classes == 0 { // the largest label decides
 			if tr, te, err = data.LoadIDXDir(cfg.Data.Dir, 256); err == nil {
-				classes = int(max(slices.Max(tr.Y), slices.Max(te.Y))) + 1
+				classes = int(slices.Max(slices.Concat(tr.Y, te.Y, []int64{0}))) + 1 // an empty set is checkData's to report
 				tr.Classes, te.Classes = classes, classes
 			}
 		} else {

@@ -23,3 +23,12 @@ func lockRunDir(dir string) (unlock func(), err error) {
 	fmt.Fprintf(f, "%d\n", os.Getpid())
 	return func() { f.Close(); os.Remove(path) }, nil
 }
+
+// checkNotInUse reports an error when the run folder dir holds the lock
+// file of another process.
+func checkNotInUse(dir string) error {
+	if _, err := os.Lstat(filepath.Join(dir, lockFile)); err == nil {
+		return fmt.Errorf("output.dir: %s is in use by another process (it holds %s; remove that file if no process trains there)", dir, filepath.Join(dir, lockFile))
+	}
+	return nil
+}

@@ -162,7 +162,7 @@ func TestRelExportOverTheConfigBeingRead(t *testing.T) {
 	code, _, stderr := runTrain(t, "-config", config, "-set", "data.dir="+dataDir, "-set", "model.hidden=[8]",
 		"-set", "export.onnx="+config, "-out", filepath.Join(dir, "run"))
 	assert.Equal(t, exitInput, code, stderr)
-	assert.Contains(t, stderr, "export.onnx: refusing to replace "+config+": it is the config file being read")
+	assert.Contains(t, stderr, "export.onnx: refusing to replace "+config+": it is an input of the run ("+config+")")
 	b, err := os.ReadFile(config)
 	require.NoError(t, err)
 	assert.Equal(t, src, b)

@@ -108,12 +108,21 @@ func claimRunDir(j *job) (unlock func(), err error) {
 	return unlock, nil
 }
 
-// checkExportTarget checks, before anything is computed, that an export
-// may write path: its folder exists (it is made if need be) and accepts
-// new files, and path is no file that must not be replaced: something
-// other than a regular file (a device, a FIFO, a symbolic link, a
-// folder), a file of a run folder (config.yaml, a checkpoint's files), or
-// one of protected (the config file being read).
+// protectedInputs are the files and folders the run reads, which a file
+// it writes (export.onnx, -cpuprofile) must never replace: the config,
+// the data (every file of data.dir) and the ONNX model it fine-tunes.
+func protectedInputs(cfg *Config) []string {
+	return slices.DeleteFunc(slices.Concat([]string{cfg.File(), cfg.Data.Dir, cfg.Data.File, cfg.Data.TrainFile, cfg.Data.ValFile, cfg.Model.File}, cfg.Data.Files),
+		func(p string) bool { return p == "" })
+}
+
+// checkExportTarget checks, before anything is computed, that the file
+// the run writes at path (an export, a profile) may be written: its
+// folder exists (it is made if need be) and accepts new files, and path
+// is no file that must not be replaced: something other than a regular
+// file (a device, a FIFO, a symbolic link, a folder), a file of a run
+// folder (config.yaml, a checkpoint's files), or one of protected (the
+// config file being read, the data) or a file inside a protected folder.
 func checkExportTarget(path string, protected ...string) error {
 	if err := checkReplaceable(path); err != nil {
 		return err
@@ -131,8 +140,15 @@ func checkExportTarget(path string, protected ...string) error {
 		if p == "" {
 			continue
 		}
-		if rp, err := filepath.EvalSymlinks(p); err == nil && rp == real {
-			return fmt.Errorf("refusing to replace %s: it is the config file being read", path)
+		rp, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		if rp == real {
+			return fmt.Errorf("refusing to replace %s: it is an input of the run (%s)", path, p)
+		}
+		if fi, err := os.Stat(rp); err == nil && fi.IsDir() && strings.HasPrefix(real, rp+string(filepath.Separator)) {
+			return fmt.Errorf("refusing to write %s: it lies in %s, an input of the run", path, p)
 		}
 	}
 	if isRunFolder(realDir) && slices.Contains(runFiles, filepath.Base(real)) {

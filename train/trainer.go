@@ -344,7 +344,7 @@ func openConsole(cfg *Config, resume, rank0 bool, stdout io.Writer) (con *consol
 	if cfg.Export.ONNX != "" {
 		// train.log exists now, so the folder counts as a run's and its
 		// files are refused as export targets.
-		if err := checkExportTarget(cfg.Export.ONNX, cfg.File()); err != nil {
+		if err := checkExportTarget(cfg.Export.ONNX, protectedInputs(cfg)...); err != nil {
 			logFile.Close()
 			return nil, nil, inputError{fmt.Errorf("export.onnx: %w", err)}
 		}
@@ -1531,6 +1531,12 @@ func (t *trainer) restore(c savedCheckpoint) error {
 	// The position counts samples of the epoch's global order, which is
 	// the same for any number of ranks: IndicesFrom shares the rest of
 	// the epoch among this run's ranks, however many wrote the checkpoint.
+	if limit := t.trainLen + m.WorldSize*m.BatchSize; m.EpochOffset > limit {
+		// Past the end of an epoch of this data (even with the padding of
+		// the last shards): the manifest is not of this run's data.
+		return inputError{fmt.Errorf("%s: epoch_offset: %d samples of the epoch done, but an epoch of the training set has %d samples (at most %d with the last shards' padding): the checkpoint is not of this data",
+			filepath.Join(c.Dir, manifestFile), m.EpochOffset, t.trainLen, limit)}
+	}
 	t.step, t.epoch, t.offset = m.Step, m.Epoch, m.EpochOffset
 	if t.engine.Rank() == 0 {
 		t.sums = m.EpochSums

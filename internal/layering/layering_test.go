@@ -70,6 +70,7 @@ var allowedImports = map[string][]string{
 	"scripts/fmnist-png":             {"data"},
 	"scripts/mnist-digits":           {},
 	"scripts/shapes":                 {},
+	"scripts/redteam":                {},
 }
 
 func TestImportDirection(t *testing.T) {
