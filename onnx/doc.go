@@ -45,4 +45,13 @@
 // about inputs name the input and the expected and found shape or type.
 // Operators, attributes and types that Hora does not implement give
 // errors that wrap ErrUnsupported.
+//
+// A model file is untrusted input. Load reads only regular files;
+// external data must be a regular file inside the model's folder (symbolic
+// links resolved) and of the size the tensor's shape wants; errors about
+// such files wrap ErrBadFile. An output whose size an operator takes from
+// attributes or input values may have at most 2³⁰ elements, one run's
+// Loop, Scan and If subgraphs may evaluate at most 2²⁰ nodes (a Loop whose
+// trip count alone would pass that is refused before it starts), and an
+// integer Div or Mod by zero is an error.
 package onnx

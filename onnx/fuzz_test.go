@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/internal/fuzzbound"
 	"github.com/hora-dl/hora/tensor"
 )
 
 // FuzzImport feeds arbitrary bytes to Import and runs what imports on
-// small inputs of the declared shapes: neither may panic or hang. The
-// seeds are the interpreter tests' model and, when generated (make
-// onnx-suite), a few conformance-suite models.
+// small inputs of the declared shapes: neither may panic or hang, and one
+// input may take at most fuzzbound.PerInput. The seeds are the
+// interpreter tests' model and, when generated (make onnx-suite), a few
+// conformance-suite models.
 func FuzzImport(f *testing.F) {
 	f.Add(mlpSpec(f).bytes(f))
 	f.Add(twoInputSpec(f, false).bytes(f))
@@ -25,9 +27,11 @@ func FuzzImport(f *testing.F) {
 	}
 	// Small models only: a fuzzed shape may legitimately ask for a
 	// gigabyte, which is slow rather than wrong.
-	defer func(n, r int) { maxOutputElements, maxSubgraphRuns = n, r }(maxOutputElements, maxSubgraphRuns)
-	maxOutputElements, maxSubgraphRuns = 1<<20, 1000
-	f.Fuzz(func(t *testing.T, data []byte) { runFuzzInput(data) })
+	defer func(n, r int) { maxOutputElements, maxUnrolledNodes = n, r }(maxOutputElements, maxUnrolledNodes)
+	maxOutputElements, maxUnrolledNodes = 1<<20, 1000
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzbound.Run(t, fuzzbound.PerInput, func() { runFuzzInput(data) })
+	})
 }
 
 // runFuzzInput imports data and, when that works, runs the model on ones

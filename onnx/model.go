@@ -7,8 +7,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -159,13 +157,15 @@ func Trainable(keep func(name string) bool) Option {
 }
 
 // Load reads an ONNX model file. External data files (weights stored
-// beside the model) are looked up relative to the model's folder.
+// beside the model) are looked up relative to the model's folder, and
+// must be inside it. Errors about the file (not a regular file, not an
+// ONNX model, unusable external data) wrap ErrBadFile.
 func Load(path string, opts ...Option) (*Model, error) {
-	data, err := os.ReadFile(path)
+	data, err := readProtoFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: %w", err)
 	}
-	m, err := decode(data, filepath.Dir(path), opts)
+	m, err := decode(data, path, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -183,46 +183,49 @@ func Import(r io.Reader, opts ...Option) (*Model, error) {
 }
 
 // ReadTensor reads a serialized TensorProto (a backend test's input_0.pb)
-// into a tensor on the CPU.
+// into a tensor on the CPU. Errors about the file wrap ErrBadFile, as
+// Load's.
 func ReadTensor(path string) (*tensor.Tensor, error) {
-	data, err := os.ReadFile(path)
+	data, err := readProtoFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: %w", err)
 	}
 	tp := &onnxpb.TensorProto{}
 	if err := proto.Unmarshal(data, tp); err != nil {
-		return nil, fmt.Errorf("onnx: %s: not a TensorProto: %w", path, err)
+		return nil, badFile(fmt.Errorf("onnx: %s: not a TensorProto: %w", path, err))
 	}
-	t, err := tensorFromProto(tp, filepath.Dir(path))
+	t, err := tensorFromProto(tp, path)
 	if err != nil {
 		return nil, fmt.Errorf("onnx: %s: %w", path, err)
 	}
 	return t, nil
 }
 
-func decode(data []byte, dir string, opts []Option) (*Model, error) {
+// decode parses and builds a model; src is the file it was read from, ""
+// for a reader.
+func decode(data []byte, src string, opts []Option) (*Model, error) {
 	var o importOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if len(data) == 0 {
-		return nil, fmt.Errorf("onnx: empty file")
+		return nil, badFile(fmt.Errorf("onnx: empty file"))
 	}
 	mp := &onnxpb.ModelProto{}
 	if err := proto.Unmarshal(data, mp); err != nil {
-		return nil, fmt.Errorf("onnx: not an ONNX model (protobuf: %v)", err)
+		return nil, badFile(fmt.Errorf("onnx: not an ONNX model (protobuf: %v)", err))
 	}
 	if mp.GetGraph() == nil {
-		return nil, fmt.Errorf("onnx: not an ONNX model: no graph")
+		return nil, badFile(fmt.Errorf("onnx: not an ONNX model: no graph"))
 	}
-	return build(mp, dir, o)
+	return build(mp, src, o)
 }
 
 // build prepares a parsed model in steps: the opset, the initializers
 // and graph inputs, the nodes (operators checked, in order), the graph
 // outputs, the initializers' roles (parameter, buffer or constant), and
 // then the constant folding and fusions that make running it cheaper.
-func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
+func build(mp *onnxpb.ModelProto, src string, o importOptions) (*Model, error) {
 	m := &Model{
 		consts:    map[string]*tensor.Tensor{},
 		state:     map[string]*tensor.Tensor{},
@@ -255,13 +258,13 @@ func build(mp *onnxpb.ModelProto, dir string, o importOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.nodes, _, err = prepareNodes(g.GetNode(), opset, dir, defined, nil); err != nil {
+	if m.nodes, _, err = prepareNodes(g.GetNode(), opset, src, defined, nil); err != nil {
 		return nil, err
 	}
 	if err := m.readOutputs(g, defined); err != nil {
 		return nil, err
 	}
-	if err := m.loadInitializers(inits, initOrder, dir, o); err != nil {
+	if err := m.loadInitializers(inits, initOrder, src, o); err != nil {
 		return nil, err
 	}
 	if err := m.fold(); err != nil {
@@ -368,10 +371,10 @@ func (m *Model) readOutputs(g *onnxpb.GraphProto, defined map[string]bool) error
 // loadInitializers converts the initializers, in file order, into the
 // model's buffers (the running statistics nodes update), parameters
 // (float data the options leave trainable) and constants.
-func (m *Model) loadInitializers(inits map[string]*onnxpb.TensorProto, order []string, dir string, o importOptions) error {
+func (m *Model) loadInitializers(inits map[string]*onnxpb.TensorProto, order []string, src string, o importOptions) error {
 	role := initializerRoles(m.nodes)
 	for _, name := range order {
-		t, err := tensorFromProto(inits[name], dir)
+		t, err := tensorFromProto(inits[name], src)
 		if err != nil {
 			return fmt.Errorf("onnx: initializer: %w", err)
 		}
@@ -438,7 +441,7 @@ func hasIntAttr(n *onnxpb.NodeProto, name string, v int64) bool {
 // far and gains the nodes' outputs; outer, for a subgraph, holds the names
 // of the enclosing scopes, and the names the nodes read from there are
 // returned.
-func prepareNodes(protos []*onnxpb.NodeProto, opset int, dir string, defined, outer map[string]bool) ([]*graphNode, []string, error) {
+func prepareNodes(protos []*onnxpb.NodeProto, opset int, src string, defined, outer map[string]bool) ([]*graphNode, []string, error) {
 	var nodes []*graphNode
 	var outerReads []string
 	readOuter := map[string]bool{}
@@ -487,7 +490,7 @@ func prepareNodes(protos []*onnxpb.NodeProto, opset int, dir string, defined, ou
 					scope = map[string]bool{}
 				}
 				maps.Copy(scope, defined)
-				sg, err := buildSubgraph(a.GetG(), opset, dir, scope)
+				sg, err := buildSubgraph(a.GetG(), opset, src, scope)
 				if err != nil {
 					return nil, nil, fail(fmt.Errorf("attribute %s: %w", a.GetName(), err))
 				}
@@ -533,11 +536,11 @@ type subgraph struct {
 
 // buildSubgraph prepares a subgraph attribute; scope holds the names of
 // the enclosing scopes.
-func buildSubgraph(g *onnxpb.GraphProto, opset int, dir string, scope map[string]bool) (*subgraph, error) {
+func buildSubgraph(g *onnxpb.GraphProto, opset int, src string, scope map[string]bool) (*subgraph, error) {
 	sg := &subgraph{consts: map[string]*tensor.Tensor{}}
 	defined := map[string]bool{}
 	for _, tp := range g.GetInitializer() {
-		t, err := tensorFromProto(tp, dir)
+		t, err := tensorFromProto(tp, src)
 		if err != nil {
 			return nil, fmt.Errorf("initializer: %w", err)
 		}
@@ -551,7 +554,7 @@ func buildSubgraph(g *onnxpb.GraphProto, opset int, dir string, scope map[string
 		sg.inputs = append(sg.inputs, vi.GetName())
 		defined[vi.GetName()] = true
 	}
-	nodes, outer, err := prepareNodes(g.GetNode(), opset, dir, defined, scope)
+	nodes, outer, err := prepareNodes(g.GetNode(), opset, src, defined, scope)
 	if err != nil {
 		return nil, fmt.Errorf("graph %q: %w", g.GetName(), err)
 	}
@@ -675,7 +678,7 @@ func (m *Model) fold() error {
 				in[k] = autograd.Constant(m.consts[name])
 			}
 		}
-		outs, err := m.runNode(n, in, cpu, false, nil)
+		outs, err := m.runNode(n, in, cpu, false, nil, nil)
 		if err != nil {
 			return err
 		}

@@ -133,8 +133,9 @@ type nodeCtx struct {
 	rng      *rand.Rand
 	act      device.Activation // a Relu fused into this node
 	runGraph func(attr string, args []*autograd.Var) ([]*autograd.Var, error)
-	declared map[string]DataType // ONNX element types known from the file
-	frozen   func(i int) bool    // see InputFrozen; nil while folding constants
+	graphs   map[string]*subgraph // the graph attributes, by name
+	declared map[string]DataType  // ONNX element types known from the file
+	frozen   func(i int) bool     // see InputFrozen; nil while folding constants
 }
 
 // InputFrozen reports whether input i is a model initializer that does
@@ -550,21 +551,33 @@ func clampIndex(v, lo, hi int64) int64 {
 }
 
 // maxOutputElements bounds the size of a tensor whose shape an operator
-// takes from its input values (ConstantOfShape, Expand, Tile, Range, Pad,
-// OneHot, Resize), so that a corrupt or hostile model gets an error
-// instead of exhausting memory.
+// takes from its attributes or input values (ConstantOfShape, Expand,
+// Tile, Range, Pad, OneHot, Resize, the padding of Conv and pooling,
+// ConvTranspose, RoiAlign), so that a corrupt or hostile model gets an
+// error instead of exhausting memory. It also bounds each dimension of
+// such a shape, even when another one is 0.
 var maxOutputElements = 1 << 30
 
-// checkElements returns an error when shape has more than
-// maxOutputElements elements.
+// checkElements returns an error when the output shape has more than
+// maxOutputElements elements (see checkSize).
 func (c *nodeCtx) checkElements(shape []int) error {
+	return c.checkSize("output", shape)
+}
+
+// checkSize returns an error, naming what the shape is of ("output",
+// "padded input"), when shape has a negative dimension, a dimension
+// above maxOutputElements, or more than maxOutputElements elements.
+func (c *nodeCtx) checkSize(what string, shape []int) error {
 	n := 1
 	for _, d := range shape {
 		if d < 0 {
-			return fmt.Errorf("output shape %v has a negative dimension", shape)
+			return fmt.Errorf("%s shape %v has a negative dimension", what, shape)
+		}
+		if d > maxOutputElements {
+			return fmt.Errorf("%s shape %v has dimension %d, above the limit of %d", what, shape, d, maxOutputElements)
 		}
 		if d > 0 && n > maxOutputElements/d {
-			return fmt.Errorf("output shape %v has more than %d elements", shape, maxOutputElements)
+			return fmt.Errorf("%s shape %v has more than %d elements", what, shape, maxOutputElements)
 		}
 		n *= d
 	}

@@ -46,7 +46,7 @@ func run3D(c *nodeCtx, kind kind3D, x, w, b *autograd.Var) ([]*autograd.Var, err
 	if err != nil {
 		return nil, err
 	}
-	win, err := windowAttrs(c, xs[2:], kernel)
+	win, err := windowAttrs(c, xs, kernel)
 	if err != nil {
 		return nil, err
 	}

@@ -62,13 +62,16 @@ func opIf(c *nodeCtx) ([]*autograd.Var, error) {
 // body takes (iteration, condition, carried values...) and returns
 // (condition, carried values..., scan values...); the node returns the
 // final carried values, then each scan value stacked over the iterations.
+// A loop that only M can end (the body returns its condition unchanged)
+// is refused up front when M iterations would pass maxUnrolledNodes; any
+// other loop stops with an error when it passes it.
 func opLoop(c *nodeCtx) ([]*autograd.Var, error) {
 	in, err := c.inputs("M?", "cond?", "v_initial?...")
 	if err != nil {
 		return nil, err
 	}
 	m, condIn, carried := in[0], in[1], in[2:]
-	trips := int64(-1) // no limit but maxSubgraphRuns
+	trips := int64(-1) // no limit but maxUnrolledNodes
 	if m != nil {
 		if m.Value.Len() != 1 {
 			return nil, c.Errorf("input M must hold one value, found shape %v", m.Shape())
@@ -85,12 +88,13 @@ func opLoop(c *nodeCtx) ([]*autograd.Var, error) {
 	if nScan < 0 {
 		return nil, c.Errorf("the node declares %d outputs, fewer than its %d loop-carried values", c.NumOutputs(), len(carried))
 	}
+	if body := c.graphs["body"]; body != nil && cond && keepsCondition(body) && trips > int64(maxUnrolledNodes/body.cost()) {
+		return nil, c.Errorf("trip count M = %d with %d nodes in the body, which keeps the condition true, unrolls more than the limit of %d nodes",
+			trips, body.cost(), maxUnrolledNodes)
+	}
 	scans := make([][]*autograd.Var, nScan)
 	var i int64
 	for ; (trips < 0 || i < trips) && cond; i++ {
-		if i == int64(maxSubgraphRuns) {
-			return nil, c.Errorf("the loop ran %d iterations without its condition turning false", i)
-		}
 		args := append([]*autograd.Var{
 			c.ConstScalar(device.Int64, float64(i)),
 			c.ConstScalar(device.Int64, 1),
@@ -108,6 +112,9 @@ func opLoop(c *nodeCtx) ([]*autograd.Var, error) {
 		copy(carried, outs[1:1+len(carried)])
 		for j, v := range outs[1+len(carried):] {
 			scans[j] = append(scans[j], autograd.Unsqueeze(v, 0))
+			if err := c.checkSize(fmt.Sprintf("scan output %d", j), append([]int{len(scans[j])}, v.Shape()...)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	results := carried
@@ -122,6 +129,27 @@ func opLoop(c *nodeCtx) ([]*autograd.Var, error) {
 		results = append(results, autograd.Concat(0, parts...))
 	}
 	return results, nil
+}
+
+// keepsCondition reports whether the Loop body sg returns its condition
+// input unchanged, directly or through Identity nodes: then only the trip
+// count M ends the loop.
+func keepsCondition(sg *subgraph) bool {
+	if len(sg.inputs) < 2 || len(sg.outputs) < 1 {
+		return false
+	}
+	name := sg.outputs[0]
+	for i := len(sg.nodes) - 1; i >= 0; i-- {
+		n := sg.nodes[i]
+		if !slices.Contains(n.outputs, name) {
+			continue
+		}
+		if n.proto.GetOpType() != "Identity" || len(n.inputs) != 1 {
+			return false
+		}
+		name = n.inputs[0]
+	}
+	return name == sg.inputs[1]
 }
 
 // sameShapes checks that the per-iteration values of a scan output agree.
@@ -182,6 +210,9 @@ func opScan(c *nodeCtx) ([]*autograd.Var, error) {
 			return nil, c.Errorf("scan input %d has %d steps along axis %d, scan input 0 has %d", j, x.Value.Dim(a), a, steps)
 		}
 	}
+	if body := c.graphs["body"]; body != nil && steps > maxUnrolledNodes/body.cost() {
+		return nil, c.Errorf("%d steps with %d nodes in the body unroll more than the limit of %d nodes", steps, body.cost(), maxUnrolledNodes)
+	}
 	states := slices.Clone(in[:n])
 	scans := make([][]*autograd.Var, k)
 	for t := range steps {
@@ -203,6 +234,9 @@ func opScan(c *nodeCtx) ([]*autograd.Var, error) {
 		copy(states, outs[:n])
 		for j, v := range outs[n:] {
 			scans[j] = append(scans[j], v)
+			if err := c.checkSize(fmt.Sprintf("scan output %d", j), append([]int{steps}, v.Shape()...)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	results := states

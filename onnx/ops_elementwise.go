@@ -22,6 +22,7 @@ import (
 // inputs (every ONNX integer type and BOOL is stored as Int64) are
 // computed in float64 and converted back, which is exact for magnitudes
 // below 2⁵³; integer Div truncates toward zero as the specification says.
+// An integer Div or Mod by zero, which ONNX leaves undefined, is an error.
 // Integer, boolean and rounded results carry no gradient.
 
 func init() {
@@ -32,11 +33,11 @@ func init() {
 	}{
 		{"Sub", 1, autograd.Sub},
 		{"Mul", 1, autograd.Mul},
-		{"Div", 1, autograd.Div},
 	} {
 		register(op.name, op.since, true, ewArith(op.run))
 	}
 	register("Add", 1, true, opAdd)
+	register("Div", 1, true, opDiv)
 	register("Pow", 1, true, opPow)
 	register("Mod", 10, false, opMod)
 
@@ -217,6 +218,28 @@ func opAdd(c *nodeCtx) ([]*autograd.Var, error) {
 	return ewArith(func(a, b *autograd.Var) *autograd.Var { return autograd.AddAct(a, b, act) })(c)
 }
 
+// opDiv implements Div; an integer divisor holding a zero is an error
+// (float division gives IEEE infinities and NaNs).
+func opDiv(c *nodeCtx) ([]*autograd.Var, error) {
+	in, err := c.inputs("A", "B")
+	if err != nil {
+		return nil, err
+	}
+	if err := ewIntDivisor(c, in[1]); err != nil {
+		return nil, err
+	}
+	return ewArith(autograd.Div)(c)
+}
+
+// ewIntDivisor returns an error when b, input B of Div or Mod, is an
+// integer tensor holding a zero.
+func ewIntDivisor(c *nodeCtx, b *autograd.Var) error {
+	if b.Value.DType() == device.Int64 && slices.Contains(c.Ints(b), 0) {
+		return c.Errorf("integer division by zero in input B")
+	}
+	return nil
+}
+
 // ewScalarConst returns the value of v when it is a one-element constant
 // (no gradient), for the fast paths of Pow.
 func ewScalarConst(v *autograd.Var) (float64, bool) {
@@ -289,6 +312,9 @@ func opMod(c *nodeCtx) ([]*autograd.Var, error) {
 	fmod := c.AttrInt("fmod", 0)
 	if fmod != 0 && fmod != 1 {
 		return nil, c.Errorf("attribute fmod is %d, want 0 or 1", fmod)
+	}
+	if err := ewIntDivisor(c, b); err != nil {
+		return nil, err
 	}
 	if fmod == 0 && a.Value.DType() != device.Int64 {
 		return nil, c.Errorf("attribute fmod is 0 but the inputs are %v: floating-point Mod needs fmod = 1", a.Value.DType())

@@ -55,7 +55,9 @@ type window struct {
 	kernel, stride, dil, padBegin, padEnd []int
 }
 
-// posInts reads an INTS attribute of n positive values (def when absent).
+// posInts reads an INTS attribute of n positive values (def when absent),
+// each at most maxOutputElements: a larger kernel, stride or dilation
+// cannot be part of a model Hora can run.
 func posInts(c *nodeCtx, name string, n int, def int) ([]int, error) {
 	out := make([]int, n)
 	for i := range out {
@@ -69,8 +71,28 @@ func posInts(c *nodeCtx, name string, n int, def int) ([]int, error) {
 		return nil, c.Errorf("attribute %s has %d values, expected %d (one per spatial axis)", name, len(vals), n)
 	}
 	for i, v := range vals {
-		if v < 1 {
-			return nil, c.Errorf("attribute %s = %v: values must be at least 1", name, vals)
+		if v < 1 || v > int64(maxOutputElements) {
+			return nil, c.Errorf("attribute %s = %v: values must be in [1, %d]", name, vals, maxOutputElements)
+		}
+		out[i] = int(v)
+	}
+	return out, nil
+}
+
+// padInts reads the INTS attribute name (pads, output_padding) of n
+// values, each in [0, maxOutputElements]; all 0 when absent.
+func padInts(c *nodeCtx, name string, n int) ([]int, error) {
+	out := make([]int, n)
+	if !c.HasAttr(name) {
+		return out, nil
+	}
+	vals := c.AttrInts(name, nil)
+	if len(vals) != n {
+		return nil, c.Errorf("attribute %s has %d values, expected %d", name, len(vals), n)
+	}
+	for i, v := range vals {
+		if v < 0 || v > int64(maxOutputElements) {
+			return nil, c.Errorf("attribute %s = %v: values must be in [0, %d]", name, vals, maxOutputElements)
 		}
 		out[i] = int(v)
 	}
@@ -78,11 +100,17 @@ func posInts(c *nodeCtx, name string, n int, def int) ([]int, error) {
 }
 
 // kernelAttr reads kernel_shape: required for pooling, checked against the
-// weight's spatial shape for convolutions (want non-nil).
+// weight's spatial shape for convolutions (want non-nil). Like the other
+// window attributes, the kernel's extents are at most maxOutputElements.
 func kernelAttr(c *nodeCtx, n int, want []int) ([]int, error) {
 	if !c.HasAttr("kernel_shape") {
 		if want == nil {
 			return nil, c.Errorf("attribute kernel_shape is required")
+		}
+		for _, k := range want {
+			if k > maxOutputElements {
+				return nil, c.Errorf("the weight's spatial shape %v has an extent above %d", want, maxOutputElements)
+			}
 		}
 		return want, nil
 	}
@@ -96,11 +124,13 @@ func kernelAttr(c *nodeCtx, n int, want []int) ([]int, error) {
 	return k, nil
 }
 
-// windowAttrs reads strides, dilations, pads and auto_pad for spatial
-// input sizes in and kernel extents kernel. SAME_UPPER/SAME_LOWER pad so
-// that the output has ceil(in/stride) elements, the odd element going at
-// the end (UPPER) or the beginning (LOWER).
-func windowAttrs(c *nodeCtx, in, kernel []int) (window, error) {
+// windowAttrs reads strides, dilations, pads and auto_pad for an input
+// of shape xs (N×C×spatial) and kernel extents kernel. SAME_UPPER/
+// SAME_LOWER pad so that the output has ceil(in/stride) elements, the odd
+// element going at the end (UPPER) or the beginning (LOWER). The padded
+// input must fit maxOutputElements.
+func windowAttrs(c *nodeCtx, xs, kernel []int) (window, error) {
+	in := xs[2:]
 	n := len(in)
 	w := window{kernel: kernel, padBegin: make([]int, n), padEnd: make([]int, n)}
 	var err error
@@ -112,19 +142,11 @@ func windowAttrs(c *nodeCtx, in, kernel []int) (window, error) {
 	}
 	switch ap := c.AttrString("auto_pad", "NOTSET"); ap {
 	case "NOTSET", "":
-		if !c.HasAttr("pads") {
-			break
+		pads, err := padInts(c, "pads", 2*n)
+		if err != nil {
+			return w, err
 		}
-		pads := c.AttrInts("pads", nil)
-		if len(pads) != 2*n {
-			return w, c.Errorf("attribute pads has %d values, expected %d (begin and end per spatial axis)", len(pads), 2*n)
-		}
-		for i := range n {
-			if pads[i] < 0 || pads[n+i] < 0 {
-				return w, c.Errorf("attribute pads = %v: values must not be negative", pads)
-			}
-			w.padBegin[i], w.padEnd[i] = int(pads[i]), int(pads[n+i])
-		}
+		w.padBegin, w.padEnd = pads[:n], pads[n:]
 	case "VALID":
 	case "SAME_UPPER", "SAME_LOWER":
 		for i := range n {
@@ -139,6 +161,13 @@ func windowAttrs(c *nodeCtx, in, kernel []int) (window, error) {
 		}
 	default:
 		return w, c.Errorf("attribute auto_pad = %q, expected NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap)
+	}
+	padded := slices.Clone(xs)
+	for i := range n {
+		padded[2+i] += w.padBegin[i] + w.padEnd[i]
+	}
+	if err := c.checkSize("padded input", padded); err != nil {
+		return w, err
 	}
 	return w, nil
 }
@@ -253,7 +282,7 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 	if err != nil {
 		return nil, err
 	}
-	win, err := windowAttrs(c, xs[2:], kernel)
+	win, err := windowAttrs(c, xs, kernel)
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +354,12 @@ func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.checkSize("full (uncropped) output", slices.Concat([]int{xs[0], outC}, full)); err != nil {
+		return nil, err
+	}
+	if err := c.checkElements(slices.Concat([]int{xs[0], outC}, size)); err != nil {
+		return nil, err
+	}
 	if n == 1 {
 		x, w = autograd.Unsqueeze(x, 2), autograd.Unsqueeze(w, 2)
 		full, begin, size = to2D(full, 1), to2D(begin, 0), to2D(size, 1)
@@ -342,24 +377,21 @@ func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
 // input shape xs, the extent of the unpadded result (full) and the window
 // [begin, begin+size) of it that is the output (extended with zeros past
 // its end), from the attributes output_padding and output_shape, auto_pad
-// or pads.
+// or pads. Each full extent is at most maxOutputElements.
 func convTransposeWindow(c *nodeCtx, xs, kernel, stride, dil []int) (full, begin, size []int, err error) {
 	n := len(kernel)
-	outPad := make([]int, n)
-	if c.HasAttr("output_padding") {
-		op := c.AttrInts("output_padding", nil)
-		if len(op) != n {
-			return nil, nil, nil, c.Errorf("attribute output_padding has %d values, expected %d", len(op), n)
-		}
-		for i, v := range op {
-			if v < 0 {
-				return nil, nil, nil, c.Errorf("attribute output_padding = %v: values must not be negative", op)
-			}
-			outPad[i] = int(v)
-		}
+	outPad, err := padInts(c, "output_padding", n)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	full, begin, size = make([]int, n), make([]int, n), make([]int, n)
 	for i := range n {
+		// In float64 first: a product may not fit an int.
+		ext := float64(stride[i])*float64(xs[2+i]-1) + float64(kernel[i]-1)*float64(dil[i]) + 1 + float64(outPad[i])
+		if ext > float64(maxOutputElements) {
+			return nil, nil, nil, c.Errorf("output extent %.0f along spatial axis %d (input X %v, kernel %v, strides %v, dilations %v, output_padding %v) is above the limit of %d",
+				ext, i, xs, kernel, stride, dil, outPad, maxOutputElements)
+		}
 		full[i] = stride[i]*(xs[2+i]-1) + (kernel[i]-1)*dil[i] + 1
 	}
 	autoPad := c.AttrString("auto_pad", "NOTSET")
@@ -373,6 +405,9 @@ func convTransposeWindow(c *nodeCtx, xs, kernel, stride, dil []int) (full, begin
 			return nil, nil, nil, c.Errorf("attribute output_shape has %d values, expected %d", len(os), n)
 		}
 		for i := range n {
+			if os[i] > int64(maxOutputElements) {
+				return nil, nil, nil, c.Errorf("attribute output_shape = %v: values must be at most %d", c.AttrInts("output_shape", nil), maxOutputElements)
+			}
 			size[i] = int(os[i])
 			total := max(0, full[i]+outPad[i]-size[i])
 			if autoPad == "SAME_UPPER" {
@@ -393,16 +428,9 @@ func convTransposeWindow(c *nodeCtx, xs, kernel, stride, dil []int) (full, begin
 		}
 	case autoPad == "VALID" || autoPad == "NOTSET" || autoPad == "":
 		pads := make([]int, 2*n)
-		if autoPad != "VALID" && c.HasAttr("pads") {
-			p := c.AttrInts("pads", nil)
-			if len(p) != 2*n {
-				return nil, nil, nil, c.Errorf("attribute pads has %d values, expected %d (begin and end per spatial axis)", len(p), 2*n)
-			}
-			for i, v := range p {
-				if v < 0 {
-					return nil, nil, nil, c.Errorf("attribute pads = %v: values must not be negative", p)
-				}
-				pads[i] = int(v)
+		if autoPad != "VALID" {
+			if pads, err = padInts(c, "pads", 2*n); err != nil {
+				return nil, nil, nil, err
 			}
 		}
 		for i := range n {
@@ -900,16 +928,19 @@ func opLRN(c *nodeCtx) ([]*autograd.Var, error) {
 	if !c.HasAttr("size") {
 		return nil, c.Errorf("attribute size is required")
 	}
-	size := int(c.AttrInt("size", 0))
-	if size < 1 {
-		return nil, c.Errorf("attribute size = %d must be at least 1", size)
+	size := c.AttrInt("size", 0)
+	if size < 1 || size > int64(maxOutputElements) {
+		return nil, c.Errorf("attribute size = %d must be in [1, %d]", size, maxOutputElements)
 	}
 	alpha, beta, bias := c.AttrFloat("alpha", 1e-4), c.AttrFloat("beta", 0.75), c.AttrFloat("bias", 1)
 	inner := x.Value.Len() / max(xs[0]*xs[1], 1)
+	if err := c.checkSize("padded input", []int{xs[0], 1, xs[1] + int(size) - 1, inner}); err != nil {
+		return nil, err
+	}
 	sq := autograd.Reshape(autograd.Mul(x, x), xs[0], 1, xs[1], inner)
-	before := (size - 1) / 2
-	sq = padAxis(c, sq, 2, before, size-1-before, 0)
-	sum := autograd.AvgPool2D(sq, tensor.PoolOptions{KH: size, KW: 1, StrideH: 1, StrideW: 1})
+	before := int(size-1) / 2
+	sq = padAxis(c, sq, 2, before, int(size)-1-before, 0)
+	sum := autograd.AvgPool2D(sq, tensor.PoolOptions{KH: int(size), KW: 1, StrideH: 1, StrideW: 1})
 	den := autograd.PowScalar(autograd.AddScalar(autograd.MulScalar(sum, alpha), bias), beta)
 	return []*autograd.Var{autograd.Div(x, autograd.Reshape(den, xs...))}, nil
 }

@@ -46,7 +46,7 @@ func poolSetup(c *nodeCtx, x *autograd.Var) (pool, error) {
 	if err != nil {
 		return p, err
 	}
-	win, err := windowAttrs(c, xs[2:], kernel)
+	win, err := windowAttrs(c, xs, kernel)
 	if err != nil {
 		return p, err
 	}

@@ -436,6 +436,9 @@ func opRoiAlign(c *nodeCtx) ([]*autograd.Var, error) {
 	}
 	xs := x.Shape()
 	C, H, W := xs[1], xs[2], xs[3]
+	if err := c.checkElements([]int{R, C, a.ph, a.pw}); err != nil {
+		return nil, err
+	}
 	if R == 0 || C == 0 {
 		return []*autograd.Var{autograd.Constant(tensor.Full(x.Value.Device(), x.Value.DType(), 0, R, C, a.ph, a.pw))}, nil
 	}

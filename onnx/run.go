@@ -63,6 +63,7 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 		newMemo = map[string]*tensor.Tensor{}
 	}
 
+	budget := maxUnrolledNodes // of this run's Loop, Scan and If subgraphs
 	lookup := func(name string) *autograd.Var {
 		if v, ok := values[name]; ok {
 			return v
@@ -86,7 +87,7 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 		if n.shapeOnly && memoOK {
 			continue // its outputs are in memo
 		}
-		outs, err := m.evalNode(n, lookup, dev)
+		outs, err := m.evalNode(n, lookup, dev, &budget)
 		if err != nil {
 			return nil, err
 		}
@@ -277,8 +278,9 @@ func (m *Model) constsOn(dev device.Device) map[string]*autograd.Var {
 }
 
 // evalNode reads node n's inputs with lookup and evaluates it; the
-// result has an entry for every named output.
-func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev device.Device) ([]*autograd.Var, error) {
+// result has an entry for every named output. budget is what remains of
+// the run's maxUnrolledNodes.
+func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev device.Device, budget *int) ([]*autograd.Var, error) {
 	in := make([]*autograd.Var, len(n.inputs))
 	for k, name := range n.inputs {
 		if name == "" {
@@ -288,7 +290,7 @@ func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev de
 			return nil, m.nodeError(n, fmt.Errorf("input %d %q has no value", k, name))
 		}
 	}
-	outs, err := m.runNode(n, in, dev, m.training, lookup)
+	outs, err := m.runNode(n, in, dev, m.training, lookup, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -300,16 +302,30 @@ func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev de
 	return outs, nil
 }
 
-// maxSubgraphRuns bounds the iterations of a Loop, so that a model whose
-// loop never ends gets an error instead of hanging.
-var maxSubgraphRuns = 1 << 24
+// maxUnrolledNodes bounds the work of the subgraphs of one run: Loop,
+// Scan and If evaluate their bodies and branches node by node (unrolling
+// them onto the autograd tape), and one run may evaluate at most this
+// many such nodes, nested subgraphs included, each evaluation counting
+// at least 1. A model whose loop never ends gets an error within seconds
+// instead of hanging, and Loop and Scan refuse up front an iteration
+// count that would pass it (see opLoop and opScan).
+var maxUnrolledNodes = 1 << 20
+
+// cost is what one evaluation of sg takes from maxUnrolledNodes: its
+// number of nodes, at least 1.
+func (sg *subgraph) cost() int { return max(len(sg.nodes), 1) }
 
 // runSubgraph evaluates a subgraph on args (its formal inputs); names it
-// does not define are read from the enclosing scope with outer.
-func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(string) *autograd.Var, dev device.Device) ([]*autograd.Var, error) {
+// does not define are read from the enclosing scope with outer. It takes
+// sg.cost() from budget, the rest of the run's maxUnrolledNodes.
+func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(string) *autograd.Var, dev device.Device, budget *int) ([]*autograd.Var, error) {
 	if len(args) != len(sg.inputs) {
 		return nil, fmt.Errorf("the graph takes %d inputs, got %d", len(sg.inputs), len(args))
 	}
+	if *budget < sg.cost() {
+		return nil, fmt.Errorf("one run may evaluate at most %d nodes of Loop, Scan and If subgraphs, and %d are done (a loop that does not end?)", maxUnrolledNodes, maxUnrolledNodes-*budget)
+	}
+	*budget -= sg.cost()
 	values := make(map[string]*autograd.Var, len(sg.nodes)+len(args))
 	for i, name := range sg.inputs {
 		values[name] = args[i]
@@ -324,7 +340,7 @@ func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(strin
 		return outer(name)
 	}
 	for _, n := range sg.nodes {
-		outs, err := m.evalNode(n, lookup, dev)
+		outs, err := m.evalNode(n, lookup, dev, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -344,17 +360,18 @@ func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(strin
 }
 
 // runNode evaluates one node, turning a panic in an operator into an
-// error naming the node. lookup reads the values of the node's scope, for
-// the subgraphs of If, Loop and Scan (nil while folding constants).
-func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool, lookup func(string) *autograd.Var) (outs []*autograd.Var, err error) {
-	c := &nodeCtx{node: n.proto, in: in, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs}
+// error naming the node. lookup reads the values of the node's scope, and
+// budget is what remains of the run's maxUnrolledNodes, for the subgraphs
+// of If, Loop and Scan (both nil while folding constants).
+func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool, lookup func(string) *autograd.Var, budget *int) (outs []*autograd.Var, err error) {
+	c := &nodeCtx{node: n.proto, in: in, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs, graphs: n.subgraphs}
 	if n.subgraphs != nil && lookup != nil {
 		c.runGraph = func(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
 			sg := n.subgraphs[attr]
 			if sg == nil {
 				return nil, fmt.Errorf("no graph attribute %s", attr)
 			}
-			outs, err := m.runSubgraph(sg, args, lookup, dev)
+			outs, err := m.runSubgraph(sg, args, lookup, dev, budget)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", attr, err)
 			}

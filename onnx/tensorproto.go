@@ -3,10 +3,7 @@ package onnx
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -71,6 +68,9 @@ func protoShape(tp *onnxpb.TensorProto) ([]int, int, error) {
 		if d < 0 {
 			return nil, 0, fmt.Errorf("dimension %d is %d", i, d)
 		}
+		if d > maxElements {
+			return nil, 0, fmt.Errorf("dimension %d is %d, more than the %d elements a tensor may have", i, d, int64(maxElements))
+		}
 		shape[i] = int(d)
 		if d > 0 && n > maxElements/d {
 			return nil, 0, fmt.Errorf("shape %v has more than %d elements", tp.GetDims(), int64(maxElements))
@@ -80,11 +80,12 @@ func protoShape(tp *onnxpb.TensorProto) ([]int, int, error) {
 	return shape, int(n), nil
 }
 
-// tensorFromProto converts a TensorProto to a tensor on the CPU. dir is
-// the folder of the model file, where external data files are looked up
-// ("" when the tensor cannot have external data). Errors name the tensor.
-func tensorFromProto(tp *onnxpb.TensorProto, dir string) (*tensor.Tensor, error) {
-	t, err := tensorFromProtoRaw(tp, dir)
+// tensorFromProto converts a TensorProto to a tensor on the CPU. src is
+// the file it was read from (the model), beside which external data files
+// are looked up ("" when the tensor cannot have external data). Errors
+// name the tensor.
+func tensorFromProto(tp *onnxpb.TensorProto, src string) (*tensor.Tensor, error) {
+	t, err := tensorFromProtoRaw(tp, src)
 	if err != nil {
 		name := tp.GetName()
 		if name == "" {
@@ -95,7 +96,7 @@ func tensorFromProto(tp *onnxpb.TensorProto, dir string) (*tensor.Tensor, error)
 	return t, nil
 }
 
-func tensorFromProtoRaw(tp *onnxpb.TensorProto, dir string) (*tensor.Tensor, error) {
+func tensorFromProtoRaw(tp *onnxpb.TensorProto, src string) (*tensor.Tensor, error) {
 	if tp == nil {
 		return nil, fmt.Errorf("missing tensor value")
 	}
@@ -113,7 +114,7 @@ func tensorFromProtoRaw(tp *onnxpb.TensorProto, dir string) (*tensor.Tensor, err
 	}
 	raw := tp.GetRawData()
 	if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
-		if raw, err = readExternal(tp, dir, n*elemSize(dt)); err != nil {
+		if raw, err = readExternal(tp, src, n*elemSize(dt)); err != nil {
 			return nil, err
 		}
 	}
@@ -208,10 +209,13 @@ func fromRaw(raw []byte, dt DataType, ht device.DType, shape []int, n int) *tens
 	return tensor.FromInt64(vals, shape...)
 }
 
-// readExternal reads the bytes of an external-data tensor: the file named
-// by its "location" entry (relative to dir, and not allowed to leave it),
-// from "offset" for "length" bytes (default: the rest of the file).
-func readExternal(tp *onnxpb.TensorProto, dir string, want int) ([]byte, error) {
+// readExternal reads the want bytes of an external-data tensor: the file
+// named by its "location" entry (see externalPath), from "offset" for
+// "length" bytes (default: the rest of the file). The file must be a
+// regular file, and offset and length are checked against its size and
+// want before anything is allocated. Errors name the file and wrap
+// ErrBadFile.
+func readExternal(tp *onnxpb.TensorProto, src string, want int) ([]byte, error) {
 	var location string
 	offset, length := int64(0), int64(-1)
 	for _, kv := range tp.GetExternalData() {
@@ -224,42 +228,38 @@ func readExternal(tp *onnxpb.TensorProto, dir string, want int) ([]byte, error) 
 		case "length":
 			length, err = strconv.ParseInt(kv.GetValue(), 10, 64)
 		}
-		if err != nil || offset < 0 {
-			return nil, fmt.Errorf("external data %s %q is not a valid byte count", kv.GetKey(), kv.GetValue())
+		if err != nil || offset < 0 || length < -1 {
+			return nil, badFile(fmt.Errorf("external data %s %q is not a valid byte count", kv.GetKey(), kv.GetValue()))
 		}
 	}
 	if location == "" {
-		return nil, fmt.Errorf("external data has no location")
+		return nil, badFile(fmt.Errorf("external data has no location"))
 	}
-	if dir == "" {
-		return nil, fmt.Errorf("external data %q: the model was not read from a file, so there is no folder to find it in (use onnx.Load)", location)
+	if src == "" {
+		return nil, badFile(fmt.Errorf("external data %q: the model was not read from a file, so there is no folder to find it in (use onnx.Load)", location))
 	}
-	clean := filepath.Clean(filepath.FromSlash(location))
-	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return nil, fmt.Errorf("external data location %q is outside the model's folder", location)
-	}
-	path := filepath.Join(dir, clean)
-	f, err := os.Open(path)
+	path, err := externalPath(src, location)
 	if err != nil {
-		return nil, fmt.Errorf("external data: %w", err)
+		return nil, badFile(err)
+	}
+	f, size, err := openRegular(path)
+	if err != nil {
+		return nil, badFile(fmt.Errorf("external data: %w", err))
 	}
 	defer f.Close()
 	if length < 0 {
-		st, err := f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("external data: %w", err)
-		}
-		length = st.Size() - offset
+		length = max(size-offset, 0)
+	}
+	if offset > size || length > size-offset {
+		return nil, badFile(fmt.Errorf("external data file %s has %d bytes, fewer than offset %d + length %d", path, size, offset, length))
 	}
 	if length != int64(want) {
-		return nil, fmt.Errorf("external data %s: length %d bytes, want %d", path, length, want)
+		return nil, badFile(fmt.Errorf("external data file %s: length %d bytes, want %d for shape %v of %s",
+			path, length, want, tp.GetDims(), typeName(DataType(tp.GetDataType()))))
 	}
 	buf := make([]byte, length)
 	if _, err := f.ReadAt(buf, offset); err != nil {
-		if err == io.EOF {
-			return nil, fmt.Errorf("external data %s: file ends before offset %d + %d bytes", path, offset, length)
-		}
-		return nil, fmt.Errorf("external data: %w", err)
+		return nil, badFile(fmt.Errorf("external data: reading %s: %w", path, err))
 	}
 	return buf, nil
 }

@@ -77,10 +77,14 @@ func (t *tally) printByOp(w io.Writer) {
 
 // readKnown reads a file of cases with known wrong references: one per
 // line, the case's folder name and then the reason; # starts a comment.
+// It must be a regular file (a named pipe would block the read).
 func readKnown(path string) (map[string]string, error) {
 	known := map[string]string{}
 	if path == "" {
 		return known, nil
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("-known %s: not a regular file", path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

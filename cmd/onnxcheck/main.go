@@ -13,11 +13,16 @@
 //	UNSUPPORTED test_unique: node #0 (Unique, opset 17): not supported: operator Unique
 //
 // and a closing line "N passed, M failed (K unsupported)". The exit status
-// is 1 when a case failed, 2 on a usage error. An element is close when
+// is 1 when a case failed, 2 on a usage error or a file that cannot be
+// used (a DIR that is missing or not a folder; a model.onnx or
+// input/output .pb that is not a regular file, not ONNX, or whose external
+// data is outside its folder or the wrong size): then onnxcheck stops with
+// a one-line error naming the file. An element is close when
 // |got - want| <= atol + rtol·|want|; NaN matches NaN.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +30,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/onnx/onnxtest"
 )
 
@@ -69,6 +75,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	tally := newTally()
 	for _, dir := range cases {
 		for _, r := range onnxtest.Check(dir, onnxtest.Tolerance{RTol: *rtol, ATol: *atol}) {
+			if errors.Is(r.Err, onnx.ErrBadFile) {
+				fmt.Fprintln(stderr, "onnxcheck:", oneLine(r.Err.Error()))
+				return 2
+			}
 			if reason, ok := known[filepath.Base(dir)]; ok && r.Status == onnxtest.Fail {
 				tally.known++
 				fmt.Fprintf(stdout, "KNOWN %s %s (expected: %s)\n", r.Case, r.Detail, reason)
@@ -100,4 +110,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// oneLine joins the lines of s with "; ".
+func oneLine(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
 }

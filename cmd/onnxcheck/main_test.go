@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,4 +89,85 @@ func TestOnnxcheck(t *testing.T) {
 
 	assert.Equal(t, 2, run(nil, &out, &errOut), "no folder is a usage error")
 	assert.Equal(t, 2, run([]string{filepath.Join(root, "nothing")}, &out, &errOut))
+}
+
+// checkBadInput runs onnxcheck on args and checks that it stops within a
+// few seconds with exit status 2 and one line on stderr holding each of
+// want.
+func checkBadInput(t *testing.T, args []string, want ...string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(args, &out, &errOut) }()
+	select {
+	case code := <-done:
+		msg := errOut.String()
+		assert.Equal(t, 2, code, "exit status; stdout %q, stderr %q", out.String(), msg)
+		assert.Equal(t, 1, strings.Count(msg, "\n"), "one line: %q", msg)
+		assert.True(t, strings.HasPrefix(msg, "onnxcheck: "), msg)
+		for _, w := range want {
+			assert.Contains(t, msg, w)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("onnxcheck %v still runs after 5 s", args)
+	}
+}
+
+func TestOnnxcheckBadInput(t *testing.T) {
+	root := t.TempDir()
+	good := writeCase(t, root, "test_add_ok", "Add", []float32{1, 2}, []float32{3, 4}, []float32{4, 6})
+	model, err := os.ReadFile(filepath.Join(good, "model.onnx"))
+	require.NoError(t, err)
+
+	// A case folder whose model.onnx is replaced by what setup makes of it.
+	badModel := func(name string, setup func(path string)) string {
+		dir := writeCase(t, root, name, "Add", []float32{1}, []float32{1}, []float32{2})
+		path := filepath.Join(dir, "model.onnx")
+		require.NoError(t, os.Remove(path))
+		setup(path)
+		return dir
+	}
+	write := func(data []byte) func(string) {
+		return func(path string) { require.NoError(t, os.WriteFile(path, data, 0o644)) }
+	}
+
+	missing := filepath.Join(root, "nothere")
+	checkBadInput(t, []string{missing}, missing, "no such file or directory")
+	file := filepath.Join(good, "model.onnx")
+	checkBadInput(t, []string{file}, file+" is not a folder")
+
+	dir := badModel("test_dir", func(path string) { require.NoError(t, os.Mkdir(path, 0o755)) })
+	checkBadInput(t, []string{dir}, filepath.Join(dir, "model.onnx")+" is a directory, not a regular file")
+	dir = badModel("test_empty", write(nil))
+	checkBadInput(t, []string{dir}, filepath.Join(dir, "model.onnx")+": onnx: empty file")
+	dir = badModel("test_truncated", write(model[:len(model)/2]))
+	checkBadInput(t, []string{dir}, filepath.Join(dir, "model.onnx")+": onnx: not an ONNX model (protobuf: ")
+	dir = badModel("test_random", write([]byte("\x8a\x03\xff\xfe random bytes, not a model")))
+	checkBadInput(t, []string{dir}, filepath.Join(dir, "model.onnx")+": onnx: not an ONNX model (protobuf: ")
+
+	// A test input that is not a TensorProto.
+	dir = writeCase(t, root, "test_bad_input", "Add", []float32{1}, []float32{1}, []float32{2})
+	input := filepath.Join(dir, "test_data_set_0", "input_0.pb")
+	require.NoError(t, os.WriteFile(input, []byte("\xff\xff\xff"), 0o644))
+	checkBadInput(t, []string{dir}, input+": not a TensorProto")
+
+	// External data read through a link to a folder outside the case.
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), make([]byte, 8), 0o644))
+	dir = writeCase(t, root, "test_escape", "Add", []float32{1, 2}, []float32{3, 4}, []float32{4, 6})
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "d")))
+	m := &onnxpb.ModelProto{}
+	require.NoError(t, proto.Unmarshal(model, m))
+	m.Graph.Initializer = []*onnxpb.TensorProto{{
+		Name: ptr("w"), DataType: ptr(int32(onnxpb.TensorProto_FLOAT)), Dims: []int64{2},
+		DataLocation: onnxpb.TensorProto_EXTERNAL.Enum(),
+		ExternalData: []*onnxpb.StringStringEntryProto{{Key: ptr("location"), Value: ptr("d/secret")}},
+	}}
+	data, err := proto.Marshal(m)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.onnx"), data, 0o644))
+	checkBadInput(t, []string{dir}, filepath.Join(dir, "model.onnx"), `external data location "d/secret" is `, "outside the model's folder")
+
+	// A folder of cases stops at the bad one with status 2, too.
+	checkBadInput(t, []string{root}, "onnxcheck: ")
 }

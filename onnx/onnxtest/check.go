@@ -43,6 +43,10 @@ type Result struct {
 	// Detail explains a failure or what is unsupported, or gives the
 	// largest differences of a pass.
 	Detail string
+	// Err is the error behind a failure or an unsupported result, when
+	// there is one (errors.Is(Err, onnx.ErrBadFile): a file of the case
+	// cannot be used); nil otherwise.
+	Err error
 }
 
 // String formats the result as onnxcheck prints it: status, case and
@@ -54,6 +58,13 @@ func (r Result) String() string {
 // Cases returns dir when it is a case (it holds model.onnx), or else the
 // cases directly inside it, in the order of their names.
 func Cases(dir string) ([]string, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a folder: a test case is a folder holding model.onnx and test_data_set_N folders", dir)
+	}
 	if isCase(dir) {
 		return []string{dir}, nil
 	}
@@ -112,7 +123,7 @@ func Check(dir string, tol Tolerance) []Result {
 // Unsupported when err wraps onnx.ErrUnsupported, Fail otherwise. When
 // err is about a node, its operator goes first in Ops.
 func failed(name string, ops []string, err error) Result {
-	r := Result{Case: name, Status: Fail, Ops: ops, Detail: err.Error()}
+	r := Result{Case: name, Status: Fail, Ops: ops, Detail: err.Error(), Err: err}
 	if errors.Is(err, onnx.ErrUnsupported) {
 		r.Status = Unsupported
 	}
