@@ -52,8 +52,13 @@ var ErrExport = errors.New("onnx: export")
 // ExportFile writes model to the ONNX file path as Export does (the zero
 // ExportOptions are the defaults), atomically: the model is written to a
 // temporary file in the same folder, which then replaces path, so a
-// reader never sees a half-written file.
+// reader never sees a half-written file. It only replaces a regular
+// file: when path is a device node, a FIFO, a symbolic link or a folder,
+// it returns an error and changes nothing.
 func ExportFile(path string, model layers.Layer, example []*tensor.Tensor, opts ExportOptions) (err error) {
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("onnx: export: refusing to replace %s: it is not a regular file (%v)", path, st.Mode().Type())
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("onnx: export %s: %w", path, err)

@@ -500,3 +500,23 @@ func TestExportReLU6(t *testing.T) {
 	assert.Equal(t, want.Float32s(), outs[0].Value.Float32s())
 	assert.Greater(t, want.MaxAll().Item(), 5.99, "the test reaches the upper bound")
 }
+
+func TestExportFileReplacesOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep"), 0o644))
+	link := filepath.Join(dir, "link.onnx")
+	require.NoError(t, os.Symlink(victim, link))
+	net := layers.NewLinear(2, 1, true, rand.New(rand.NewPCG(1, 1)))
+	for _, target := range []string{link, dir} {
+		err := onnx.ExportFile(target, net, []*tensor.Tensor{tensor.Zeros(1, 2)}, onnx.ExportOptions{})
+		require.Error(t, err, target)
+		assert.Contains(t, err.Error(), "refusing to replace "+target)
+	}
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(b))
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link is still a link")
+}
