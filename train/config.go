@@ -2,13 +2,13 @@ package train
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"slices"
 
 	"fmt"
 	"github.com/hora-dl/hora/internal/strictyaml"
 	"github.com/hora-dl/hora/optim"
-	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -46,6 +46,51 @@ var (
 	knownCaches       = []string{"auto", "memory", "none"}
 	knownBadImage     = []string{"fail", "skip"}
 	knownStats        = []string{"", "imagenet", "fashion-mnist"}
+)
+
+// Upper bounds of the keys that size memory or work: Validate refuses a
+// larger value when the configuration is loaded, before anything runs,
+// and the doc comment of each key states its bound.
+const (
+	// maxWidth bounds the width of a layer: each of model.hidden and
+	// model.widths, model.dim and model.ff.
+	maxWidth = 1 << 20
+	// maxLayerWeights bounds the weights of one layer (a weight matrix or
+	// a convolution's kernel): 2147483648 float32 numbers take 8 GiB.
+	maxLayerWeights = 1 << 31
+	// maxLayers bounds the layers of a model: the hidden layers of "mlp"
+	// (model.hidden), the Transformer blocks (model.layers) and the
+	// residual blocks of "resnet" in all (model.blocks).
+	maxLayers = 1024
+	// maxClasses bounds model.classes and model.head.classes.
+	maxClasses = 1 << 20
+	// maxImageSide bounds each side of data.image_size, and
+	// model.patch_size.
+	maxImageSide = 1 << 15
+	// maxContext bounds model.context: attention holds context² numbers
+	// per head and sample.
+	maxContext = 1 << 14
+	// maxBatchSize bounds train.batch_size and train.eval_batch_size.
+	maxBatchSize = 1 << 24
+	// maxPrefetch bounds train.prefetch.
+	maxPrefetch = 1024
+	// maxThreads bounds train.threads and data.workers.
+	maxThreads = 4096
+	// maxEpochs bounds train.epochs.
+	maxEpochs = 1 << 20
+	// maxKeep bounds checkpoint.keep.
+	maxKeep = 1024
+	// maxSampleLength bounds sample.length.
+	maxSampleLength = 1 << 20
+	// maxBackwardPasses bounds dist.backward_passes_per_step.
+	maxBackwardPasses = 1 << 16
+	// maxFusionThreshold bounds dist.fusion_threshold, in bytes (16 GiB).
+	maxFusionThreshold = 1 << 34
+	// maxWaitS bounds the times in seconds of dist.stall_warning_s,
+	// dist.stall_shutdown_s and dist.timeout_s: a week.
+	maxWaitS = 7 * 24 * 3600
+	// maxCycleTimeMS bounds dist.cycle_time_ms: a minute.
+	maxCycleTimeMS = 60_000
 )
 
 // Config is the whole training configuration, read from a YAML file by
@@ -173,8 +218,8 @@ type DataConfig struct {
 	// data.augment_crop. Default [0.75, 1.3333333333333333].
 	AugmentRatio [2]float64 `yaml:"augment_ratio"`
 	// ImageSize is the [height, width] the images of "images" are resized
-	// (and center-cropped) to; [] (the default) takes the size of the
-	// first training image.
+	// (and center-cropped) to, each at most 32768; [] (the default) takes
+	// the size of the first training image.
 	ImageSize []int `yaml:"image_size"`
 	// Channels is the number of channels the images of "images" are
 	// converted to: 1 (grey) or 3 (RGB); 0 (the default) takes the first
@@ -197,6 +242,7 @@ type DataConfig struct {
 	Cache string `yaml:"cache"`
 	// Workers is the number of goroutines that decode and transform the
 	// images of "images" for each batch; 0 (the default) uses every core.
+	// At most 4096.
 	Workers int `yaml:"workers"`
 	// OnBadImage says what a corrupt or unreadable image of "images"
 	// does: "fail" (the default: the run stops, naming the file) or
@@ -264,7 +310,9 @@ type ModelConfig struct {
 	// weight and bias are frozen keeps its running statistics. The names
 	// are printed by the train command's model summary. Default [].
 	Freeze []string `yaml:"freeze"`
-	// Hidden lists the widths of the hidden layers of "mlp".
+	// Hidden lists the widths of the hidden layers of "mlp": at most 1024
+	// layers, each at most 1048576 wide, and at most 2147483648 weights
+	// from one layer to the next (and from the last to the classes).
 	// Default [512, 256].
 	Hidden []int `yaml:"hidden"`
 	// Activation is the non-linearity: "relu" (default), "gelu", "tanh",
@@ -276,35 +324,40 @@ type ModelConfig struct {
 	// Classes is the number of classes the model predicts; 0 (the
 	// default) takes the data's class count (Fashion-MNIST's 10, the
 	// class folders of "images", the labels of "csv", the largest label
-	// plus one of "idx"). A regression predicts one number: 0 or 1.
+	// plus one of "idx"). A regression predicts one number: 0 or 1. At
+	// most 1048576.
 	Classes int `yaml:"classes"`
 	// Blocks lists the residual blocks per stage of "resnet", e.g.
-	// [2, 2, 2]. Default [2, 2, 2].
+	// [2, 2, 2]; at most 1024 blocks in all. Default [2, 2, 2].
 	Blocks []int `yaml:"blocks"`
 	// Widths lists the channels per stage of "resnet" (as many as
-	// blocks), e.g. [16, 32, 64]. Default [16, 32, 64].
+	// blocks), e.g. [16, 32, 64]: each at most 1048576, with at most
+	// 2147483648 weights in a 3×3 convolution of the stage (width² × 9).
+	// Default [16, 32, 64].
 	Widths []int `yaml:"widths"`
 	// Stem is the first layer of the ResNets: "cifar" (3×3 convolution,
 	// for small images, the default) or "imagenet" (7×7 stride-2
 	// convolution and max-pool).
 	Stem string `yaml:"stem"`
-	// Dim is the width of the tokens of "transformer" and "charlm".
-	// Default 128.
+	// Dim is the width of the tokens of "transformer" and "charlm": at
+	// most 1048576, with at most 2147483648 weights in an attention
+	// projection (dim²). Default 128.
 	Dim int `yaml:"dim"`
 	// Heads is the number of attention heads of "transformer" and
 	// "charlm"; it must divide dim. Default 4.
 	Heads int `yaml:"heads"`
-	// Layers is the number of Transformer blocks. Default 4.
+	// Layers is the number of Transformer blocks, at most 1024. Default 4.
 	Layers int `yaml:"layers"`
 	// FF is the hidden width of the feed-forward part of each Transformer
-	// block. Default 512.
+	// block: at most 1048576, with at most 2147483648 weights in its layers
+	// (dim × ff). Default 512.
 	FF int `yaml:"ff"`
 	// PatchSize is the side of the square image patches that are the
 	// tokens of "transformer" (it must divide the image's height and
-	// width); 0 makes each image row a token. Default 7.
+	// width), at most 32768; 0 makes each image row a token. Default 7.
 	PatchSize int `yaml:"patch_size"`
 	// Context is the number of characters "charlm" sees at once (its
-	// training window). Default 128.
+	// training window), at most 16384. Default 128.
 	Context int `yaml:"context"`
 	// Args holds the keys of a model registered in Go with RegisterModel
 	// (model.args.width: 64), decoded strictly into that model's own
@@ -316,8 +369,8 @@ type ModelConfig struct {
 // HeadConfig describes the new classifier that replaces an ONNX model's
 // own (model.head).
 type HeadConfig struct {
-	// Classes is the number of outputs of the new classifier; 0 (the
-	// default) keeps the model's classifier.
+	// Classes is the number of outputs of the new classifier, at most
+	// 1048576; 0 (the default) keeps the model's classifier.
 	Classes int `yaml:"classes"`
 }
 
@@ -330,7 +383,7 @@ type CheckpointConfig struct {
 	// of epochs only.
 	EverySteps int `yaml:"every_steps"`
 	// Keep is the number of most recent checkpoints kept (the best one is
-	// kept too). Default 3.
+	// kept too), at most 1024. Default 3.
 	Keep int `yaml:"keep"`
 	// BestMetric is the evaluation metric that picks the best checkpoint:
 	// "test_accuracy" (higher is better), "test_loss" (lower is better)
@@ -344,7 +397,8 @@ type SampleConfig struct {
 	// Prompt is the text generation starts from; "" starts from a
 	// newline. Default "".
 	Prompt string `yaml:"prompt"`
-	// Length is the number of characters generated. Default 200.
+	// Length is the number of characters generated, at most 1048576.
+	// Default 200.
 	Length int `yaml:"length"`
 	// Temperature divides the logits before sampling: below 1 is more
 	// conservative, 0 always takes the most likely character. Default 0.8.
@@ -418,24 +472,27 @@ type DistConfig struct {
 	// times this multiplier, and that product is what metrics.jsonl logs.
 	WarmupSteps int `yaml:"warmup_steps"`
 	// FusionThreshold is the size in bytes of the buffer in which small
-	// gradients are fused into one allreduce; 0 turns fusion off.
-	// Default 67108864 (64 MB).
+	// gradients are fused into one allreduce; 0 turns fusion off. At most
+	// 17179869184 (16 GiB). Default 67108864 (64 MB).
 	FusionThreshold int64 `yaml:"fusion_threshold"`
 	// CycleTimeMS is the time in milliseconds between negotiation rounds
-	// while gradients wait; those ready in one cycle are fused. Default 1.
+	// while gradients wait; those ready in one cycle are fused. At most
+	// 60000. Default 1.
 	CycleTimeMS float64 `yaml:"cycle_time_ms"`
 	// Compression is how gradients travel: "none" (default) or "fp16"
 	// (half the bytes, rounded to float16).
 	Compression string `yaml:"compression"`
 	// BackwardPassesPerStep accumulates the gradients of this many batches
-	// before each optimizer step (also in a single process). Default 1.
+	// before each optimizer step (also in a single process), at most 65536.
+	// Default 1.
 	BackwardPassesPerStep int `yaml:"backward_passes_per_step"`
 	// StallWarningS: when some ranks have waited this many seconds for a
 	// gradient the others have not sent, rank 0 prints which tensors and
-	// which ranks; 0 turns the check off. Default 60.
+	// which ranks; 0 turns the check off. At most 604800 (a week).
+	// Default 60.
 	StallWarningS float64 `yaml:"stall_warning_s"`
 	// StallShutdownS stops the job after a stall of this many seconds;
-	// 0 never does. Default 300.
+	// 0 never does. At most 604800 (a week). Default 300.
 	StallShutdownS float64 `yaml:"stall_shutdown_s"`
 	// DropLast drops the training samples left over when they do not
 	// divide evenly among the ranks; otherwise (the default) the last
@@ -448,7 +505,7 @@ type DistConfig struct {
 	// it die ends the whole job, naming the rank and its host. A slow
 	// rank still answers, so this is no limit on a step's time. 0 turns
 	// the check off (when the hosts' firewalls allow MPI's ports only).
-	// Default 60.
+	// At most 604800 (a week). Default 60.
 	TimeoutS float64 `yaml:"timeout_s"`
 	// Hierarchical is how gradients are reduced when the job spans
 	// several hosts and some host holds more than one rank: "auto" (the
@@ -490,17 +547,20 @@ type ScheduleConfig struct {
 
 // TrainConfig holds the training-loop settings.
 type TrainConfig struct {
-	// Epochs is the number of passes over the training set. Default 1.
+	// Epochs is the number of passes over the training set, at most
+	// 1048576. Default 1.
 	Epochs int `yaml:"epochs"`
-	// BatchSize is the number of samples per optimizer step. Default 128.
+	// BatchSize is the number of samples per optimizer step, at most
+	// 16777216. Default 128.
 	BatchSize int `yaml:"batch_size"`
-	// EvalBatchSize is the batch size used for evaluation. Default 1000.
+	// EvalBatchSize is the batch size used for evaluation, at most
+	// 16777216. Default 1000.
 	EvalBatchSize int `yaml:"eval_batch_size"`
 	// LabelSmoothing is the label-smoothing factor of the cross-entropy
 	// loss, in [0, 1). Default 0.
 	LabelSmoothing float64 `yaml:"label_smoothing"`
 	// Prefetch is the number of batches prepared ahead of the training
-	// loop. Default 2.
+	// loop, at most 1024. Default 2.
 	Prefetch int `yaml:"prefetch"`
 	// Limit uses only the first Limit training samples; 0 (the default)
 	// uses them all. Meant for quick runs and tests.
@@ -525,7 +585,7 @@ type TrainConfig struct {
 	// an improvement for Patience. Default 0.
 	MinDelta float64 `yaml:"min_delta"`
 	// Threads is the number of CPU threads that compute; 0 (the default)
-	// uses every core (under mpirun, the rank's share).
+	// uses every core (under mpirun, the rank's share). At most 4096.
 	Threads int `yaml:"threads"`
 }
 
@@ -648,11 +708,12 @@ func (c *Config) File() string { return c.path }
 // "dotted.key=value", the value written in YAML: train.epochs=3,
 // model.hidden=[256,128]) in order, and validates the result.
 //
+// The file must be a regular file of at most strictyaml.MaxSize bytes.
 // Decoding is strict: an unknown key, a value of the wrong type, a duplicate
 // key or a YAML syntax error is an error of one line that starts with
 // "path:line:column: "; an error in a -set starts with "-set key=value: ".
 func LoadConfig(path string, sets []string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := strictyaml.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
@@ -693,6 +754,7 @@ func ParseConfig(name string, data []byte, sets []string) (*Config, error) {
 func (c *Config) Validate() error {
 	v := &configValidator{c: c}
 
+	v.finite(reflect.ValueOf(c).Elem(), "")
 	v.nonEmpty("device", c.Device, `a device name such as "cpu" or "cuda:0"`)
 	v.oneOf("precision", c.Precision, knownPrecisions)
 	if c.Precision != "fp32" && !strings.HasPrefix(c.Device, "cuda") {
@@ -707,11 +769,7 @@ func (c *Config) Validate() error {
 	}
 	v.validateArgs()
 	if c.Model.Name == "mlp" {
-		for i, h := range c.Model.Hidden {
-			if h < 1 {
-				v.fail(fmt.Sprintf("model.hidden[%d]", i), "a layer width >= 1", strconv.Itoa(h))
-			}
-		}
+		v.validateHidden()
 	}
 	if c.Model.Name == "onnx" && c.Model.File == "" {
 		v.fail("model.file", `the ONNX file to train for model "onnx"`, `""`)
@@ -742,11 +800,17 @@ func (c *Config) Validate() error {
 	if d.FusionThreshold < 0 {
 		v.fail("dist.fusion_threshold", "a size in bytes >= 0 (0 turns fusion off)", strconv.FormatInt(d.FusionThreshold, 10))
 	}
+	atMost(v, "dist.fusion_threshold", d.FusionThreshold, maxFusionThreshold)
 	v.positive("dist.cycle_time_ms", d.CycleTimeMS)
+	atMost(v, "dist.cycle_time_ms", d.CycleTimeMS, maxCycleTimeMS)
 	v.atLeast1("dist.backward_passes_per_step", d.BackwardPassesPerStep)
+	atMost(v, "dist.backward_passes_per_step", d.BackwardPassesPerStep, maxBackwardPasses)
 	v.atLeast0("dist.stall_warning_s", d.StallWarningS)
+	atMost(v, "dist.stall_warning_s", d.StallWarningS, maxWaitS)
 	v.atLeast0("dist.stall_shutdown_s", d.StallShutdownS)
+	atMost(v, "dist.stall_shutdown_s", d.StallShutdownS, maxWaitS)
 	v.atLeast0("dist.timeout_s", d.TimeoutS)
+	atMost(v, "dist.timeout_s", d.TimeoutS, maxWaitS)
 
 	s := c.Schedule
 	v.oneOf("schedule.name", s.Name, knownSchedules)
@@ -766,12 +830,16 @@ func (c *Config) Validate() error {
 
 	t := c.Train
 	v.atLeast1("train.epochs", t.Epochs)
+	atMost(v, "train.epochs", t.Epochs, maxEpochs)
 	v.atLeast1("train.batch_size", t.BatchSize)
+	atMost(v, "train.batch_size", t.BatchSize, maxBatchSize)
 	v.atLeast1("train.eval_batch_size", t.EvalBatchSize)
+	atMost(v, "train.eval_batch_size", t.EvalBatchSize, maxBatchSize)
 	v.inRange("train.label_smoothing", t.LabelSmoothing, 0, 1, false)
 	if t.Prefetch < 0 {
 		v.fail("train.prefetch", "an integer >= 0", strconv.Itoa(t.Prefetch))
 	}
+	atMost(v, "train.prefetch", t.Prefetch, maxPrefetch)
 	if t.Limit < 0 {
 		v.fail("train.limit", "an integer >= 0 (0 uses every sample)", strconv.Itoa(t.Limit))
 	}
@@ -788,12 +856,14 @@ func (c *Config) Validate() error {
 	if t.Threads < 0 {
 		v.fail("train.threads", "an integer >= 0 (0 uses every core)", strconv.Itoa(t.Threads))
 	}
+	atMost(v, "train.threads", t.Threads, maxThreads)
 
 	k := c.Checkpoint
 	if k.EverySteps < 0 {
 		v.fail("checkpoint.every_steps", "an integer >= 0 (0: at the end of epochs only)", strconv.Itoa(k.EverySteps))
 	}
 	v.atLeast1("checkpoint.keep", k.Keep)
+	atMost(v, "checkpoint.keep", k.Keep, maxKeep)
 	v.oneOf("checkpoint.best_metric", k.BestMetric, knownMetrics)
 	if k.BestMetric == "test_accuracy" && c.Model.Name == "charlm" {
 		v.fail("checkpoint.best_metric", `"test_loss" or "auto" for a language model (it has no accuracy)`, strconv.Quote(k.BestMetric))
@@ -805,6 +875,7 @@ func (c *Config) Validate() error {
 	if c.Sample.Length < 0 {
 		v.fail("sample.length", "an integer >= 0", strconv.Itoa(c.Sample.Length))
 	}
+	atMost(v, "sample.length", c.Sample.Length, maxSampleLength)
 	v.atLeast0("sample.temperature", c.Sample.Temperature)
 	if c.Sample.TopK < 0 {
 		v.fail("sample.top_k", "an integer >= 0 (0: all characters)", strconv.Itoa(c.Sample.TopK))
@@ -890,6 +961,7 @@ func (v *configValidator) validateModel() {
 	if m.Classes < 0 {
 		v.fail("model.classes", "an integer >= 0 (0: the data's class count)", strconv.Itoa(m.Classes))
 	}
+	atMost(v, "model.classes", m.Classes, maxClasses)
 	if m.Name != "onnx" {
 		if m.Head.Classes != 0 {
 			v.fail("model.head.classes", `0 (model.head replaces the classifier of model "onnx" only)`, strconv.Itoa(m.Head.Classes))
@@ -901,6 +973,7 @@ func (v *configValidator) validateModel() {
 	if m.Head.Classes < 0 {
 		v.fail("model.head.classes", "an integer >= 0 (0 keeps the model's classifier)", strconv.Itoa(m.Head.Classes))
 	}
+	atMost(v, "model.head.classes", m.Head.Classes, maxClasses)
 	for i, g := range m.Freeze {
 		if _, err := path.Match(g, ""); err != nil || g == "" {
 			v.fail(fmt.Sprintf("model.freeze[%d]", i), "a glob pattern of parameter names (*, ?, [...])", strconv.Quote(g))
@@ -917,32 +990,52 @@ func (v *configValidator) validateModel() {
 		if len(m.Widths) != len(m.Blocks) {
 			v.fail("model.widths", fmt.Sprintf("a list of %d widths, one per stage of model.blocks", len(m.Blocks)), fmt.Sprint(m.Widths))
 		}
+		blocks, counted := 0, true
 		for i, b := range m.Blocks {
+			key := fmt.Sprintf("model.blocks[%d]", i)
 			if b < 1 {
-				v.fail(fmt.Sprintf("model.blocks[%d]", i), "an integer >= 1", strconv.Itoa(b))
+				v.fail(key, "an integer >= 1", strconv.Itoa(b))
 			}
+			atMost(v, key, b, maxLayers)
+			counted = counted && b >= 1 && b <= maxLayers
+			blocks += b
+		}
+		if counted && blocks > maxLayers {
+			v.tooLarge("model.blocks", fmt.Sprintf("%d blocks in all are too many", blocks), maxLayers)
 		}
 		for i, w := range m.Widths {
+			key := fmt.Sprintf("model.widths[%d]", i)
 			if w < 1 {
-				v.fail(fmt.Sprintf("model.widths[%d]", i), "an integer >= 1", strconv.Itoa(w))
+				v.fail(key, "an integer >= 1", strconv.Itoa(w))
 			}
+			atMost(v, key, w, maxWidth)
+			v.layerWeights(key, "a 3×3 convolution of", w, w, 9)
 		}
 		v.oneOf("model.stem", m.Stem, knownStems)
 	case "resnet18", "resnet34", "resnet20", "resnet56":
 		v.oneOf("model.stem", m.Stem, knownStems)
 	case "transformer", "charlm":
 		v.atLeast1("model.dim", m.Dim)
+		atMost(v, "model.dim", m.Dim, maxWidth)
+		v.layerWeights("model.dim", "an attention projection of", m.Dim, m.Dim, 1)
 		v.atLeast1("model.heads", m.Heads)
 		if m.Heads >= 1 && m.Dim >= 1 && m.Dim%m.Heads != 0 {
 			v.fail("model.heads", fmt.Sprintf("a divisor of model.dim = %d", m.Dim), strconv.Itoa(m.Heads))
 		}
 		v.atLeast1("model.layers", m.Layers)
+		atMost(v, "model.layers", m.Layers, maxLayers)
 		v.atLeast1("model.ff", m.FF)
-		if m.Name == "transformer" && m.PatchSize < 0 {
-			v.fail("model.patch_size", "0 (rows as tokens) or a divisor of the image size", strconv.Itoa(m.PatchSize))
+		atMost(v, "model.ff", m.FF, maxWidth)
+		v.layerWeights("model.ff", "a feed-forward layer of", m.Dim, m.FF, 1)
+		if m.Name == "transformer" {
+			if m.PatchSize < 0 {
+				v.fail("model.patch_size", "0 (rows as tokens) or a divisor of the image size", strconv.Itoa(m.PatchSize))
+			}
+			atMost(v, "model.patch_size", m.PatchSize, maxImageSide)
 		}
 		if m.Name == "charlm" {
 			v.atLeast1("model.context", m.Context)
+			atMost(v, "model.context", m.Context, maxContext)
 		}
 	}
 }
@@ -1029,9 +1122,11 @@ func (v *configValidator) validateImages() {
 		v.fail("data.image_size", "[height, width], or [] for the first image's size", fmt.Sprint(d.ImageSize))
 	}
 	for i, s := range d.ImageSize {
+		key := fmt.Sprintf("data.image_size[%d]", i)
 		if s < 1 {
-			v.fail(fmt.Sprintf("data.image_size[%d]", i), "an integer >= 1", strconv.Itoa(s))
+			v.fail(key, "an integer >= 1", strconv.Itoa(s))
 		}
+		atMost(v, key, s, maxImageSide)
 	}
 	if d.Channels != 0 && d.Channels != 1 && d.Channels != 3 {
 		v.fail("data.channels", "1 (grey), 3 (RGB) or 0 (the first image's)", strconv.Itoa(d.Channels))
@@ -1064,6 +1159,7 @@ func (v *configValidator) validateImages() {
 	if d.Workers < 0 {
 		v.fail("data.workers", "an integer >= 0 (0 uses every core)", strconv.Itoa(d.Workers))
 	}
+	atMost(v, "data.workers", d.Workers, maxThreads)
 	if s := d.AugmentScale; !(s[0] > 0 && s[0] <= s[1] && s[1] <= 1) {
 		v.fail("data.augment_scale", "[min, max] with 0 < min <= max <= 1", fmt.Sprint(s[:]))
 	}
@@ -1094,14 +1190,109 @@ func (v *configValidator) validateTable() {
 
 // configValidator collects the problems Validate finds.
 type configValidator struct {
-	c    *Config
-	errs []error
+	c        *Config
+	errs     []error
+	reported map[string]bool // the keys with a problem recorded
 }
 
-// fail records that key holds found where expected was expected.
+// fail records that key holds found where expected was expected, unless
+// a problem of key is already recorded.
 func (v *configValidator) fail(key, expected, found string) {
+	v.report(key, "expected "+expected+", found "+found)
+}
+
+// report records the problem of key, unless one is already recorded.
+func (v *configValidator) report(key, problem string) {
+	if v.reported[key] {
+		return
+	}
+	if v.reported == nil {
+		v.reported = map[string]bool{}
+	}
+	v.reported[key] = true
 	where, suffix := v.c.origins.Where(v.c.path, key)
-	v.errs = append(v.errs, fmt.Errorf("%s: %s: expected %s, found %s%s", where, key, expected, found, suffix))
+	v.errs = append(v.errs, fmt.Errorf("%s: %s: %s%s", where, key, problem, suffix))
+}
+
+// tooLarge records that key holds what is too large, at most limit.
+func (v *configValidator) tooLarge(key, what string, limit int64) {
+	v.report(key, fmt.Sprintf("%s; at most %d", what, limit))
+}
+
+// atMost records that key's value x is too large when it is over limit.
+func atMost[T int | int64 | float64](v *configValidator, key string, x, limit T) {
+	if x > limit {
+		v.report(key, fmt.Sprintf("%v is too large; at most %v", x, limit))
+	}
+}
+
+// layerWeights records that key makes a layer (what: "a feed-forward
+// layer of") of rows × cols × kernel weights too large for
+// maxLayerWeights. Values out of their own bounds are left to those.
+func (v *configValidator) layerWeights(key, what string, rows, cols, kernel int) {
+	if rows < 1 || cols < 1 || rows > maxWidth || cols > maxWidth {
+		return
+	}
+	n := int64(rows) * int64(cols) * int64(kernel)
+	if n > maxLayerWeights {
+		dims := fmt.Sprintf("%d × %d", rows, cols)
+		if kernel > 1 {
+			dims += fmt.Sprintf(" × %d", kernel)
+		}
+		v.tooLarge(key, fmt.Sprintf("%s %s = %d weights is too large", what, dims, n), maxLayerWeights)
+	}
+}
+
+// validateHidden checks the layers of "mlp": their count, widths and
+// weights (from one layer to the next, and from the last to the classes).
+func (v *configValidator) validateHidden() {
+	m := v.c.Model
+	if n := len(m.Hidden); n > maxLayers {
+		v.tooLarge("model.hidden", fmt.Sprintf("%d layers are too many", n), maxLayers)
+	}
+	for i, h := range m.Hidden {
+		key := fmt.Sprintf("model.hidden[%d]", i)
+		if h < 1 {
+			v.fail(key, "a layer width >= 1", strconv.Itoa(h))
+		}
+		atMost(v, key, h, maxWidth)
+		if i > 0 {
+			v.layerWeights(key, "a layer of", m.Hidden[i-1], h, 1)
+		}
+	}
+	if n := len(m.Hidden); n > 0 && m.Classes > 0 && m.Classes <= maxClasses {
+		v.layerWeights("model.classes", "a classifier of", m.Hidden[n-1], m.Classes, 1)
+	}
+}
+
+// finite checks that the numbers of the section s, at key prefix, are
+// finite: a file cannot hold NaN or infinities, but a configuration built
+// in Go can.
+func (v *configValidator) finite(s reflect.Value, prefix string) {
+	for i := range s.NumField() {
+		name := strictyaml.FieldKey(s.Type().Field(i))
+		if name == "" {
+			continue
+		}
+		key, f := strictyaml.JoinPath(prefix, name), s.Field(i)
+		switch {
+		case f.Kind() == reflect.Struct:
+			v.finite(f, key)
+		case f.Kind() == reflect.Float64:
+			v.finiteNum(key, f.Float())
+		case (f.Kind() == reflect.Slice || f.Kind() == reflect.Array) && f.Type().Elem().Kind() == reflect.Float64:
+			for j := range f.Len() {
+				v.finiteNum(fmt.Sprintf("%s[%d]", key, j), f.Index(j).Float())
+			}
+		}
+	}
+}
+
+// finiteNum records x, the value of key, unless it is finite.
+func (v *configValidator) finiteNum(key string, x float64) {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		v.fail(key, "a finite number", fmtNum(x))
+	}
 }
 
 func (v *configValidator) oneOf(key, val string, known []string) {

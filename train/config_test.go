@@ -3,14 +3,18 @@ package train
 import (
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hora-dl/hora/internal/fuzzbound"
 )
 
 // validTestConfig returns a configuration built in Go that passes Validate.
@@ -266,6 +270,22 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "infinite number",
 			yaml: minimalTestYAML + "train: {label_smoothing: .inf}\n",
 			want: []string{"inline.yaml:6:26: train.label_smoothing: expected a number, found .inf"},
+		},
+		{
+			name: "not a number",
+			yaml: minimalTestYAML + "train: {min_delta: .nan}\n",
+			want: []string{"inline.yaml:6:20: train.min_delta: expected a number, found .nan"},
+		},
+		{
+			name: "overflowing number",
+			yaml: minimalTestYAML + "dist: {timeout_s: 1e999}\n",
+			want: []string{"inline.yaml:6:19: dist.timeout_s: expected a number, found 1e999"},
+		},
+		{
+			name: "set infinite number",
+			yaml: minimalTestYAML,
+			sets: []string{"sample.temperature=-.inf"},
+			want: []string{"-set sample.temperature=-.inf: sample.temperature: expected a number, found -.inf"},
 		},
 		{
 			name: "number for bool",
@@ -628,8 +648,209 @@ func ExampleLoadConfig() {
 	// -set train.epoch=1: unknown key "epoch" in train (known: epochs, batch_size, eval_batch_size, label_smoothing, prefetch, limit, eval_every_steps, log_every_steps, ema, patience, min_delta, threads); did you mean "epochs"?
 }
 
-// FuzzLoadConfig checks that no file content makes the loader panic, that a
-// configuration it accepts is valid, and that its errors name the file.
+// TestLoadConfigBounds: a value that would size memory or work past its
+// bound fails when the configuration is loaded, naming the key, the value
+// and the bound.
+func TestLoadConfigBounds(t *testing.T) {
+	t.Parallel()
+	const (
+		mlp         = "model: {name: mlp}\noptimizer: {name: sgd, lr: 0.1}\n"
+		transformer = "model: {name: transformer}\noptimizer: {name: sgd, lr: 0.1}\n"
+		charlm      = "data: {name: text, files: [a.txt]}\nmodel: {name: charlm}\noptimizer: {name: sgd, lr: 0.1}\n"
+		resnet      = "model: {name: resnet}\noptimizer: {name: sgd, lr: 0.1}\n"
+		images      = "data: {name: images, dir: pets}\nmodel: {name: cnn}\noptimizer: {name: sgd, lr: 0.1}\n"
+		onnx        = "model: {name: onnx, file: m.onnx}\noptimizer: {name: sgd, lr: 0.1}\n"
+	)
+	tests := []struct {
+		name string
+		yaml string
+		sets []string
+		want string
+	}{
+		{"hidden width", "model:\n  name: mlp\n  hidden: [512, 1000000000000]\noptimizer: {name: sgd, lr: 0.1}\n", nil,
+			"inline.yaml:3:17: model.hidden[1]: 1000000000000 is too large; at most 1048576"},
+		{"hidden weights", mlp, []string{"model.hidden=[65536, 65536]"},
+			"inline.yaml: model.hidden[1]: a layer of 65536 × 65536 = 4294967296 weights is too large; at most 2147483648 (from -set model.hidden=[65536, 65536])"},
+		{"hidden layers", mlp, []string{"model.hidden=[" + strings.Repeat("8, ", 1024) + "8]"},
+			"model.hidden: 1025 layers are too many; at most 1024"},
+		{"classifier weights", mlp, []string{"model.hidden=[1048576]", "model.classes=4096"},
+			"model.classes: a classifier of 1048576 × 4096 = 4294967296 weights is too large; at most 2147483648"},
+		{"classes", mlp, []string{"model.classes=2000000"}, "model.classes: 2000000 is too large; at most 1048576"},
+		{"head classes", onnx, []string{"model.head.classes=2000000"}, "model.head.classes: 2000000 is too large; at most 1048576"},
+		{"resnet width", resnet, []string{"model.widths=[16, 2000000, 64]"}, "model.widths[1]: 2000000 is too large; at most 1048576"},
+		{"resnet weights", resnet, []string{"model.widths=[16, 32, 20000]"},
+			"model.widths[2]: a 3×3 convolution of 20000 × 20000 × 9 = 3600000000 weights is too large; at most 2147483648"},
+		{"resnet blocks", resnet, []string{"model.blocks=[2, 5000, 2]"}, "model.blocks[1]: 5000 is too large; at most 1024"},
+		{"resnet blocks in all", resnet, []string{"model.blocks=[600, 600, 2]"}, "model.blocks: 1202 blocks in all are too many; at most 1024"},
+		{"dim", transformer, []string{"model.dim=2000000", "model.heads=1"}, "model.dim: 2000000 is too large; at most 1048576"},
+		{"dim weights", transformer, []string{"model.dim=65536", "model.heads=1"},
+			"model.dim: an attention projection of 65536 × 65536 = 4294967296 weights is too large; at most 2147483648"},
+		{"ff", transformer, []string{"model.ff=2000000"}, "model.ff: 2000000 is too large; at most 1048576"},
+		{"ff weights", transformer, []string{"model.dim=4096", "model.ff=1048576"},
+			"model.ff: a feed-forward layer of 4096 × 1048576 = 4294967296 weights is too large; at most 2147483648"},
+		{"layers", transformer, []string{"model.layers=5000"}, "model.layers: 5000 is too large; at most 1024"},
+		{"patch size", transformer, []string{"model.patch_size=100000"}, "model.patch_size: 100000 is too large; at most 32768"},
+		{"context", charlm, []string{"model.context=100000"}, "model.context: 100000 is too large; at most 16384"},
+		{"image size", images, []string{"data.image_size=[224, 100000]"}, "data.image_size[1]: 100000 is too large; at most 32768"},
+		{"workers", images, []string{"data.workers=100000"}, "data.workers: 100000 is too large; at most 4096"},
+		{"epochs", mlp, []string{"train.epochs=2000000"}, "train.epochs: 2000000 is too large; at most 1048576"},
+		{"batch size", mlp, []string{"train.batch_size=100000000"}, "train.batch_size: 100000000 is too large; at most 16777216"},
+		{"eval batch size", mlp, []string{"train.eval_batch_size=100000000"}, "train.eval_batch_size: 100000000 is too large; at most 16777216"},
+		{"prefetch", mlp + "train: {prefetch: 1000000}\n", nil, "inline.yaml:3:19: train.prefetch: 1000000 is too large; at most 1024"},
+		{"threads", mlp, []string{"train.threads=100000"},
+			"inline.yaml: train.threads: 100000 is too large; at most 4096 (from -set train.threads=100000)"},
+		{"keep", mlp, []string{"checkpoint.keep=100000"}, "checkpoint.keep: 100000 is too large; at most 1024"},
+		{"sample length", charlm + "sample: {length: 1000000000000}\n", nil,
+			"inline.yaml:4:18: sample.length: 1000000000000 is too large; at most 1048576"},
+		{"fusion threshold", mlp, []string{"dist.fusion_threshold=100000000000"}, "dist.fusion_threshold: 100000000000 is too large; at most 17179869184"},
+		{"backward passes", mlp, []string{"dist.backward_passes_per_step=100000"}, "dist.backward_passes_per_step: 100000 is too large; at most 65536"},
+		{"cycle time", mlp, []string{"dist.cycle_time_ms=1e12"}, "dist.cycle_time_ms: 1e+12 is too large; at most 60000"},
+		{"stall warning", mlp, []string{"dist.stall_warning_s=1e300"}, "dist.stall_warning_s: 1e+300 is too large; at most 604800"},
+		{"stall shutdown", mlp, []string{"dist.stall_shutdown_s=1e10"}, "dist.stall_shutdown_s: 1e+10 is too large; at most 604800"},
+		{"timeout", mlp, []string{"dist.timeout_s=1e10"}, "dist.timeout_s: 1e+10 is too large; at most 604800"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := ParseConfig("inline.yaml", []byte(tt.yaml), tt.sets)
+			require.Error(t, err)
+			assert.Nil(t, c)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "\n", "one problem")
+		})
+	}
+
+	// The bounds themselves are accepted.
+	ok := []struct {
+		yaml string
+		sets []string
+	}{
+		{mlp, []string{"model.hidden=[1048576, 2048]", "model.classes=1024", "train.prefetch=1024", "train.threads=4096",
+			"train.batch_size=16777216", "train.eval_batch_size=16777216", "train.epochs=1048576", "checkpoint.keep=1024",
+			"sample.length=1048576", "dist.fusion_threshold=17179869184",
+			"dist.backward_passes_per_step=65536", "dist.cycle_time_ms=60000", "dist.timeout_s=604800"}},
+		{transformer, []string{"model.dim=32768", "model.ff=65536", "model.layers=1024", "model.patch_size=32768"}},
+		{charlm, []string{"model.context=16384"}},
+		{resnet, []string{"model.blocks=[1000, 24]", "model.widths=[15000, 1]"}},
+	}
+	for _, tt := range ok {
+		_, err := ParseConfig("inline.yaml", []byte(tt.yaml), tt.sets)
+		assert.NoError(t, err, "%v", tt.sets)
+	}
+}
+
+// TestConfigReferenceStatesBounds: the doc comment of each bounded key
+// states its bound, so that the reference does.
+func TestConfigReferenceStatesBounds(t *testing.T) {
+	t.Parallel()
+	bounds := map[string][]int64{
+		"model.hidden":                  {maxLayers, maxWidth, maxLayerWeights},
+		"model.widths":                  {maxWidth, maxLayerWeights},
+		"model.blocks":                  {maxLayers},
+		"model.dim":                     {maxWidth, maxLayerWeights},
+		"model.ff":                      {maxWidth, maxLayerWeights},
+		"model.layers":                  {maxLayers},
+		"model.classes":                 {maxClasses},
+		"model.head.classes":            {maxClasses},
+		"model.patch_size":              {maxImageSide},
+		"model.context":                 {maxContext},
+		"data.image_size":               {maxImageSide},
+		"data.workers":                  {maxThreads},
+		"train.epochs":                  {maxEpochs},
+		"train.batch_size":              {maxBatchSize},
+		"train.eval_batch_size":         {maxBatchSize},
+		"train.prefetch":                {maxPrefetch},
+		"train.threads":                 {maxThreads},
+		"checkpoint.keep":               {maxKeep},
+		"sample.length":                 {maxSampleLength},
+		"dist.fusion_threshold":         {maxFusionThreshold},
+		"dist.backward_passes_per_step": {maxBackwardPasses},
+		"dist.cycle_time_ms":            {maxCycleTimeMS},
+		"dist.stall_warning_s":          {maxWaitS},
+		"dist.stall_shutdown_s":         {maxWaitS},
+		"dist.timeout_s":                {maxWaitS},
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(ConfigReference(), "\n") {
+		if key, _, ok := strings.Cut(strings.TrimPrefix(line, "| `"), "` |"); ok {
+			rows[key] = line
+		}
+	}
+	for key, limits := range bounds {
+		require.Contains(t, rows, key)
+		for _, limit := range limits {
+			assert.Contains(t, strings.ToLower(rows[key]), fmt.Sprintf("at most %d", limit), "the doc comment of %s states its bound", key)
+		}
+	}
+}
+
+func TestValidateRefusesNonFiniteNumbers(t *testing.T) {
+	t.Parallel()
+	c := validTestConfig()
+	c.Data.AugmentScale[0] = math.NaN()
+	c.Optimizer.ClipNorm = math.Inf(-1)
+	c.Train.MinDelta = math.Inf(1)
+	c.Dist.TimeoutS = math.NaN()
+	c.Sample.Temperature = math.Inf(1)
+	err := c.Validate()
+	require.Error(t, err)
+	assert.Equal(t, strings.Join([]string{
+		"config: data.augment_scale[0]: expected a finite number, found NaN",
+		"config: optimizer.clip_norm: expected a finite number, found -Inf",
+		"config: train.min_delta: expected a finite number, found +Inf",
+		"config: dist.timeout_s: expected a finite number, found NaN",
+		"config: sample.temperature: expected a finite number, found +Inf",
+	}, "\n"), err.Error(), "one problem per key")
+}
+
+// TestLoadConfigRefusesBombs: documents made to exhaust the parser's time
+// and memory fail at once.
+func TestLoadConfigRefusesBombs(t *testing.T) {
+	t.Parallel()
+	var laughs strings.Builder // 1 MB of aliases of aliases
+	laughs.WriteString("a0: &a0 [" + strings.Repeat("x,", 999) + "x]\n")
+	for i := 1; laughs.Len() < 1<<20; i++ {
+		fmt.Fprintf(&laughs, "a%d: &a%d [*a%d%s]\n", i, i, i-1, strings.Repeat(fmt.Sprintf(",*a%d", i-1), 999))
+	}
+	path := filepath.Join(t.TempDir(), "laughs.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(laughs.String()), 0o600))
+	var keys strings.Builder
+	keys.WriteString(minimalTestYAML + "data:\n  args:\n")
+	for i := range 1001 {
+		fmt.Fprintf(&keys, "    k%d: &k%d [*k%d]\n", i, i, max(i-1, 0))
+	}
+	tests := []struct {
+		name, path, yaml string
+		sets             []string
+		want             string
+	}{
+		{name: "alias bomb", path: path, want: "reading config: " + path + ": the file is too large: "},
+		{name: "nesting", yaml: minimalTestYAML + "seed: " + strings.Repeat("[", 30000) + "\n", want: "inline.yaml:6:70: values nested more than 64 deep"},
+		{name: "nested entries", yaml: strings.Repeat("- ", 30000) + "\n", want: "inline.yaml:1:129: values nested more than 64 deep"},
+		{name: "keys", yaml: keys.String(), want: "inline.yaml:1008:5: more than 1000 keys in one mapping"},
+		{name: "set nesting", yaml: minimalTestYAML, sets: []string{"model.hidden=" + strings.Repeat("[", 1000)},
+			want: "-set model.hidden=" + strings.Repeat("[", 1000) + ": model.hidden: values nested more than 64 deep"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			var err error
+			if tt.path != "" {
+				_, err = LoadConfig(tt.path, tt.sets)
+			} else {
+				_, err = ParseConfig("inline.yaml", []byte(tt.yaml), tt.sets)
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.Less(t, time.Since(start), time.Second)
+		})
+	}
+}
+
+// FuzzLoadConfig checks that no file content makes the loader panic or
+// take long, that a configuration it accepts is valid, and that its errors
+// name the file.
 func FuzzLoadConfig(f *testing.F) {
 	for _, pattern := range []string{"../configs/*.yaml", "testdata/*.yaml"} {
 		paths, err := filepath.Glob(pattern)
@@ -643,18 +864,26 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add([]byte("model: &m {name: mlp}\noptimizer: {name: sgd, lr: 1e-3}\nschedule: {milestones: [*m]}\n"))
 	f.Add([]byte("a: &a [*a]\n"))
 	f.Add([]byte("train: !!map {epochs: !!int 3}\n"))
+	// Bombs: aliases of aliases, nesting, keys, size.
+	f.Add([]byte("model:\n  args:\n    a: &a [x, x, x, x]\n    b: &b [*a, *a, *a, *a]\n    c: &c [*b, *b, *b, *b]\n    d: [*c, *c, *c, *c]\n"))
+	f.Add([]byte(minimalTestYAML + "seed: " + strings.Repeat("[", 100) + "\n"))
+	f.Add([]byte(strings.Repeat("- ", 100) + "x\n"))
+	f.Add([]byte(minimalTestYAML + "data: {args: {" + strings.Repeat("k: 1, ", 2000) + "}}\n"))
+	f.Add([]byte(minimalTestYAML + strings.Repeat("#", 64<<10)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig("fuzz.yaml", data, nil)
-		if err != nil {
-			first, _, _ := strings.Cut(err.Error(), "\n")
-			if !strings.HasPrefix(first, "fuzz.yaml") {
-				t.Fatalf("error does not name the file: %q", err)
+		fuzzbound.Run(t, fuzzbound.PerInput, func() {
+			c, err := ParseConfig("fuzz.yaml", data, nil)
+			if err != nil {
+				first, _, _ := strings.Cut(err.Error(), "\n")
+				if !strings.HasPrefix(first, "fuzz.yaml") {
+					t.Fatalf("error does not name the file: %q", err)
+				}
+				return
 			}
-			return
-		}
-		if err := c.Validate(); err != nil {
-			t.Fatalf("ParseConfig accepted a configuration Validate rejects: %v", err)
-		}
+			if err := c.Validate(); err != nil {
+				t.Fatalf("ParseConfig accepted a configuration Validate rejects: %v", err)
+			}
+		})
 	})
 }
 

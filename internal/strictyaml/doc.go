@@ -12,4 +12,10 @@
 // overrides ("-set train.epochs=3") with the same checks, and Origins
 // records where each key's value came from, so that later validation
 // can point at the line too.
+//
+// A document is bounded before and while it is decoded, so that no input
+// can take the parser's time and memory: its size (MaxSize), its nesting
+// (MaxDepth), the keys of one mapping (MaxKeys) and the values its
+// aliases expand to (MaxAliasNodes). ReadFile reads a file within these
+// bounds.
 package strictyaml

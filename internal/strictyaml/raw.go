@@ -2,6 +2,7 @@ package strictyaml
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 
 	"github.com/goccy/go-yaml"
@@ -75,13 +76,20 @@ func (r *Raw) DecodeInto(ptr any, path string, origins Origins) error {
 }
 
 // MarshalYAML writes the value: the struct DecodeInto filled, or else the
-// value as written.
+// value as written, aliases expanded (within MaxDepth and MaxAliasNodes).
 func (r Raw) MarshalYAML() (any, error) {
 	if r.value != nil {
 		return r.value, nil
 	}
 	if r.node == nil {
 		return nil, nil
+	}
+	d := &decoder{file: r.file, set: r.set, anchors: maps.Clone(r.anchors)}
+	if d.anchors == nil {
+		d.anchors = map[string]ast.Node{}
+	}
+	if err := d.walk(r.node, "", r.at); err != nil {
+		return nil, err
 	}
 	var v any
 	if err := yaml.NodeToValue(r.node, &v); err != nil {

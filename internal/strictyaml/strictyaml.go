@@ -10,6 +10,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 )
@@ -128,8 +129,15 @@ func (d *decoder) decodeAt(n ast.Node, v reflect.Value, parts []string, path str
 
 // parseSetValue parses the value of a -set argument as one YAML value.
 func parseSetValue(set, key, value string) (ast.Node, error) {
+	if len(value) > MaxSize {
+		return nil, fmt.Errorf("-set %s: %s: %s", set, key, tooLarge("the value", int64(len(value))))
+	}
 	f, err := parseYAML([]byte(value))
 	if err != nil {
+		var le *limitError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("-set %s: %s: %s", set, key, le.msg)
+		}
 		var ye yaml.Error
 		if errors.As(err, &ye) {
 			return nil, fmt.Errorf("-set %s: %s: invalid YAML value: %s", set, key, ye.GetMessage())
@@ -165,6 +173,9 @@ func structPointer(ptr any) (reflect.Value, error) {
 // root is the type it will be decoded into, for the message about an
 // empty file.
 func parseDocument(name string, data []byte, root reflect.Type) (ast.Node, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("%s: %s", name, tooLarge("the file", int64(len(data))))
+	}
 	f, err := parseYAML(data)
 	if err != nil {
 		return nil, yamlError(name, err)
@@ -209,19 +220,29 @@ func (d *decoder) record(path string, at *token.Position) {
 	}
 }
 
-// parseYAML runs the YAML parser, turning a panic inside it into an error so
-// that no input can crash the command.
+// parseYAML runs the YAML parser on data, once its tokens are found
+// within MaxDepth and MaxKeys (a *limitError otherwise), turning a panic
+// inside the parser into an error so that no input can crash the
+// command. The caller checks MaxSize.
 func parseYAML(data []byte) (f *ast.File, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			f, err = nil, fmt.Errorf("invalid YAML (the parser failed: %v)", r)
 		}
 	}()
-	return parser.ParseBytes(data, 0)
+	tokens := lexer.Tokenize(string(data))
+	if err := checkLimits(tokens); err != nil {
+		return nil, err
+	}
+	return parser.Parse(tokens, 0)
 }
 
 // yamlError makes a one-line error out of an error of the YAML parser.
 func yamlError(name string, err error) error {
+	var le *limitError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s:%d:%d: %s", name, le.at.Line, le.at.Column, le.msg)
+	}
 	var ye yaml.Error
 	if errors.As(err, &ye) {
 		msg := ye.GetMessage()
@@ -233,10 +254,6 @@ func yamlError(name string, err error) error {
 	return fmt.Errorf("%s: %s", name, firstLine(err.Error()))
 }
 
-// maxDepth bounds the nesting of the values decoded, which also stops
-// aliases that refer to themselves.
-const maxDepth = 32
-
 // decoder decodes YAML nodes into Go structs strictly, walking the
 // structs by their yaml tags.
 type decoder struct {
@@ -244,7 +261,13 @@ type decoder struct {
 	set     string              // the -set argument being applied, or "" for the file
 	origins Origins             // filled with the keys decoded
 	anchors map[string]ast.Node // anchors seen so far
-	depth   int
+	depth   int                 // the values being decoded, one inside the other
+
+	// alias is the outermost alias being expanded, nil outside one;
+	// expanded counts the values visited inside aliases, in all, against
+	// MaxAliasNodes.
+	alias    *ast.AliasNode
+	expanded int
 }
 
 // errorf returns an error located at pos in the file, or in the -set
@@ -266,9 +289,10 @@ func (d *decoder) typeError(n ast.Node, at *token.Position, path string, t refle
 	return d.errorf(at, "%s: expected %s, found %s%s", displayPath(path), expectedOf(t), describeNode(n), extra)
 }
 
-// unwrap resolves anchors, aliases and tags around n.
-func (d *decoder) unwrap(n ast.Node, at *token.Position) (ast.Node, error) {
-	for range maxDepth {
+// unwrap resolves anchors, aliases and tags around n; alias is the first
+// alias it followed, or nil.
+func (d *decoder) unwrap(n ast.Node, at *token.Position) (_ ast.Node, alias *ast.AliasNode, _ error) {
+	for range MaxDepth {
 		switch m := n.(type) {
 		case *ast.AnchorNode:
 			if m.Name != nil && m.Name.GetToken() != nil {
@@ -276,13 +300,13 @@ func (d *decoder) unwrap(n ast.Node, at *token.Position) (ast.Node, error) {
 			}
 			n = m.Value
 		case *ast.AliasNode:
-			name := ""
-			if m.Value != nil && m.Value.GetToken() != nil {
-				name = m.Value.GetToken().Value
-			}
+			name := aliasName(m)
 			target, ok := d.anchors[name]
 			if !ok {
-				return nil, d.errorf(nodePos(m, at), "unknown alias *%s (no anchor &%s before it)", name, name)
+				return nil, nil, d.errorf(nodePos(m, at), "unknown alias *%s (no anchor &%s before it)", name, name)
+			}
+			if alias == nil {
+				alias = m
 			}
 			n = target
 		case *ast.TagNode:
@@ -290,31 +314,91 @@ func (d *decoder) unwrap(n ast.Node, at *token.Position) (ast.Node, error) {
 		case *ast.MappingKeyNode:
 			n = m.Value
 		default:
-			return n, nil
+			return n, alias, nil
 		}
 		if n == nil {
-			return &ast.NullNode{}, nil
+			return &ast.NullNode{}, alias, nil
 		}
 	}
-	return nil, d.errorf(at, "anchors and aliases nested too deeply")
+	return nil, nil, d.errorf(at, "anchors and aliases nested too deeply")
+}
+
+// aliasName returns the name of the anchor alias a refers to.
+func aliasName(a *ast.AliasNode) string {
+	if a.Value == nil || a.Value.GetToken() == nil {
+		return ""
+	}
+	return a.Value.GetToken().Value
+}
+
+// enter starts the visit of the value n at key path (at is the position
+// to report when n has none): it resolves n's anchor, alias and tag, and
+// checks the value against MaxDepth and, inside an alias, MaxAliasNodes.
+// The caller restores d.depth and d.alias when the visit ends.
+func (d *decoder) enter(n ast.Node, path string, at *token.Position) (ast.Node, *token.Position, error) {
+	d.depth++
+	if d.depth > MaxDepth {
+		return nil, nil, d.errorf(at, "%s: value nested more than %d deep", displayPath(path), MaxDepth)
+	}
+	if n == nil {
+		n = &ast.NullNode{}
+	}
+	n, alias, err := d.unwrap(n, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.alias == nil {
+		d.alias = alias
+	}
+	if d.alias != nil {
+		d.expanded++
+		if d.expanded > MaxAliasNodes {
+			return nil, nil, d.errorf(nodePos(d.alias, at), "alias *%s: the aliases expand to more than %d values (aliases of aliases?)",
+				aliasName(d.alias), MaxAliasNodes)
+		}
+	}
+	return n, nodePos(n, at), nil
+}
+
+// walk visits the value n, found at key path, as decode would, without
+// storing it: it checks n against the limits of enter.
+func (d *decoder) walk(n ast.Node, path string, at *token.Position) error {
+	depth, alias := d.depth, d.alias
+	defer func() { d.depth, d.alias = depth, alias }()
+	n, at, err := d.enter(n, path, at)
+	if err != nil {
+		return err
+	}
+	var children []ast.Node
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		for _, p := range m.Values {
+			if p != nil {
+				children = append(children, p.Key, p.Value)
+			}
+		}
+	case *ast.MappingValueNode:
+		children = []ast.Node{m.Key, m.Value}
+	case *ast.SequenceNode:
+		children = m.Values
+	}
+	for _, c := range children {
+		if err := d.walk(c, path, at); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // decode stores the YAML node n into v, the value at key path; at is the
 // position to report when n has none.
 func (d *decoder) decode(n ast.Node, v reflect.Value, path string, at *token.Position) error {
-	d.depth++
-	defer func() { d.depth-- }()
-	if d.depth > maxDepth {
-		return d.errorf(at, "%s: value nested too deeply", displayPath(path))
-	}
-	if n == nil {
-		n = &ast.NullNode{}
-	}
-	n, err := d.unwrap(n, at)
+	depth, alias := d.depth, d.alias
+	defer func() { d.depth, d.alias = depth, alias }()
+	n, at, err := d.enter(n, path, at)
 	if err != nil {
 		return err
 	}
-	at = nodePos(n, at)
 	d.record(path, at)
 	if v.Type() == rawType {
 		v.Addr().Interface().(*Raw).capture(d, n, at)
@@ -462,7 +546,7 @@ func (d *decoder) keyName(k ast.Node, at *token.Position, path string) (string, 
 	if k == nil {
 		return "", d.errorf(at, "expected a key name %s, found an empty key", sectionName(path))
 	}
-	n, err := d.unwrap(k, at)
+	n, _, err := d.unwrap(k, at)
 	if err != nil {
 		return "", err
 	}
