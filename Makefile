@@ -41,7 +41,7 @@ MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 .PHONY: docs zoo
 .PHONY: bench-data data-deps arm64-deps test-arm64
-.PHONY: test-cluster test-slurm bench-cluster
+.PHONY: test-cluster test-slurm bench-cluster redteam
 .PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-check gpu-check-dry bench-gpu
 
 all: build
@@ -291,3 +291,11 @@ golden: bench-deps
 
 clean:
 	rm -rf $(BIN) build
+
+# redteam prints the report of the red-team corpus (scripts/redteam:
+# hostile inputs to train and onnxcheck, each with the verdict it must
+# get); make test runs it too and fails on a wrong verdict.
+redteam:
+	@mkdir -p build
+	-REDTEAM_REPORT=build/redteam-report.txt $(GO) test -count=1 ./scripts/redteam/
+	@cat build/redteam-report.txt

@@ -293,6 +293,9 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 			if n, _ := strconv.Atoi(f.Value.String()); n < 0 && bad == nil {
 				bad = fmt.Errorf("predict: -%s %s: expected 0 or more", f.Name, f.Value)
 			}
+			if *length > maxSampleLength && bad == nil {
+				bad = fmt.Errorf("predict: -length %d is too large; at most %d (as sample.length)", *length, maxSampleLength)
+			}
 		case "temperature":
 			if t := *temp; (t < 0 || math.IsNaN(t) || math.IsInf(t, 0)) && bad == nil {
 				bad = fmt.Errorf("predict: -temperature %s: expected a finite number, 0 or more (0 takes the most likely character)", f.Value)

@@ -18,6 +18,7 @@ import (
 	"github.com/hora-dl/hora/data"
 	"github.com/hora-dl/hora/dist"
 	"github.com/hora-dl/hora/dist/mpi"
+	"github.com/hora-dl/hora/internal/strictyaml"
 )
 
 // A job's ranks may run on hosts that share no filesystem: only rank 0's
@@ -88,7 +89,7 @@ func shareFile(ctx context.Context, comm dist.Communicator, path string) ([]byte
 	var b []byte
 	var err error
 	if comm.Rank() == 0 {
-		if b, err = os.ReadFile(path); err != nil {
+		if b, err = strictyaml.ReadFile(path); err != nil { // a regular file of a config's size
 			err = fmt.Errorf("reading config: %w", err)
 		}
 	}

@@ -51,7 +51,7 @@ func processCases() []tcase {
 			name: "resume_while_training",
 			setup: func(e *env) []string {
 				startLongRun(e)
-				return []string{"train", "resume", "-run", e.path("run"), "-set", "train.epochs=2000000"}
+				return []string{"train", "resume", "-run", e.path("run"), "-set", "train.epochs=1000000"}
 			},
 			msg: []string{holderRE},
 		},
