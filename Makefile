@@ -41,7 +41,7 @@ MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 .PHONY: docs zoo
 .PHONY: bench-data data-deps arm64-deps test-arm64
-.PHONY: test-cluster test-slurm bench-cluster redteam
+.PHONY: test-cluster test-slurm bench-cluster redteam fuzz
 .PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-check gpu-check-dry bench-gpu
 
 all: build
@@ -299,3 +299,16 @@ redteam:
 	@mkdir -p build
 	-REDTEAM_REPORT=build/redteam-report.txt $(GO) test -count=1 ./scripts/redteam/
 	@cat build/redteam-report.txt
+
+# fuzz runs every fuzzer of the parsers a user's files reach (ONNX,
+# safetensors, IDX, CSV, YAML) for FUZZ_EACH inputs each; each input is
+# bounded in time (internal/fuzzbound), so a slow input fails it too.
+FUZZ_EACH ?= 200000x
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzImport$$' -fuzztime $(FUZZ_EACH) ./onnx
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZ_EACH) ./checkpoint
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeInto$$' -fuzztime $(FUZZ_EACH) ./checkpoint
+	$(GO) test -run '^$$' -fuzz '^FuzzReadIDX$$' -fuzztime $(FUZZ_EACH) ./data
+	$(GO) test -run '^$$' -fuzz '^FuzzReadTable$$' -fuzztime $(FUZZ_EACH) ./data
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZ_EACH) ./internal/strictyaml
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadConfig$$' -fuzztime $(FUZZ_EACH) ./train
