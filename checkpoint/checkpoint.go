@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/internal/filekind"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -170,30 +171,9 @@ func checkReplaceable(path string) error {
 		return pathErr(path, err)
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s: refusing to replace it: it is a %s, not a regular file", path, fileKind(st.Mode()))
+		return fmt.Errorf("%s: refusing to replace it: it is %s, not a regular file", path, filekind.Of(st.Mode()))
 	}
 	return nil
-}
-
-// fileKind names the kind of file that mode describes, for errors.
-func fileKind(mode fs.FileMode) string {
-	switch {
-	case mode.IsRegular():
-		return "regular file"
-	case mode&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case mode.IsDir():
-		return "directory"
-	case mode&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case mode&fs.ModeSocket != 0:
-		return "socket"
-	case mode&fs.ModeCharDevice != 0:
-		return "character device"
-	case mode&fs.ModeDevice != 0:
-		return "block device"
-	}
-	return "special file"
 }
 
 // writeTensor writes t's elements in row-major order as little-endian
@@ -266,7 +246,7 @@ func Load(path string) (map[string]*tensor.Tensor, map[string]string, error) {
 		return nil, nil, pathErr(path, err)
 	}
 	if !before.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s: not a regular file: it is a %s", path, fileKind(before.Mode()))
+		return nil, nil, fmt.Errorf("%s: not a regular file: it is %s", path, filekind.Of(before.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {

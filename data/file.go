@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/hora-dl/hora/internal/filekind"
 )
 
 // openRegular opens the data file at path for reading, after checking with
@@ -46,22 +48,7 @@ func notRegularError(path string, mode fs.FileMode, expected string) error {
 	if mode.IsDir() {
 		return fmt.Errorf("%s is a directory, expected %s", path, expected)
 	}
-	return fmt.Errorf("%s is %s, not a regular file; expected %s", path, fileKind(mode), expected)
-}
-
-// fileKind names the kind of a file that is not regular, for messages.
-func fileKind(mode fs.FileMode) string {
-	switch {
-	case mode&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case mode&fs.ModeSocket != 0:
-		return "a socket"
-	case mode&fs.ModeCharDevice != 0:
-		return "a character device"
-	case mode&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file (mode " + mode.String() + ")"
+	return fmt.Errorf("%s is %s, not a regular file; expected %s", path, filekind.Of(mode), expected)
 }
 
 // readRegular reads the whole regular file at path (see openRegular) into

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/hora-dl/hora/internal/filekind"
 )
 
 // ErrBadFile is wrapped by every error about a file that cannot be used:
@@ -70,24 +71,9 @@ func openRegular(path string) (*os.File, int64, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, 0, fmt.Errorf("%s is %s, not a regular file", path, fileKind(st.Mode()))
+		return nil, 0, fmt.Errorf("%s is %s, not a regular file", path, filekind.Of(st.Mode()))
 	}
 	return f, st.Size(), nil
-}
-
-// fileKind names the type of a file that is not regular.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
 }
 
 // externalPath returns the real path (symbolic links resolved) of the

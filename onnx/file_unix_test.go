@@ -36,9 +36,9 @@ func TestLoadRefusesPipesAndDevices(t *testing.T) {
 
 		if _, err := os.Stat("/dev/zero"); err == nil {
 			_, err = Load("/dev/zero")
-			assert.ErrorContains(t, err, "/dev/zero is a device, not a regular file")
+			assert.ErrorContains(t, err, "/dev/zero is a character device, not a regular file")
 			_, err = ReadTensor("/dev/zero")
-			assert.ErrorContains(t, err, "/dev/zero is a device, not a regular file")
+			assert.ErrorContains(t, err, "/dev/zero is a character device, not a regular file")
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hora-dl/hora/checkpoint"
+	"github.com/hora-dl/hora/internal/filekind"
 	"github.com/hora-dl/hora/tensor"
 )
 
@@ -224,27 +225,6 @@ func plainNameProblem(name string) string {
 	return ""
 }
 
-// fileKind names the kind of file that mode describes, for errors.
-func fileKind(mode fs.FileMode) string {
-	switch {
-	case mode.IsRegular():
-		return "regular file"
-	case mode&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case mode.IsDir():
-		return "directory"
-	case mode&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case mode&fs.ModeSocket != 0:
-		return "socket"
-	case mode&fs.ModeCharDevice != 0:
-		return "character device"
-	case mode&fs.ModeDevice != 0:
-		return "block device"
-	}
-	return "special file"
-}
-
 // resolveInside resolves the symbolic links of path and of the folder
 // root and returns path's real location and its information. It fails,
 // naming path, when the real location is outside root's, or is not a
@@ -268,9 +248,9 @@ func resolveInside(root, path string) (string, fs.FileInfo, error) {
 	}
 	if !st.Mode().IsRegular() {
 		if real != path {
-			return "", nil, fmt.Errorf("%s (resolved to %s) is a %s, not a regular file", path, real, fileKind(st.Mode()))
+			return "", nil, fmt.Errorf("%s (resolved to %s) is %s, not a regular file", path, real, filekind.Of(st.Mode()))
 		}
-		return "", nil, fmt.Errorf("%s is a %s, not a regular file", path, fileKind(st.Mode()))
+		return "", nil, fmt.Errorf("%s is %s, not a regular file", path, filekind.Of(st.Mode()))
 	}
 	return real, st, nil
 }
@@ -509,7 +489,7 @@ func checkReplaceable(path string) error {
 		return err
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("refusing to replace %s: it is a %s, not a regular file", path, fileKind(st.Mode()))
+		return fmt.Errorf("refusing to replace %s: it is %s, not a regular file", path, filekind.Of(st.Mode()))
 	}
 	return nil
 }

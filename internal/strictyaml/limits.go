@@ -3,10 +3,11 @@ package strictyaml
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/hora-dl/hora/internal/filekind"
 )
 
 // MaxSize is the largest document, in bytes, that Decode and ApplySet
@@ -47,7 +48,7 @@ func ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", name, fileKind(fi.Mode()))
+		return nil, fmt.Errorf("%s is %s, not a regular file", name, filekind.Of(fi.Mode()))
 	}
 	if fi.Size() > MaxSize {
 		return nil, fmt.Errorf("%s: %s", name, tooLarge("the file", fi.Size()))
@@ -62,23 +63,6 @@ func ReadFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %s", name, tooLarge("the file", int64(len(data))))
 	}
 	return data, err
-}
-
-// fileKind names the kind of file of mode, which is not regular.
-func fileKind(mode fs.FileMode) string {
-	switch {
-	case mode.IsDir():
-		return "a directory"
-	case mode&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case mode&fs.ModeCharDevice != 0:
-		return "a character device"
-	case mode&fs.ModeDevice != 0:
-		return "a device"
-	case mode&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "a special file"
 }
 
 // limitError is a document past MaxDepth or MaxKeys, located at the
