@@ -273,3 +273,33 @@ func TestScanStepsBounded(t *testing.T) {
 	_, err = m.Run(ones(1001, 1))
 	assert.EqualError(t, err, `onnx: node "scan" (Scan, opset 17): 1001 steps with 1 nodes in the body unroll more than the limit of 1000 nodes`)
 }
+
+// Outputs that grow by ordinary operations, not by attributes: a Concat
+// of a value with itself, an outer product, a broadcast of [n, 1] with
+// [1, n]. Each is refused before it is made.
+func TestGrowingOutputsBounded(t *testing.T) {
+	defer func(n int) { maxOutputElements = n }(maxOutputElements)
+	maxOutputElements = 1 << 16
+	v := ones(1 << 15)
+	col, row := ones(1<<9, 1), ones(1, 1<<9)
+	for _, c := range []struct {
+		op    string
+		attrs []any
+		in    []*autograd.Var
+		want  string
+	}{
+		{"Concat", []any{"axis", int64(0)}, []*autograd.Var{v, v, v}, "output shape [98304] has dimension 98304, above the limit of 65536"},
+		{"MatMul", nil, []*autograd.Var{col, row}, "output shape [512 512] has more than 65536 elements"},
+		{"MatMul", nil, []*autograd.Var{ones(4, 1<<8, 1), ones(4, 1, 1<<8)}, "output shape [4 256 256] has more than 65536 elements"},
+		{"Gemm", nil, []*autograd.Var{col, row}, "output shape [512 512] has more than 65536 elements"},
+		{"Mul", nil, []*autograd.Var{col, row}, "output shape [512 512] has more than 65536 elements"},
+	} {
+		_, err := callOpT(t, c.op, 17, 1, c.attrs, c.in...)
+		assert.ErrorContains(t, err, c.want, c.op)
+	}
+	// Within the limit they still compute.
+	_, err := callOpT(t, "Concat", 17, 1, []any{"axis", int64(0)}, v, v)
+	assert.NoError(t, err)
+	_, err = callOpT(t, "MatMul", 17, 1, nil, ones(1<<7, 1), ones(1, 1<<7))
+	assert.NoError(t, err)
+}

@@ -128,6 +128,10 @@ func ewBroadcast(c *nodeCtx, names []string, vs ...*autograd.Var) ([]int, error)
 		}
 		shape = s
 	}
+	// Broadcasting [n, 1] with [1, n] gives n²: bound it before computing.
+	if err := c.checkElements(shape); err != nil {
+		return nil, err
+	}
 	return shape, nil
 }
 

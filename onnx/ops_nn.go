@@ -505,6 +505,9 @@ func opGemm(c *nodeCtx) ([]*autograd.Var, error) {
 	if k != k2 {
 		return nil, c.Errorf("inputs A %v (transA=%v) and B %v (transB=%v) have inner sizes %d and %d", as, transA, bs, transB, k, k2)
 	}
+	if err := c.checkElements([]int{m, nn}); err != nil {
+		return nil, err
+	}
 	if cv != nil {
 		if err := nnSameType(c, a, cv, "C"); err != nil {
 			return nil, err
@@ -598,10 +601,27 @@ func opMatMul(c *nodeCtx) ([]*autograd.Var, error) {
 	if ka != kb {
 		return nil, c.Errorf("inputs A %v and B %v: inner sizes %d and %d differ", as, bs, ka, kb)
 	}
+	batch := []int{}
 	if len(as) > 2 && len(bs) > 2 {
-		if _, ok := tensor.BroadcastShapes(as[:len(as)-2], bs[:len(bs)-2]); !ok {
+		var ok bool
+		if batch, ok = tensor.BroadcastShapes(as[:len(as)-2], bs[:len(bs)-2]); !ok {
 			return nil, c.Errorf("inputs A %v and B %v: batch axes do not broadcast", as, bs)
 		}
+	} else if len(as) > 2 {
+		batch = as[:len(as)-2]
+	} else if len(bs) > 2 {
+		batch = bs[:len(bs)-2]
+	}
+	// An outer product ([n, 1] × [1, n]) is n²: bound it before computing.
+	rows, cols := 1, 1
+	if len(as) >= 2 {
+		rows = as[len(as)-2]
+	}
+	if len(bs) >= 2 {
+		cols = bs[len(bs)-1]
+	}
+	if err := c.checkElements(append(slices.Clone(batch), rows, cols)); err != nil {
+		return nil, err
 	}
 	vecA, vecB := len(as) == 1, len(bs) == 1
 	if vecA {

@@ -375,6 +375,15 @@ func opConcat(c *nodeCtx) ([]*autograd.Var, error) {
 			return nil, c.Errorf("input %d has shape %v, expected %v except along axis %d", i+1, s, s0, axis)
 		}
 	}
+	// A Concat of a value with itself, repeated, doubles each time:
+	// bound the output before it is made.
+	out := slices.Clone(s0)
+	for _, x := range in[1:] {
+		out[axis] += x.Shape()[axis]
+	}
+	if err := c.checkElements(out); err != nil {
+		return nil, err
+	}
 	if len(in) == 1 {
 		return []*autograd.Var{first}, nil
 	}
