@@ -237,29 +237,17 @@ func writeTensor(w io.Writer, t *tensor.Tensor) (err error) {
 // a named pipe or a device is refused before it is opened, so that a named
 // pipe cannot block Load.
 func Load(path string) (map[string]*tensor.Tensor, map[string]string, error) {
-	before, err := os.Stat(path)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) { // reported as the open it stands for
-			return nil, nil, fmt.Errorf("%s: open: %w", path, pe.Err)
-		}
-		return nil, nil, pathErr(path, err)
-	}
-	if !before.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s: not a regular file: it is %s", path, filekind.Of(before.Mode()))
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, pathErr(path, err)
+	f, st, err := filekind.OpenRegular(path)
+	var nr *filekind.NotRegularError
+	switch {
+	case errors.As(err, &nr) && nr.Replaced:
+		return nil, nil, fmt.Errorf("%s: not a regular file: it was replaced while it was being opened", path)
+	case errors.As(err, &nr):
+		return nil, nil, fmt.Errorf("%s: not a regular file: it is %s", path, filekind.Of(nr.Mode))
+	case err != nil:
+		return nil, nil, pathErr(path, err) // "PATH: open: no such file or directory"
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, pathErr(path, err)
-	}
-	if !st.Mode().IsRegular() || !os.SameFile(before, st) {
-		return nil, nil, fmt.Errorf("%s: not a regular file: it was replaced while it was being opened", path)
-	}
 	return decode(path, f, st.Size())
 }
 

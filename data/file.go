@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,20 +11,20 @@ import (
 	"github.com/hora-dl/hora/internal/filekind"
 )
 
-// openRegular opens the data file at path for reading, after checking with
-// os.Stat that it is a regular file (or a link to one). A directory, a
-// named pipe, a device or a socket is refused before it is opened, so that
-// a FIFO cannot block the reader and /dev/zero cannot feed it an endless
-// stream. expected says what the file should be ("an IDX file"), for the
-// message. It returns the file and its size.
+// openRegular opens the data file at path for reading when it is a
+// regular file (or a link to one), refusing anything else before it is
+// opened (filekind.OpenRegular), so that a FIFO cannot block the reader
+// and /dev/zero cannot feed it an endless stream. expected says what the
+// file should be ("an IDX file"), for the message. It returns the file
+// and its size.
 func openRegular(path, expected string) (*os.File, int64, error) {
-	st, err := statRegular(path, expected)
-	if err != nil {
-		return nil, 0, err
+	f, st, err := filekind.OpenRegular(path)
+	var nr *filekind.NotRegularError
+	if errors.As(err, &nr) && !nr.Replaced {
+		return nil, 0, notRegularError(path, nr.Mode, expected)
 	}
-	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, err // *fs.PathError names the path
+		return nil, 0, err // *fs.PathError or *NotRegularError: they name the path
 	}
 	return f, st.Size(), nil
 }

@@ -145,7 +145,7 @@ func TestReadIDXErrors(t *testing.T) {
 			if tt.content != nil {
 				assert.Contains(t, err.Error(), "read "+p+": ")
 			} else {
-				assert.Contains(t, err.Error(), "stat "+p+": ")
+				assert.Contains(t, err.Error(), "open "+p+": ") // the open a missing file stands for
 			}
 			for _, w := range tt.want {
 				assert.Contains(t, err.Error(), w)

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/hora-dl/hora/internal/filekind"
 )
@@ -38,11 +36,12 @@ const maxProtoBytes = 2 << 30
 // checking that it is a regular file of at most maxProtoBytes. Errors
 // name the file and wrap ErrBadFile.
 func readProtoFile(path string) ([]byte, error) {
-	f, size, err := openRegular(path)
+	f, st, err := filekind.OpenRegular(path)
 	if err != nil {
 		return nil, badFile(err)
 	}
 	defer f.Close()
+	size := st.Size()
 	if size > maxProtoBytes {
 		return nil, badFile(fmt.Errorf("%s has %d bytes, more than a protobuf file can hold (%d)", path, size, int64(maxProtoBytes)))
 	}
@@ -51,29 +50,6 @@ func readProtoFile(path string) ([]byte, error) {
 		return nil, badFile(fmt.Errorf("reading %s: %w", path, err))
 	}
 	return data, nil
-}
-
-// openRegular opens path for reading and returns its size, when it is a
-// regular file (symbolic links followed). Anything else is an error
-// naming the file: reading a directory fails, a named pipe can block
-// forever and a device such as /dev/zero never ends. The file is opened
-// without blocking and checked once open, so that a named pipe cannot
-// hang the caller.
-func openRegular(path string) (*os.File, int64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, fmt.Errorf("%s is %s, not a regular file", path, filekind.Of(st.Mode()))
-	}
-	return f, st.Size(), nil
 }
 
 // externalPath returns the real path (symbolic links resolved) of the

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/internal/filekind"
 	"github.com/hora-dl/hora/onnx/onnxpb"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -242,11 +243,12 @@ func readExternal(tp *onnxpb.TensorProto, src string, want int) ([]byte, error) 
 	if err != nil {
 		return nil, badFile(err)
 	}
-	f, size, err := openRegular(path)
+	f, st, err := filekind.OpenRegular(path)
 	if err != nil {
 		return nil, badFile(fmt.Errorf("external data: %w", err))
 	}
 	defer f.Close()
+	size := st.Size()
 	if length < 0 {
 		length = max(size-offset, 0)
 	}

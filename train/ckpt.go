@@ -282,16 +282,12 @@ func checkpointFile(dir, manifestPath, name string) (string, fs.FileInfo, error)
 }
 
 // openSame opens the file at path, which resolveInside described as st,
-// and checks that it is still that file.
+// and checks that it is still that file (without blocking on a named pipe
+// swapped in meanwhile: filekind.OpenRegular).
 func openSame(path string, st fs.FileInfo) (*os.File, error) {
-	f, err := os.Open(path)
+	f, now, err := filekind.OpenRegular(path)
 	if err != nil {
 		return nil, err
-	}
-	now, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !os.SameFile(st, now) {
 		f.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/hora-dl/hora/data"
+	"github.com/hora-dl/hora/internal/filekind"
 )
 
 // datasets are the training and test sets of a run and what the model
@@ -148,19 +150,20 @@ const (
 // and no error for a run written before data.json existed.
 func readRunData(dir string) (*runData, error) {
 	path := filepath.Join(dir, dataFile)
-	st, err := os.Stat(path)
+	f, st, err := filekind.OpenRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() || st.Size() > maxRunDataBytes {
-		return nil, fmt.Errorf("%s: expected a JSON file of at most %d bytes, found a %v of %d bytes", path, maxRunDataBytes, st.Mode().Type(), st.Size())
+	defer f.Close()
+	if st.Size() > maxRunDataBytes {
+		return nil, fmt.Errorf("%s: expected a JSON file of at most %d bytes, found %d bytes", path, maxRunDataBytes, st.Size())
 	}
-	js, err := os.ReadFile(path)
+	js, err := io.ReadAll(io.LimitReader(f, maxRunDataBytes))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var info runData
 	if err := json.Unmarshal(js, &info); err != nil {

@@ -3,7 +3,6 @@ package strictyaml
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/goccy/go-yaml/token"
 
@@ -43,21 +42,14 @@ func tooLarge(what string, size int64) string {
 // /dev/zero could fill the memory) or that is larger than MaxSize, which
 // it never reads past.
 func ReadFile(name string) ([]byte, error) {
-	fi, err := os.Stat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", name, filekind.Of(fi.Mode()))
-	}
-	if fi.Size() > MaxSize {
-		return nil, fmt.Errorf("%s: %s", name, tooLarge("the file", fi.Size()))
-	}
-	f, err := os.Open(name)
+	f, fi, err := filekind.OpenRegular(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi.Size() > MaxSize {
+		return nil, fmt.Errorf("%s: %s", name, tooLarge("the file", fi.Size()))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err == nil && len(data) > MaxSize { // the file grew
 		return nil, fmt.Errorf("%s: %s", name, tooLarge("the file", int64(len(data))))
