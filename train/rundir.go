@@ -137,9 +137,6 @@ func checkExportTarget(path string, protected ...string) error {
 	}
 	real := filepath.Join(realDir, filepath.Base(path))
 	for _, p := range protected {
-		if p == "" {
-			continue
-		}
 		rp, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			continue
@@ -147,7 +144,7 @@ func checkExportTarget(path string, protected ...string) error {
 		if rp == real {
 			return fmt.Errorf("refusing to replace %s: it is an input of the run (%s)", path, p)
 		}
-		if fi, err := os.Stat(rp); err == nil && fi.IsDir() && strings.HasPrefix(real, rp+string(filepath.Separator)) {
+		if isInside(rp, real) { // rp is a folder: data.dir
 			return fmt.Errorf("refusing to write %s: it lies in %s, an input of the run", path, p)
 		}
 	}
