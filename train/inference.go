@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/hora-dl/hora/autograd"
@@ -286,24 +285,17 @@ func predictCommand(_ context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	// The defaults (-1) mean "the run's sample settings"; a value given
 	// must be one the settings accept.
-	var bad error
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "length", "top-k":
-			if n, _ := strconv.Atoi(f.Value.String()); n < 0 && bad == nil {
-				bad = fmt.Errorf("predict: -%s %s: expected 0 or more", f.Name, f.Value)
-			}
-			if *length > maxSampleLength && bad == nil {
-				bad = fmt.Errorf("predict: -length %d is too large; at most %d (as sample.length)", *length, maxSampleLength)
-			}
-		case "temperature":
-			if t := *temp; (t < 0 || math.IsNaN(t) || math.IsInf(t, 0)) && bad == nil {
-				bad = fmt.Errorf("predict: -temperature %s: expected a finite number, 0 or more (0 takes the most likely character)", f.Value)
-			}
-		}
-	})
-	if bad != nil {
-		return inputError{bad}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch t := *temp; {
+	case given["length"] && *length < 0:
+		return inputError{fmt.Errorf("predict: -length %d: expected 0 or more", *length)}
+	case given["top-k"] && *topK < 0:
+		return inputError{fmt.Errorf("predict: -top-k %d: expected 0 or more", *topK)}
+	case *length > maxSampleLength:
+		return inputError{fmt.Errorf("predict: -length %d is too large; at most %d (as sample.length)", *length, maxSampleLength)}
+	case given["temperature"] && (t < 0 || math.IsNaN(t) || math.IsInf(t, 0)):
+		return inputError{fmt.Errorf("predict: -temperature %v: expected a finite number, 0 or more (0 takes the most likely character)", t)}
 	}
 	s, err := openSession(r, false)
 	if err != nil {
