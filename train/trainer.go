@@ -330,27 +330,23 @@ func openConsole(cfg *Config, resume, rank0 bool, stdout io.Writer) (con *consol
 		con.out = io.Discard
 		return con, func() {}, nil
 	}
-	if err := os.MkdirAll(cfg.Output.Dir, 0o755); err != nil {
-		return nil, nil, inputError{fmt.Errorf("output.dir: cannot create %s: %w", cfg.Output.Dir, err)}
+	// claimRunDir has made the folder and locked it: it counts as a
+	// run's, whose files are refused as export targets.
+	if cfg.Export.ONNX != "" {
+		if err := checkExportTarget(cfg.Export.ONNX, protectedInputs(cfg)...); err != nil {
+			return nil, nil, inputError{fmt.Errorf("export.onnx: %w", err)}
+		}
 	}
 	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	if !resume {
 		flags |= os.O_TRUNC // a new run (or -overwrite) starts its own log
 	}
-	logFile, err := os.OpenFile(filepath.Join(cfg.Output.Dir, logFile), flags, 0o644)
+	log, err := os.OpenFile(filepath.Join(cfg.Output.Dir, logFile), flags, 0o644)
 	if err != nil {
 		return nil, nil, inputError{fmt.Errorf("output.dir: cannot write in %s: %w", cfg.Output.Dir, err)}
 	}
-	if cfg.Export.ONNX != "" {
-		// train.log exists now, so the folder counts as a run's and its
-		// files are refused as export targets.
-		if err := checkExportTarget(cfg.Export.ONNX, protectedInputs(cfg)...); err != nil {
-			logFile.Close()
-			return nil, nil, inputError{fmt.Errorf("export.onnx: %w", err)}
-		}
-	}
-	con.log = logFile
-	return con, func() { logFile.Close() }, nil
+	con.log = log
+	return con, func() { log.Close() }, nil
 }
 
 // findResumePoint returns the latest complete checkpoint of the run folder
