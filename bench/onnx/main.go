@@ -15,7 +15,9 @@
 // which needs Debian's python3-torch, python3-torchvision and python3-onnx,
 // and reused afterwards. onnxruntime runs in Node.js through
 // bench/onnx/ort_time.js, which loads onnxruntime-node from scripts/ort
-// (cd scripts/ort && npm install --ignore-scripts).
+// (cd scripts/ort && npm install --ignore-scripts); where there is no
+// Node.js, -ort bench/onnx/ort_time.py times it with onnxruntime's Python
+// package instead, measuring the same way.
 //
 // Each measurement runs the model 3 times to warm up, then until -min-time
 // has passed (and at least 5 times), and takes the median time of one run;
@@ -100,9 +102,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.minTime, "min-time", 2*time.Second, "least time of one measurement")
 	fs.IntVar(&c.repeat, "repeat", 1, "measurements per model and batch; the median is reported")
 	fs.IntVar(&c.threads, "threads", runtime.GOMAXPROCS(0), "threads for Hora and onnxruntime")
-	fs.StringVar(&c.python, "python", "/usr/bin/python3", "the Python with torch and torchvision, to export the models")
+	fs.StringVar(&c.python, "python", "/usr/bin/python3", "the Python with torch and torchvision, to export the models (and with onnxruntime, for -ort ort_time.py)")
 	fs.StringVar(&c.node, "node", "node", "the Node.js binary, for onnxruntime")
-	fs.StringVar(&c.ortJS, "ort", filepath.Join("bench", "onnx", "ort_time.js"), "the onnxruntime timing script")
+	fs.StringVar(&c.ortJS, "ort", filepath.Join("bench", "onnx", "ort_time.js"), "the onnxruntime timing script: ort_time.js runs in -node, ort_time.py (onnxruntime's Python package) in -python")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the Hora runs to this file")
 	fs.BoolVar(&c.horaOnly, "hora-only", false, "time Hora alone (no onnxruntime column), e.g. with -cpuprofile")
 	fs.StringVar(&c.script, "script", filepath.Join("scripts", "onnx_models.py"), "the export script")
@@ -281,8 +283,13 @@ func measure(minTime time.Duration, f func()) []float64 {
 
 // timeORT runs ort_time.js and returns its median time in ms.
 func (c *config) timeORT(path string, batch int) (float64, error) {
-	cmd := exec.Command(c.node, c.ortJS, path, strconv.Itoa(batch),
-		strconv.FormatInt(c.minTime.Milliseconds(), 10), strconv.Itoa(c.threads))
+	args := []string{c.ortJS, path, strconv.Itoa(batch),
+		strconv.FormatInt(c.minTime.Milliseconds(), 10), strconv.Itoa(c.threads)}
+	runner := c.node
+	if strings.HasSuffix(c.ortJS, ".py") {
+		runner = c.python // ort_time.py: onnxruntime's Python package
+	}
+	cmd := exec.Command(runner, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
