@@ -23,6 +23,7 @@ the script twice writes identical files.
 """
 
 import argparse
+import inspect
 import os
 import sys
 import zlib
@@ -173,9 +174,15 @@ def make_input(name, shape, kind, batch, gen):
 
 
 def export(model, x, path, opset):
+    kwargs = {}
+    # PyTorch 2.9 and later export with dynamo by default, which writes at
+    # least opset 18 whatever opset_version says; the TorchScript exporter
+    # (dynamo=False) keeps the opset asked for.
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
     torch.onnx.export(
         model, x, path, opset_version=opset, input_names=["input"], output_names=["output"],
-        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, do_constant_folding=True)
+        dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, do_constant_folding=True, **kwargs)
     onnx.checker.check_model(onnx.load(path))
 
 
