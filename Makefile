@@ -39,7 +39,7 @@ NP        ?= 2
 MPIRUN2   := mpirun $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 
 
-.PHONY: docs zoo
+.PHONY: bench-elsewhere docs zoo
 .PHONY: bench-data data-deps arm64-deps test-arm64
 .PHONY: test-cluster test-slurm bench-cluster redteam fuzz
 .PHONY: all deps onnx-deps onnx-suite test-onnx fuzz-onnx onnx-ops bench-onnx proto bench-deps build train train-dist test test-mpi vet fmt-check bench bench-dist golden clean test-gpu gpu-check gpu-check-dry bench-gpu
@@ -284,6 +284,18 @@ bench-cluster: build
 # REPEAT=N reports medians of N measurements.
 bench-onnx: onnx-deps
 	$(GO) run ./bench/onnx -repeat $(REPEAT) -models build/onnx-bench
+
+# bench-elsewhere builds static linux/amd64 binaries of the benchmarks
+# (bin/hora-bench, bin/train, bin/onnx-bench) for bench/elsewhere.sh, which
+# runs make bench's and make bench-onnx's measurements on a machine without
+# Go: copy the repository with bin/ there and run bench/elsewhere.sh OUT_DIR
+# (it needs a Python with torch, torchvision, onnx and onnxruntime).
+bench-elsewhere:
+	mkdir -p $(BIN)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o $(BIN)/hora-bench ./bench/hora
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o $(BIN)/train ./cmd/train
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o $(BIN)/onnx-bench ./bench/onnx
+	@echo "bench-elsewhere: copy this tree with $(BIN)/ to the other machine and run bench/elsewhere.sh OUT_DIR there"
 
 # golden regenerates the PyTorch fixtures (needs python3-torch).
 golden: bench-deps
