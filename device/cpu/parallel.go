@@ -48,6 +48,10 @@ func (j job) run() {
 type workerPool struct {
 	once sync.Once
 	jobs chan job
+	// crowded is set while the device splits work over more goroutines
+	// than GOMAXPROCS: then a polling goroutine holds a P that a worker
+	// with a chunk needs, and it yields after every few polls (pacer).
+	crowded atomic.Bool
 }
 
 func (p *workerPool) start(n int) {
@@ -60,6 +64,7 @@ func (p *workerPool) start(n int) {
 }
 
 // spinTime is how long an idle worker keeps polling for the next job
+// before it sleeps, and how long a caller polls for its call's last chunks
 // before it sleeps. Training runs kernels back to back, a few tens of
 // microseconds apart; a sleeping goroutine takes about as long to wake,
 // so without spinning the calling goroutine would find the second half of
@@ -85,22 +90,58 @@ func (p *workerPool) work() {
 	}
 }
 
-// spin polls for a job for up to spinTime, letting other goroutines run.
+// spin polls for a job for up to spinTime.
 func (p *workerPool) spin() (job, bool) {
-	deadline := time.Now().Add(spinTime)
+	pace := p.newPacer()
 	for i := 0; ; i++ {
 		select {
 		case j := <-p.jobs:
 			return j, true
 		default:
 		}
-		if i%64 == 63 {
-			if time.Now().After(deadline) {
-				return job{}, false
-			}
-			runtime.Gosched()
+		if !pace.goOn(i) {
+			return job{}, false
 		}
 	}
+}
+
+// yieldGap is how often a polling goroutine lets others run on its P
+// (runtime.Gosched) while the pool is not crowded: often enough that a
+// goroutine with other work (the data-parallel engine, the data loader)
+// waits at most this long for a P, rare enough that the scheduler's lock
+// stays free. Gosched puts the goroutine on the scheduler's global queue
+// under that one lock: when every worker yielded after each 64 polls, 15
+// workers spinning on 16 cores held it half of the machine's time (CPU
+// profiles of the zoo's training steps on a 16-core Xeon: runtime.lock2
+// 24–49%, the Transformer's step no faster than on 2 cores).
+const yieldGap = 50 * time.Microsecond
+
+// pacer paces a polling loop: it ends it after spinTime and yields the P
+// every yieldGap, or after every 64 polls while the pool is crowded.
+type pacer struct {
+	deadline, nextYield time.Time
+	crowded             bool
+}
+
+func (p *workerPool) newPacer() pacer {
+	now := time.Now()
+	return pacer{deadline: now.Add(spinTime), nextYield: now.Add(yieldGap), crowded: p.crowded.Load()}
+}
+
+// goOn is called after poll i and reports whether to poll again.
+func (pc *pacer) goOn(i int) bool {
+	if i%64 != 63 {
+		return true
+	}
+	now := time.Now()
+	if now.After(pc.deadline) {
+		return false
+	}
+	if pc.crowded || now.After(pc.nextYield) {
+		runtime.Gosched()
+		pc.nextYield = now.Add(yieldGap)
+	}
+	return true
 }
 
 // numWorkers is the number of chunks work is split into.
@@ -136,7 +177,11 @@ func (d *Device) parallel(n, cost int, t task) {
 		return
 	}
 	w := min(d.numWorkers(), n)
-	d.pool.start(max(runtime.GOMAXPROCS(0), w) - 1)
+	procs := runtime.GOMAXPROCS(0)
+	d.pool.start(max(procs, w) - 1)
+	if crowded := w > procs; d.pool.crowded.Load() != crowded {
+		d.pool.crowded.Store(crowded) // spinners read it: no store when it stays
+	}
 	c := calls.Get().(*call)
 	c.remaining.Store(int32(w))
 	for i := 1; i < w; i++ {
@@ -148,15 +193,35 @@ func (d *Device) parallel(n, cost int, t task) {
 		}
 	}
 	job{t: t, lo: 0, hi: n / w, c: c}.run()
-	for waiting := true; waiting; {
+	d.pool.await(c)
+	calls.Put(c)
+}
+
+// await returns when every chunk of c has run. It runs queued chunks (its
+// own or other callers') meanwhile, polls for up to spinTime (the other
+// workers' chunks usually end within microseconds of the caller's), then
+// sleeps until the last chunk ends.
+func (p *workerPool) await(c *call) {
+	pace := p.newPacer()
+	for i := 0; c.remaining.Load() > 0; i++ {
 		select {
-		case <-c.done:
-			waiting = false
-		case j := <-d.pool.jobs:
+		case j := <-p.jobs:
+			j.run()
+			continue
+		default:
+		}
+		if !pace.goOn(i) {
+			break
+		}
+	}
+	for {
+		select {
+		case <-c.done: // sent by the last chunk, so the recycled call starts empty
+			return
+		case j := <-p.jobs:
 			j.run()
 		}
 	}
-	calls.Put(c)
 }
 
 // taskPools holds one *sync.Pool of *A per task argument type A.
