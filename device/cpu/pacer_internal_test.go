@@ -1,0 +1,48 @@
+package cpu
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPacerEnds checks that a polling loop paced by pacer ends once
+// spinTime has passed, and not much later, crowded or not.
+func TestPacerEnds(t *testing.T) {
+	for _, crowded := range []bool{false, true} {
+		var p workerPool
+		p.crowded.Store(crowded)
+		start := time.Now()
+		pace := p.newPacer()
+		polls := 0
+		for pace.goOn(polls) {
+			polls++
+		}
+		took := time.Since(start)
+		if took < spinTime || took > time.Second {
+			t.Errorf("crowded=%v: the loop ended after %v (%d polls), want about %v", crowded, took, polls, spinTime)
+		}
+	}
+}
+
+// TestAwaitRunsQueuedChunks checks that a caller waiting for its call runs
+// the chunks still queued (here: all of them, no worker takes any) and
+// returns once the last one has run, with the call's done token taken.
+func TestAwaitRunsQueuedChunks(t *testing.T) {
+	p := workerPool{jobs: make(chan job, 8)}
+	c := calls.Get().(*call)
+	ran := 0
+	f := funcTask(func(lo, hi int) { ran += hi - lo })
+	c.remaining.Store(3)
+	for i := range 3 {
+		p.jobs <- job{t: f, lo: i, hi: i + 1, c: c}
+	}
+	p.await(c)
+	if ran != 3 {
+		t.Fatalf("ran %d chunks, want 3", ran)
+	}
+	select {
+	case <-c.done:
+		t.Fatal("await left the call's done token behind")
+	default:
+	}
+}
