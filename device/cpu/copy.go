@@ -1,6 +1,9 @@
 package cpu
 
-import "github.com/hora-dl/hora/device"
+import (
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/gemm"
+)
 
 // copyViews is copyStrided for views that are not both dense. After
 // merging the axes that are contiguous in both views, it picks a loop by
@@ -48,6 +51,9 @@ func copyViews[D, S number](dev *Device, dst []D, dl device.Layout, src []S, sl 
 	default:
 		if ax := transposeAxis(st); ax >= 0 {
 			st = st.moveToEnd(ax)
+			if copyTransposed(dev, dst, src, st) {
+				return
+			}
 			if st.shape[len(st.shape)-1] < minRow {
 				copyTiled(dev, dst, src, st)
 				return
@@ -120,6 +126,41 @@ func transposeAxis(st strided) int {
 		}
 	}
 	return -1
+}
+
+// copyTransposed copies float32 views whose last two axes are a transpose
+// of each other (one contiguous in each view, as transposeAxis and
+// moveToEnd leave them) with gemm.Transpose, 16×16 tiles at a time in
+// AVX-512, and reports whether it did (not for other types). A
+// Transformer's K (N×T×H×d viewed as N×H×d×T) took 8% of its training
+// step in copyTiled's element loop.
+func copyTransposed[D, S number](dev *Device, dst []D, src []S, st strided) bool {
+	d32, ok := any(dst).([]float32)
+	if !ok {
+		return false
+	}
+	s32, ok := any(src).([]float32)
+	if !ok || len(st.shape) < 2 {
+		return false
+	}
+	last := len(st.shape) - 1
+	m, dm, sm := st.shape[last], st.strides[0][last], st.strides[1][last]
+	rows := st.dropLast()
+	dk, sk := rows.inner(0), rows.inner(1)
+	runs := st.shape[last-1] // the longest run of rows forEachRow hands over
+	switch {
+	case sm == 1 && dk == 1 && sk >= m && dm >= runs: // a run of n rows: src n×m (stride sk), dst m×n (stride dm)
+		rows.forEachRow(dev, m, func() func([]int, int) {
+			return func(offs []int, n int) { gemm.Transpose(d32[offs[0]:], dm, s32[offs[1]:], sk, n, m) }
+		})
+	case dm == 1 && sk == 1 && sm >= runs && dk >= m: // src m×n (stride sm), dst n×m (stride dk)
+		rows.forEachRow(dev, m, func() func([]int, int) {
+			return func(offs []int, n int) { gemm.Transpose(d32[offs[0]:], dk, s32[offs[1]:], sm, m, n) }
+		})
+	default:
+		return false
+	}
+	return true
 }
 
 // tileElems is about the number of elements copyTiled copies per block.

@@ -248,6 +248,12 @@ func TestCopyTiled(t *testing.T) {
 		{[]int{1, 200, 200}, []int{2, 1, 0}},
 		{[]int{3, 5000}, []int{1, 0}},
 		{[]int{70, 9, 13}, []int{2, 0, 1}},
+		// A Transformer's K (N×T×H×d as N×H×d×T), its gradient's way
+		// back, and longer contexts: whole 16×16 tiles and edges.
+		{[]int{4, 16, 4, 16}, []int{0, 2, 3, 1}},
+		{[]int{4, 4, 16, 16}, []int{0, 3, 1, 2}},
+		{[]int{2, 64, 2, 32}, []int{0, 2, 3, 1}},
+		{[]int{3, 37, 2, 19}, []int{0, 2, 3, 1}},
 	} {
 		base := device.Contiguous(c.shape)
 		sl := device.Layout{Shape: make([]int, len(c.perm)), Strides: make([]int, len(c.perm))}

@@ -2,6 +2,8 @@
 
 package gemm
 
+import "golang.org/x/sys/cpu"
+
 // transpose16AVX512 packs chunks blocks of 16 columns of rows (0 to 16)
 // rows of src (row stride ld) transposed: column p of src goes to the 16
 // floats at d + p*wbytes bytes (the floats of rows rows..15 are zeros).
@@ -36,5 +38,18 @@ func packTransAVX512(d, src []float32, ld, w, kb, v int) {
 	}
 	if done := chunks * 16; done < kb {
 		packTrans(d[done*w:], src[done:], ld, w, kb-done, v)
+	}
+}
+
+// transposeTiles transposes 16 rows of chunks·16 columns of src (row
+// stride lds) into dst (row stride ldd ≥ 16), for Transpose; nil where
+// the CPU has no AVX-512.
+var transposeTiles func(dst *float32, ldd int, src *float32, lds, chunks int)
+
+func init() {
+	if cpu.X86.HasAVX512F {
+		transposeTiles = func(dst *float32, ldd int, src *float32, lds, chunks int) {
+			transpose16AVX512(dst, src, lds, chunks, 4*ldd, 16)
+		}
 	}
 }
