@@ -15,8 +15,9 @@ import (
 //     axis is contiguous in one view and another axis in the other (a
 //     transpose or permutation), that axis is walked next, so that
 //     consecutive rows read (or write) the next elements of the same cache
-//     lines; if the rows are short (under minRow), the two axes are copied
-//     in tiles instead, a band of rows at a time.
+//     lines; float32 views are transposed 16×16 tiles at a time
+//     (copyTransposed), other types in bands of short rows (under
+//     minRow, copyTiled).
 //
 // The rows (or the tiles' bands) are split across the workers. Every
 // element is converted exactly as D(v), so the result does not depend on
