@@ -26,16 +26,23 @@ func copyViews[D, S number](dev *Device, dst []D, dl device.Layout, src []S, sl 
 	st := newStrided(dl, sl)
 	ds, ss := st.inner(0), st.inner(1)
 	switch {
-	case ds == 1 && ss == 1 && len(st.shape) > 1 && st.shape[len(st.shape)-1] < minRow:
-		// Short contiguous rows (a Transformer's head split moves rows
-		// of 16 values): one call per run of rows rather than per row,
-		// whose cost was 10–20× the 64 bytes it copied.
+	case ds == 1 && ss == 1 && len(st.shape) > 1 && st.shape[len(st.shape)-1] < runRow:
+		// Contiguous rows shorter than runRow (a Transformer's head split
+		// moves rows of 16 values): one call per run of rows rather than
+		// per row, whose cost was 10–20× the 64 bytes it copied.
 		m := st.shape[len(st.shape)-1]
 		rows := st.dropLast()
 		dk, sk := rows.inner(0), rows.inner(1)
+		same, _ := any(dst).([]S) // not nil when the types match: copy, asked once
 		rows.forEachRow(dev, m, func() func([]int, int) {
 			return func(offs []int, n int) {
 				do, so := offs[0], offs[1]
+				if same != nil {
+					for i := range n {
+						copy(same[do+i*dk:do+i*dk+m], src[so+i*sk:so+i*sk+m])
+					}
+					return
+				}
 				for i := range n {
 					convert(dst[do+i*dk:do+i*dk+m], src[so+i*sk:so+i*sk+m])
 				}
@@ -93,6 +100,12 @@ func fillStrided[D number](dst []D, off, step, n int, v D) {
 		dst[off+i*step] = v
 	}
 }
+
+// runRow bounds the contiguous rows copyViews copies a run at a time
+// (one call per run of rows of the second-to-last axis); longer rows go
+// one per call, so that a few very long rows can still be split across
+// the workers.
+const runRow = 4096
 
 // minRow is the least length of the last axis for which copyViews walks
 // rows with strided reads (or writes) rather than tiles: the lines of one

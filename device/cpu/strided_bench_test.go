@@ -206,7 +206,8 @@ func BenchmarkStridedCopy(b *testing.B) {
 		{"TransposeLast2", permuted([]int{256, 104, 104}, 0, 2, 1), 256 * 104 * 104},
 		{"Transpose2D", permuted([]int{1664, 1664}, 1, 0), 1664 * 1664},
 		{"HeadsSplit", permuted([]int{32, 128, 8, 80}, 0, 2, 1, 3), 32 * 128 * 8 * 80},
-		{"HeadsK", permuted([]int{128, 16, 4, 16}, 0, 2, 3, 1), 128 * 16 * 4 * 16}, // the zoo Transformer's K: 131,072 elements
+		{"HeadsSplitSmall", permuted([]int{128, 16, 4, 16}, 0, 2, 1, 3), 128 * 16 * 4 * 16}, // the zoo Transformer's q
+		{"HeadsK", permuted([]int{128, 16, 4, 16}, 0, 2, 3, 1), 128 * 16 * 4 * 16},          // the zoo Transformer's K: 131,072 elements
 		{"Interleave", permuted([]int{2, 1384448}, 1, 0), 2 * 1384448},
 		{"Deinterleave", permuted([]int{1384448, 2}, 1, 0), 2 * 1384448},
 		{"SliceHalf", device.Layout{Shape: []int{256, 104, 104}, Strides: []int{104 * 208, 208, 1}}, 256 * 104 * 208},
