@@ -55,44 +55,37 @@ type window struct {
 	kernel, stride, dil, padBegin, padEnd []int
 }
 
-// posInts reads an INTS attribute of n positive values (def when absent),
+// posInts reads an INTS attribute of n positive values (1 when absent),
 // each at most maxOutputElements: a larger kernel, stride or dilation
 // cannot be part of a model Hora can run.
-func posInts(c *nodeCtx, name string, n int, def int) ([]int, error) {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = def
-	}
-	if !c.HasAttr(name) {
-		return out, nil
-	}
-	vals := c.AttrInts(name, nil)
-	if len(vals) != n {
-		return nil, c.Errorf("attribute %s has %d values, expected %d (one per spatial axis)", name, len(vals), n)
-	}
-	for i, v := range vals {
-		if v < 1 || v > int64(maxOutputElements) {
-			return nil, c.Errorf("attribute %s = %v: values must be in [1, %d]", name, vals, maxOutputElements)
-		}
-		out[i] = int(v)
-	}
-	return out, nil
+func posInts(c *nodeCtx, name string, n int) ([]int, error) {
+	return windowInts(c, name, n, 1, " (one per spatial axis)")
 }
 
 // padInts reads the INTS attribute name (pads, output_padding) of n
 // values, each in [0, maxOutputElements]; all 0 when absent.
 func padInts(c *nodeCtx, name string, n int) ([]int, error) {
+	return windowInts(c, name, n, 0, "")
+}
+
+// windowInts reads the INTS attribute name of a window: n values, each in
+// [least, maxOutputElements], all least when absent. A wrong count is an
+// error that ends with per.
+func windowInts(c *nodeCtx, name string, n, least int, per string) ([]int, error) {
 	out := make([]int, n)
+	for i := range out {
+		out[i] = least
+	}
 	if !c.HasAttr(name) {
 		return out, nil
 	}
 	vals := c.AttrInts(name, nil)
 	if len(vals) != n {
-		return nil, c.Errorf("attribute %s has %d values, expected %d", name, len(vals), n)
+		return nil, c.Errorf("attribute %s has %d values, expected %d%s", name, len(vals), n, per)
 	}
 	for i, v := range vals {
-		if v < 0 || v > int64(maxOutputElements) {
-			return nil, c.Errorf("attribute %s = %v: values must be in [0, %d]", name, vals, maxOutputElements)
+		if v < int64(least) || v > int64(maxOutputElements) {
+			return nil, c.Errorf("attribute %s = %v: values must be in [%d, %d]", name, vals, least, maxOutputElements)
 		}
 		out[i] = int(v)
 	}
@@ -114,7 +107,7 @@ func kernelAttr(c *nodeCtx, n int, want []int) ([]int, error) {
 		}
 		return want, nil
 	}
-	k, err := posInts(c, "kernel_shape", n, 1)
+	k, err := posInts(c, "kernel_shape", n)
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +127,10 @@ func windowAttrs(c *nodeCtx, xs, kernel []int) (window, error) {
 	n := len(in)
 	w := window{kernel: kernel, padBegin: make([]int, n), padEnd: make([]int, n)}
 	var err error
-	if w.stride, err = posInts(c, "strides", n, 1); err != nil {
+	if w.stride, err = posInts(c, "strides", n); err != nil {
 		return w, err
 	}
-	if w.dil, err = posInts(c, "dilations", n, 1); err != nil {
+	if w.dil, err = posInts(c, "dilations", n); err != nil {
 		return w, err
 	}
 	switch ap := c.AttrString("auto_pad", "NOTSET"); ap {
@@ -342,11 +335,11 @@ func opConvTranspose(c *nodeCtx) ([]*autograd.Var, error) {
 	if err != nil {
 		return nil, err
 	}
-	stride, err := posInts(c, "strides", n, 1)
+	stride, err := posInts(c, "strides", n)
 	if err != nil {
 		return nil, err
 	}
-	dil, err := posInts(c, "dilations", n, 1)
+	dil, err := posInts(c, "dilations", n)
 	if err != nil {
 		return nil, err
 	}
