@@ -117,16 +117,15 @@ func (p *workerPool) spin() (job, bool) {
 const yieldGap = 50 * time.Microsecond
 
 // pacer paces a polling loop: it ends it after spinTime and yields the P
-// every yieldGap, or after every 64 polls while the pool is crowded.
+// every yieldGap, or after every 64 polls while the pool is crowded. The
+// clock is read every 64 polls only, the first time after 64: a loop that
+// ends sooner (a call whose chunks are already done) never reads it.
 type pacer struct {
-	deadline, nextYield time.Time
+	deadline, nextYield time.Time // zero until the first reading
 	crowded             bool
 }
 
-func (p *workerPool) newPacer() pacer {
-	now := time.Now()
-	return pacer{deadline: now.Add(spinTime), nextYield: now.Add(yieldGap), crowded: p.crowded.Load()}
-}
+func (p *workerPool) newPacer() pacer { return pacer{crowded: p.crowded.Load()} }
 
 // goOn is called after poll i and reports whether to poll again.
 func (pc *pacer) goOn(i int) bool {
@@ -134,6 +133,9 @@ func (pc *pacer) goOn(i int) bool {
 		return true
 	}
 	now := time.Now()
+	if pc.deadline.IsZero() {
+		pc.deadline, pc.nextYield = now.Add(spinTime), now.Add(yieldGap)
+	}
 	if now.After(pc.deadline) {
 		return false
 	}
