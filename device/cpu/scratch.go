@@ -43,11 +43,7 @@ func scratchClass(n int) (class, size int) {
 // back with putScratch.
 func getScratch[T float](n int) *scratch[T] {
 	class, size := scratchClass(n)
-	pools := &scratch64
-	if _, ok := any(T(0)).(float32); ok {
-		pools = &scratch32
-	}
-	sc, _ := pools[class].Get().(*scratch[T])
+	sc, _ := scratchPools[T]()[class].Get().(*scratch[T])
 	if sc == nil {
 		sc = &scratch[T]{s: make([]T, size)}
 	}
@@ -57,9 +53,13 @@ func getScratch[T float](n int) *scratch[T] {
 
 func putScratch[T float](sc *scratch[T]) {
 	class, _ := scratchClass(cap(sc.s))
-	pools := &scratch64
+	scratchPools[T]()[class].Put(sc)
+}
+
+// scratchPools returns the size classes' pools of T's buffers.
+func scratchPools[T float]() *[scratchClasses]sync.Pool {
 	if _, ok := any(T(0)).(float32); ok {
-		pools = &scratch32
+		return &scratch32
 	}
-	pools[class].Put(sc)
+	return &scratch64
 }
