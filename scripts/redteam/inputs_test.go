@@ -167,16 +167,18 @@ func copyTree(src, dst string) error {
 // run copies the shared tiny run (see sharedRun) to rel and returns it.
 func (e *env) run(rel string) string {
 	e.t.Helper()
-	src := e.h.sharedRun(e.t)
-	dst := e.path(rel)
-	e.must(copyTree(src, dst))
-	return dst
+	return e.copyRun(e.h.sharedRun(e.t), rel)
 }
 
 // lmRun copies the shared language-model run to rel and returns it.
 func (e *env) lmRun(rel string) string {
 	e.t.Helper()
-	src := e.h.sharedLMRun(e.t)
+	return e.copyRun(e.h.sharedLMRun(e.t), rel)
+}
+
+// copyRun copies the run folder src to rel and returns the copy's path.
+func (e *env) copyRun(src, rel string) string {
+	e.t.Helper()
 	dst := e.path(rel)
 	e.must(copyTree(src, dst))
 	return dst
