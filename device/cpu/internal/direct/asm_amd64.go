@@ -33,3 +33,6 @@ func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *
 
 //go:noescape
 func blockSameAVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32)
+
+//go:noescape
+func blockSame1AVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32)

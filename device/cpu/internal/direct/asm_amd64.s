@@ -956,3 +956,112 @@ bsstore:
 	VMOVUPS Z23, K3, 128(DI)
 	VZEROUPPER
 	RET
+
+// func blockSame1AVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32)
+//
+// blockSameAVX512 for a block of one vector, positions q0…q0+15: Z(r)
+// accumulates row r, each weight broadcast by its multiply-add. A plane
+// whose last block holds one vector (7×7: 4 vectors, blocks of 3) runs it
+// instead of three vectors' work for one.
+TEXT ·blockSame1AVX512(SB), NOSPLIT, $0-104
+	MOVQ out+0(FP), DI
+	MOVQ ldo+8(FP), R8
+	SHLQ $2, R8
+	MOVQ in+16(FP), SI
+	MOVQ q0+24(FP), R12
+	LEAQ (SI)(R12*4), SI
+	MOVQ cstride+32(FP), R9
+	SHLQ $2, R9
+	MOVQ taps+40(FP), R10
+	MOVQ ntaps+48(FP), BX
+	MOVQ w+56(FP), DX
+	MOVQ channels+64(FP), CX
+
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+
+b1cloop:
+	MOVQ R10, R11
+	MOVQ BX, R14
+	MOVQ masks+72(FP), AX
+
+b1tloop:
+	MOVQ      (R11), R12
+	KMOVW     (AX), K1
+	VMOVUPS.Z (SI)(R12*4), K1, Z24
+	VFMADD231PS.BCST 0(DX), Z24, Z0
+	VFMADD231PS.BCST 4(DX), Z24, Z1
+	VFMADD231PS.BCST 8(DX), Z24, Z2
+	VFMADD231PS.BCST 12(DX), Z24, Z3
+	VFMADD231PS.BCST 16(DX), Z24, Z4
+	VFMADD231PS.BCST 20(DX), Z24, Z5
+	VFMADD231PS.BCST 24(DX), Z24, Z6
+	VFMADD231PS.BCST 28(DX), Z24, Z7
+	ADDQ $32, DX
+	ADDQ $8, R11
+	ADDQ mstride+80(FP), AX
+	DECQ R14
+	JNZ  b1tloop
+	ADDQ R9, SI
+	DECQ CX
+	JNZ  b1cloop
+
+	MOVQ  bias+88(FP), R12
+	TESTQ R12, R12
+	JZ    b1store
+	VBROADCASTSS lo+96(FP), Z28
+	VBROADCASTSS hi+100(FP), Z29
+	VADDPS.BCST 0(R12), Z0, Z0
+	VADDPS.BCST 4(R12), Z1, Z1
+	VADDPS.BCST 8(R12), Z2, Z2
+	VADDPS.BCST 12(R12), Z3, Z3
+	VADDPS.BCST 16(R12), Z4, Z4
+	VADDPS.BCST 20(R12), Z5, Z5
+	VADDPS.BCST 24(R12), Z6, Z6
+	VADDPS.BCST 28(R12), Z7, Z7
+	VMAXPS Z0, Z28, Z0
+	VMAXPS Z1, Z28, Z1
+	VMAXPS Z2, Z28, Z2
+	VMAXPS Z3, Z28, Z3
+	VMAXPS Z4, Z28, Z4
+	VMAXPS Z5, Z28, Z5
+	VMAXPS Z6, Z28, Z6
+	VMAXPS Z7, Z28, Z7
+	VMINPS Z0, Z29, Z0
+	VMINPS Z1, Z29, Z1
+	VMINPS Z2, Z29, Z2
+	VMINPS Z3, Z29, Z3
+	VMINPS Z4, Z29, Z4
+	VMINPS Z5, Z29, Z5
+	VMINPS Z6, Z29, Z6
+	VMINPS Z7, Z29, Z7
+
+b1store:
+	MOVQ  masks+72(FP), AX
+	MOVQ  BX, R12
+	IMULQ mstride+80(FP), R12
+	ADDQ  R12, AX // the store mask
+	KMOVW (AX), K1
+	VMOVUPS Z0, K1, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z1, K1, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z2, K1, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z3, K1, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z4, K1, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z5, K1, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z6, K1, (DI)
+	ADDQ    R8, DI
+	VMOVUPS Z7, K1, (DI)
+	VZEROUPPER
+	RET

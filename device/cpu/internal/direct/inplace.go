@@ -133,6 +133,12 @@ func (p *SamePlan) Block(out []float32, ldo int, in []float32, cstride int, w []
 		if bias != nil {
 			bp = &bias[0]
 		}
+		if 3*b+1 == p.nvec {
+			// A last block of one vector (7×7 planes: 4 vectors) runs
+			// one vector's work, not three.
+			blockSame1AVX512(&out[q0], ldo, &in[0], q0, cstride, &p.taps[0], nt, &w[0], channels, &p.masks[3*b], 2*p.nv4, bp, lo, hi)
+			return
+		}
 		blockSameAVX512(&out[q0], ldo, &in[0], q0, cstride, &p.taps[0], nt, &w[0], channels, &p.masks[3*b], 2*p.nv4, bp, lo, hi)
 		return
 	}
