@@ -23,13 +23,13 @@ func copyRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols, zero i
 func splitColumnsAVX512(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, cols int)
 
 //go:noescape
-func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint16, nv4 int, bias, lo, hi float32)
+func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint16, nv4 int, bias, lo, hi float32, nv int)
 
 //go:noescape
 func stride2AVX512(out, in *float32, ld, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32)
 
 //go:noescape
-func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4 int)
+func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4, nv int)
 
 //go:noescape
 func blockSameAVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32)

@@ -514,14 +514,15 @@ sdone:
 	VZEROUPPER
 	RET
 
-// func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint16, nv4 int, bias, lo, hi float32)
+// func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint16, nv4 int, bias, lo, hi float32, nv int)
 //
-// Steps of 64 outputs (4 vectors) in Z0…Z3: per tap, one broadcast weight
+// Steps of 64 outputs (4 vectors) in Z0…Z3, nv vectors in all (rows of
+// masks nv4 apart): per tap, one broadcast weight
 // (Z4) and four loads under that tap's masks of the four vectors (rows of
 // nv4 masks, one per tap, then the store masks); then the bias, the clamp
 // (operand order keeps NaN) and four stores under the store masks. Masked
 // lanes neither load nor store, so taps may reach before or past the plane.
-TEXT ·sameAVX512(SB), NOSPLIT, $0-68
+TEXT ·sameAVX512(SB), NOSPLIT, $0-80
 	MOVQ         out+0(FP), DI
 	MOVQ         in+8(FP), SI
 	MOVQ         taps+16(FP), R8
@@ -532,10 +533,11 @@ TEXT ·sameAVX512(SB), NOSPLIT, $0-68
 	VBROADCASTSS bias+56(FP), Z5
 	VBROADCASTSS lo+60(FP), Z6
 	VBROADCASTSS hi+64(FP), Z7
+	MOVQ         nv+72(FP), R15 // vectors computed, whole steps
 	XORQ         AX, AX // first vector of the step
 
 sstep:
-	CMPQ   AX, R14
+	CMPQ   AX, R15
 	JGE    sdone
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
@@ -666,13 +668,14 @@ s2done:
 	VZEROUPPER
 	RET
 
-// func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4 int)
+// func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4, nv int)
 //
-// Per tap, steps of 4 vectors: dy and the tap's input loaded under the
+// Per tap, steps of 4 vectors, nv vectors in all (rows of masks nv4
+// apart): dy and the tap's input loaded under the
 // tap's masks (zeros elsewhere, so masked lanes add 0·0), multiplied into
 // Z0…Z3; their sum, 16 lanes, folded to 8 and converted to float64, is
 // added to acc[8·tap:].
-TEXT ·sameDotsAVX512(SB), NOSPLIT, $0-56
+TEXT ·sameDotsAVX512(SB), NOSPLIT, $0-64
 	MOVQ acc+0(FP), DI
 	MOVQ dy+8(FP), SI
 	MOVQ in+16(FP), DX
@@ -680,6 +683,10 @@ TEXT ·sameDotsAVX512(SB), NOSPLIT, $0-56
 	MOVQ ntaps+32(FP), R9
 	MOVQ masks+40(FP), R12
 	MOVQ nv4+48(FP), R14
+	MOVQ nv+56(FP), R15 // vectors summed, whole steps
+	MOVQ R14, R13
+	SUBQ R15, R13
+	SHLQ $1, R13        // the mask bytes a tap's steps skip
 	XORQ BX, BX // tap
 
 dtap:
@@ -688,7 +695,7 @@ dtap:
 	MOVQ   (R8)(BX*8), R11
 	LEAQ   (DX)(R11*4), R11 // the tap's input for output 0
 	MOVQ   SI, R10
-	MOVQ   R14, CX
+	MOVQ   R15, CX
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
 	VXORPS Z2, Z2, Z2
@@ -716,6 +723,7 @@ dstep:
 	ADDQ        $256, R11
 	SUBQ        $4, CX
 	JG          dstep
+	ADDQ        R13, R12 // the next tap's masks
 
 	VADDPS        Z1, Z0, Z0
 	VADDPS        Z3, Z2, Z2

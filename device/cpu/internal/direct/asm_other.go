@@ -25,7 +25,7 @@ func splitColumnsAVX512(even *float32, lde int, odd *float32, ldo int, src *floa
 	panic("direct: no assembly on this platform")
 }
 
-func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint16, nv4 int, bias, lo, hi float32) {
+func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint16, nv4 int, bias, lo, hi float32, nv int) {
 	panic("direct: no assembly on this platform")
 }
 
@@ -33,7 +33,7 @@ func stride2AVX512(out, in *float32, ld, rows int, w *float32, masks *uint16, st
 	panic("direct: no assembly on this platform")
 }
 
-func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4 int) {
+func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4, nv int) {
 	panic("direct: no assembly on this platform")
 }
 

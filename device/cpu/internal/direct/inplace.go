@@ -98,11 +98,16 @@ func (p *SamePlan) Run(out, in, w []float32, bias, lo, hi float32) {
 		return
 	}
 	if haveAsm {
-		sameAVX512(&out[0], &in[0], &p.taps[0], len(p.taps), &w[0], &p.masks[0], p.nv4, bias, lo, hi)
+		sameAVX512(&out[0], &in[0], &p.taps[0], len(p.taps), &w[0], &p.masks[0], p.nv4, bias, lo, hi, p.steps4())
 		return
 	}
 	p.runGo(out, in, w, bias, lo, hi)
 }
+
+// steps4 returns the plane's vectors rounded up to whole steps of 4, as
+// many as the kernels that step by 4 vectors compute (the masks of the
+// vectors past nvec are empty).
+func (p *SamePlan) steps4() int { return (p.nvec + 3) / 4 * 4 }
 
 // Blocks returns the number of blocks of Cols output positions of the
 // plane (the last may be partial), as Block computes them.
@@ -180,7 +185,7 @@ func (p *SamePlan) TapDots(acc []float64, dy, in []float32) {
 		return
 	}
 	if haveAsm {
-		sameDotsAVX512(&acc[0], &dy[0], &in[0], &p.taps[0], len(p.taps), &p.masks[0], p.nv4)
+		sameDotsAVX512(&acc[0], &dy[0], &in[0], &p.taps[0], len(p.taps), &p.masks[0], p.nv4, p.steps4())
 		return
 	}
 	for t, off := range p.taps {
