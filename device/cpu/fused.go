@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/hora-dl/hora/device"
-	"github.com/hora-dl/hora/device/cpu/internal/direct"
+	"github.com/hora-dl/hora/device/cpu/internal/norm"
 	"github.com/hora-dl/hora/device/cpu/internal/vec"
 )
 
@@ -567,11 +567,11 @@ func (k kernels) BatchNormGrad(dx, dweight, dbias, dy, x, mean, variance, weight
 	k.BatchNormActGrad(device.ActNone, dx, dweight, dbias, dy, nil, x, mean, variance, weight, outer, channels, inner, eps)
 }
 
-// BatchNormActGrad implements device.BatchNormActKernels. Where the
-// float32 kernels gather each channel's small planes, the activation's
-// gradient is taken on the gathered planes, in cache; elsewhere it is
-// first written to dx, which the normalisation's gradient then reads (it
-// reads each element of its dy before writing that element of dx).
+// BatchNormActGrad implements device.BatchNormActKernels. The float32
+// kernels of package norm take the activation's gradient as they read the
+// output gradient; elsewhere it is first written to dx, which the
+// normalisation's gradient then reads (it reads each element of its dy
+// before writing that element of dx).
 func (k kernels) BatchNormActGrad(act device.Activation, dx, dweight, dbias, dy, y, x, mean, variance, weight device.Buffer, outer, channels, inner int, eps float64) {
 	noHalf("BatchNormGrad", dx, dweight, dbias, dy, y, x, mean, variance, weight)
 	switch buf(dy).dt {
@@ -588,11 +588,11 @@ func (k kernels) BatchNormActGrad(act device.Activation, dx, dweight, dbias, dy,
 	}
 }
 
-// batchNormActGrad runs BatchNormActGrad's arguments a: the gathered
+// batchNormActGrad runs BatchNormActGrad's arguments a: the strided
 // float32 path takes the activation's gradient itself; the others get it
 // written into dx first, and read their dy from there.
 func batchNormActGrad[T float](d *Device, a batchNormGradArgs[T]) {
-	if a.act != device.ActNone && !a.gatheredFloat32() {
+	if a.act != device.ActNone && !a.stridedFloat32() {
 		n := a.outer * a.channels * a.inner
 		actGrad(d, a.act, a.dx[:n], a.y[:n], a.out[:n])
 		a.y, a.act = a.dx, device.ActNone
@@ -620,48 +620,47 @@ func actInPlace[T float](act device.Activation, s []T) {
 }
 
 // vecPlane is the smallest plane (the product of the sizes after the
-// channel axis) that BatchNorm's float32 kernels process with the vector
-// loops of package vec, one plane per call; smaller planes (a BatchNorm1d's
-// N×C input has planes of one element) take the element loops.
+// channel axis) that BatchNorm's float32 kernels process with the strided
+// vector kernels of package norm; smaller planes (a BatchNorm1d's N×C
+// input has planes of one element) take the element loops (and their
+// rounding, which the CUDA device's kernels share).
 const vecPlane = 16
 
-// batchNormPlanes is batchNormArgs.run for float32 with planes of at least
-// vecPlane elements: the same two passes (the mean, then the mean squared
-// deviation from it), each plane's sum taken by a vector loop and the
-// planes' sums added in float64, then y = (x-mean)·scale + bias.
-func batchNormPlanes(a *batchNormArgs[float32], lo, hi int) {
+// normAct is act as package norm names it (BatchNorm applies ReLU and
+// ReLU6 only, see actInPlace).
+func normAct(act device.Activation) norm.Act {
+	switch act {
+	case device.ActReLU:
+		return norm.ReLU
+	case device.ActReLU6:
+		return norm.ReLU6
+	}
+	return norm.None
+}
+
+// planes returns the layout of one channel's planes for package norm.
+func (a *batchNormArgs[T]) planes() norm.Planes {
+	return norm.Planes{Rows: a.outer, Cols: a.inner, LD: a.channels * a.inner}
+}
+
+// batchNormStrided is batchNormArgs.run for float32 with planes of at
+// least vecPlane values, each channel read where it lies (package norm):
+// the mean, then the mean squared deviation from it (two passes, the sums
+// in float64), then y = act((x-mean)·scale + bias). A channel of a batch
+// is small enough (128 planes of 7×7: 25 KB) that the later passes find it
+// in cache.
+func batchNormStrided(a *batchNormArgs[float32], lo, hi int) {
 	n := float64(a.outer * a.inner)
+	p, act := a.planes(), normAct(a.act)
 	for c := lo; c < hi; c++ {
-		var sum float64
-		for o := 0; o < a.outer; o++ {
-			x, _ := a.plane(o, c)
-			sum += vec.SumF64(x)
-		}
-		m := float32(sum / n)
-		var ss float64
-		for o := 0; o < a.outer; o++ {
-			x, _ := a.plane(o, c)
-			ss += vec.SumSqDev(x, m)
-		}
-		variance := ss / n
+		x := a.x[c*a.inner:]
+		m := float32(norm.Sum(p, x) / n)
+		variance := norm.SumSqDev(p, x, m) / n
 		scale, b := a.scaleBias(c, variance)
-		for o := 0; o < a.outer; o++ {
-			x, y := a.plane(o, c)
-			vec.ScaleShift(y, x, m, float32(scale), b)
-			actInPlace(a.act, y)
-		}
+		norm.ScaleShift(p, act, a.y[c*a.inner:], x, m, float32(scale), b)
 		a.mean[c], a.variance[c] = m, float32(variance)
 	}
 }
-
-// gatherPlane bounds the planes batch normalization gathers: a channel's
-// planes of vecPlane to gatherPlane-1 values are first copied side by side
-// (one direct.CopyRows call), so that each pass over the channel is one
-// vector call instead of one per plane, whose fixed cost dominates small
-// planes (7×7: 19 GB/s per plane, 57–69 GB/s for 14×14 and 28×28 planes).
-// Smaller planes keep the element loops (and their rounding, which the
-// CUDA device's kernels share).
-const gatherPlane = 256
 
 // scaleBias returns channel c's scale 1/√(variance+ε)·weight and bias
 // (weight 1 and bias 0 when there are none).
@@ -676,61 +675,12 @@ func (a *batchNormArgs[T]) scaleBias(c int, variance float64) (scale float64, bi
 	return scale, bias
 }
 
-// gathers reports whether the float32 kernels gather each channel's planes
-// (see gatherPlane).
-func (a *batchNormArgs[T]) gathers() bool {
-	return a.inner >= vecPlane && a.inner < gatherPlane && a.outer > 1
-}
-
-// gatheredFloat32 reports whether a takes the gathered float32 path.
-func (a *batchNormArgs[T]) gatheredFloat32() bool {
+// stridedFloat32 reports whether a takes the float32 path of package norm
+// (batchNormStrided, batchNormGradStrided), which applies the activation
+// and its gradient itself.
+func (a *batchNormArgs[T]) stridedFloat32() bool {
 	_, ok := any(a).(*batchNormArgs[float32])
-	return ok && a.gathers()
-}
-
-// batchNormGathered is batchNormArgs.run for float32 with small planes:
-// each channel's planes are gathered into one vector, normalized there by
-// the two passes of batchNormPlanes (the mean, then the mean squared
-// deviation from it) and y = (x-mean)·scale + bias, and scattered back.
-func batchNormGathered(a *batchNormArgs[float32], lo, hi int) {
-	n := a.outer * a.inner
-	sc := getScratch[float32](n)
-	defer putScratch(sc)
-	xs, ld := sc.s[:n], a.channels*a.inner
-	for c := lo; c < hi; c++ {
-		direct.CopyRows(xs, a.inner, a.x[c*a.inner:], ld, a.outer, a.inner)
-		m := float32(vec.SumF64(xs) / float64(n))
-		variance := vec.SumSqDev(xs, m) / float64(n)
-		scale, b := a.scaleBias(c, variance)
-		vec.ScaleShift(xs, xs, m, float32(scale), b)
-		actInPlace(a.act, xs)
-		direct.CopyRows(a.y[c*a.inner:], ld, xs, a.inner, a.outer, a.inner)
-		a.mean[c], a.variance[c] = m, float32(variance)
-	}
-}
-
-// batchNormGradGathered is batchNormGradPlanes with each channel's small
-// planes of x and dy gathered first and its dx scattered back.
-func batchNormGradGathered(a *batchNormGradArgs[float32], lo, hi int) {
-	n := a.outer * a.inner
-	sc := getScratch[float32](3 * n)
-	defer putScratch(sc)
-	xs, dys, outs, ld := sc.s[:n], sc.s[n:2*n], sc.s[2*n:], a.channels*a.inner
-	for c := lo; c < hi; c++ {
-		direct.CopyRows(xs, a.inner, a.x[c*a.inner:], ld, a.outer, a.inner)
-		direct.CopyRows(dys, a.inner, a.y[c*a.inner:], ld, a.outer, a.inner)
-		if a.act != device.ActNone {
-			// The activation's gradient, on the gathered planes.
-			direct.CopyRows(outs, a.inner, a.out[c*a.inner:], ld, a.outer, a.inner)
-			actGradRange(a.act, dys, dys, outs, 0, n)
-		}
-		m := a.mean[c]
-		invstd := 1 / math.Sqrt(float64(a.variance[c])+a.eps)
-		sumDy, sumDyXhat := vec.SumF64(dys), vec.DotDev(xs, dys, m)*invstd
-		k, xs2, shift := a.gradCoefficients(c, invstd, sumDy, sumDyXhat, float64(n))
-		vec.AffineDev(xs, dys, xs, float32(k), m, float32(xs2), float32(shift))
-		direct.CopyRows(a.dx[c*a.inner:], ld, xs, a.inner, a.outer, a.inner)
-	}
+	return ok && a.inner >= vecPlane
 }
 
 // gradCoefficients stores channel c's weight and bias gradients (those
@@ -751,28 +701,25 @@ func (a *batchNormGradArgs[T]) gradCoefficients(c int, invstd, sumDy, sumDyXhat,
 	return k, -k * invstd * sumDyXhat / n, -k * sumDy / n
 }
 
-// batchNormGradPlanes is batchNormGradArgs.run for float32 with planes of
-// at least vecPlane elements: Σdy and Σdy·(x-mean) by vector loops per
-// plane (added in float64), then
-// dx = k·dy - k·invstd·(dweight/n)·(x-mean) - k·dbias/n, k = weight·invstd,
+// batchNormGradStrided is batchNormGradArgs.run for float32 with planes of
+// at least vecPlane values, each channel read where it lies (package
+// norm): Σg and Σg·(x-mean) of the gradient g after the activation's, then
+// dx = k·g - k·invstd·(dweight/n)·(x-mean) - k·dbias/n, k = weight·invstd,
 // which is the element loop's k·(dy - dbias/n - x̂·dweight/n) regrouped.
-func batchNormGradPlanes(a *batchNormGradArgs[float32], lo, hi int) {
+func batchNormGradStrided(a *batchNormGradArgs[float32], lo, hi int) {
 	n := float64(a.outer * a.inner)
+	p, act := a.planes(), normAct(a.act)
 	for c := lo; c < hi; c++ {
+		at := c * a.inner
+		var out []float32
+		if act != norm.None {
+			out = a.out[at:]
+		}
 		m := a.mean[c]
 		invstd := 1 / math.Sqrt(float64(a.variance[c])+a.eps)
-		var sumDy, sumDyXc float64
-		for o := 0; o < a.outer; o++ {
-			x, dy := a.plane(o, c)
-			sumDy += vec.SumF64(dy)
-			sumDyXc += vec.DotDev(x, dy, m)
-		}
+		sumDy, sumDyXc := norm.GradSums(p, act, a.y[at:], out, a.x[at:], m)
 		k, xs, shift := a.gradCoefficients(c, invstd, sumDy, sumDyXc*invstd, n)
-		for o := 0; o < a.outer; o++ {
-			x, dy := a.plane(o, c)
-			dx := a.dx[(o*a.channels+c)*a.inner:][:a.inner]
-			vec.AffineDev(dx, dy, x, float32(k), m, float32(xs), float32(shift))
-		}
+		norm.GradApply(p, act, a.dx[at:], a.y[at:], out, a.x[at:], float32(k), m, float32(xs), float32(shift))
 	}
 }
 
@@ -809,12 +756,8 @@ func (a *batchNormArgs[T]) plane(o, c int) (x, y []T) {
 // run normalises channels [lo, hi): the mean first, then the variance as
 // the mean of squared deviations (two passes, in float64, for accuracy).
 func (a *batchNormArgs[T]) run(lo, hi int) {
-	if a.gatheredFloat32() {
-		batchNormGathered(any(a).(*batchNormArgs[float32]), lo, hi)
-		return
-	}
-	if a32, ok := any(a).(*batchNormArgs[float32]); ok && a.inner >= vecPlane {
-		batchNormPlanes(a32, lo, hi)
+	if a.stridedFloat32() {
+		batchNormStrided(any(a).(*batchNormArgs[float32]), lo, hi)
 		return
 	}
 	n := float64(a.outer * a.inner)
@@ -854,7 +797,7 @@ func (a *batchNormArgs[T]) run(lo, hi int) {
 }
 
 // batchNormGradArgs are the arguments of BatchNormGrad; with an
-// activation (act, kept only for the gathered float32 path, see
+// activation (act, kept only for the strided float32 path, see
 // batchNormActGrad), y is the gradient of its output out.
 type batchNormGradArgs[T float] struct {
 	batchNormArgs[T]
@@ -866,12 +809,8 @@ type batchNormGradArgs[T float] struct {
 // dbias = Σ dy, dweight = Σ dy·x̂ and
 // dx = weight·invstd·(dy - dbias/n - x̂·dweight/n).
 func (a *batchNormGradArgs[T]) run(lo, hi int) {
-	if a.gatheredFloat32() {
-		batchNormGradGathered(any(a).(*batchNormGradArgs[float32]), lo, hi)
-		return
-	}
-	if a32, ok := any(a).(*batchNormGradArgs[float32]); ok && a.inner >= vecPlane {
-		batchNormGradPlanes(a32, lo, hi)
+	if a.stridedFloat32() {
+		batchNormGradStrided(any(a).(*batchNormGradArgs[float32]), lo, hi)
 		return
 	}
 	n := float64(a.outer * a.inner)

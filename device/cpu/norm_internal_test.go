@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestBatchNormPlanes checks BatchNorm's float32 vector paths (planes
-// gathered channel by channel below gatherPlane elements, one call per
-// plane above) against the float64 element loops on the same values:
-// statistics, outputs and all three gradients, with and without an affine
-// transform, around the vector width and the gathering bound.
+// TestBatchNormPlanes checks BatchNorm's float32 vector path (the strided
+// kernels of package norm, planes of vecPlane values or more) against the
+// float64 element loops on the same values: statistics, outputs and all
+// three gradients, with and without an affine transform, around the
+// vector width and the kernels' chunk of 256 values.
 func TestBatchNormPlanes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, inner := range []int{vecPlane, 17, 31, 49, 196, gatherPlane - 1, gatherPlane, 300} {
+	for _, inner := range []int{vecPlane, 17, 31, 49, 196, 255, 256, 300} {
 		for _, outer := range []int{1, 3, 7} {
 			for _, affine := range []bool{false, true} {
 				const channels = 3
