@@ -250,12 +250,12 @@ func (a *directGradArgs) run(lo, hi int) {
 	span := a.chunk * g.chanLen       // one channel of the chunk
 	kn := (span + 15) / 16 * 16       // positions GradBlock runs over
 	inLen := s.C*span + g.maxTap + kn // the last pairs read up to maxTap+kn past their channel
-	sc := getScratch[float32](inLen + rows*kn + direct.GradRows*direct.GradCols*16)
+	sc := getScratch[float32](inLen + rows*kn)
 	defer putScratch(sc)
 	in := sc.s[:inLen]
 	dyq := sc.s[inLen : inLen+rows*kn]
-	partial := sc.s[inLen+rows*kn:]
 	var offs [direct.GradCols]int
+	var sums [direct.GradRows * direct.GradCols]float64
 	for p := lo; p < hi; p++ {
 		acc := a.partials[p*size : (p+1)*size]
 		clear(acc)
@@ -282,14 +282,10 @@ func (a *directGradArgs) run(lo, hi int) {
 					pair := min(p0+j, pairs-1) // past the end: a repeat, dropped
 					offs[j] = pair/nt*span + taps[pair%nt]
 				}
-				direct.GradBlock(partial, dyq[ob*kn:], kn, in, &offs, kn)
+				direct.GradBlock(&sums, dyq[ob*kn:], kn, in, &offs, kn)
 				for r := range min(direct.GradRows, s.OutC-ob) {
 					for j := range min(direct.GradCols, pairs-p0) {
-						var sum float64
-						for _, v := range partial[(r*direct.GradCols+j)*16:][:16] {
-							sum += float64(v)
-						}
-						acc[(ob+r)*pairs+p0+j] += sum
+						acc[(ob+r)*pairs+p0+j] += sums[r*direct.GradCols+j]
 					}
 				}
 			}

@@ -11,7 +11,7 @@ var haveAsm = cpu.X86.HasAVX512F
 func blockAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int)
 
 //go:noescape
-func gradBlockAVX512(partial, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int)
+func gradBlockAVX512(sums *[GradRows * GradCols]float64, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int)
 
 //go:noescape
 func depthwiseAVX512(out, in *float32, taps *int, ntaps int, w *float32, n int, bias, lo, hi float32)

@@ -129,11 +129,27 @@ tloop:
 	VZEROUPPER
 	RET
 
-// func gradBlockAVX512(partial, dy *float32, ldy int, in *float32, offs *[6]int, n int)
+// HSUM stores the sum of the 16 float32 lanes of z (y its lower half),
+// converted to float64 and added in a tree, at off(DI).
+#define HSUM(z, y, off) \
+	VEXTRACTF64X4 $1, z, Y28; \
+	VCVTPS2PD     y, Z29; \
+	VCVTPS2PD     Y28, Z30; \
+	VADDPD        Z30, Z29, Z29; \
+	VEXTRACTF64X4 $1, Z29, Y30; \
+	VADDPD        Y30, Y29, Y29; \
+	VEXTRACTF32X4 $1, Y29, X30; \
+	VADDPD        X30, X29, X29; \
+	VPERMILPD     $1, X29, X30; \
+	VADDSD        X30, X29, X29; \
+	VMOVSD        X29, off(DI)
+
+// func gradBlockAVX512(sums *[24]float64, dy *float32, ldy int, in *float32, offs *[6]int, n int)
 //
 // Z(6r+j) accumulates row r, pair j; Z24…Z27 hold the output gradient of
 // the four rows at position k (rows at SI, DI, R15, BX), Z28 the input of
-// pair j (at R8…R13). AX is the byte offset of position k.
+// pair j (at R8…R13). AX is the byte offset of position k. The lanes of
+// each sum are added up at the end (HSUM).
 TEXT ·gradBlockAVX512(SB), NOSPLIT, $0-48
 	MOVQ dy+8(FP), SI
 	MOVQ ldy+16(FP), DX
@@ -222,31 +238,31 @@ gloop:
 	CMPQ AX, R14
 	JLT  gloop
 
-	MOVQ partial+0(FP), DI
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 256(DI)
-	VMOVUPS Z5, 320(DI)
-	VMOVUPS Z6, 384(DI)
-	VMOVUPS Z7, 448(DI)
-	VMOVUPS Z8, 512(DI)
-	VMOVUPS Z9, 576(DI)
-	VMOVUPS Z10, 640(DI)
-	VMOVUPS Z11, 704(DI)
-	VMOVUPS Z12, 768(DI)
-	VMOVUPS Z13, 832(DI)
-	VMOVUPS Z14, 896(DI)
-	VMOVUPS Z15, 960(DI)
-	VMOVUPS Z16, 1024(DI)
-	VMOVUPS Z17, 1088(DI)
-	VMOVUPS Z18, 1152(DI)
-	VMOVUPS Z19, 1216(DI)
-	VMOVUPS Z20, 1280(DI)
-	VMOVUPS Z21, 1344(DI)
-	VMOVUPS Z22, 1408(DI)
-	VMOVUPS Z23, 1472(DI)
+	MOVQ sums+0(FP), DI
+	HSUM(Z0, Y0, 0)
+	HSUM(Z1, Y1, 8)
+	HSUM(Z2, Y2, 16)
+	HSUM(Z3, Y3, 24)
+	HSUM(Z4, Y4, 32)
+	HSUM(Z5, Y5, 40)
+	HSUM(Z6, Y6, 48)
+	HSUM(Z7, Y7, 56)
+	HSUM(Z8, Y8, 64)
+	HSUM(Z9, Y9, 72)
+	HSUM(Z10, Y10, 80)
+	HSUM(Z11, Y11, 88)
+	HSUM(Z12, Y12, 96)
+	HSUM(Z13, Y13, 104)
+	HSUM(Z14, Y14, 112)
+	HSUM(Z15, Y15, 120)
+	HSUM(Z16, Y16, 128)
+	HSUM(Z17, Y17, 136)
+	HSUM(Z18, Y18, 144)
+	HSUM(Z19, Y19, 152)
+	HSUM(Z20, Y20, 160)
+	HSUM(Z21, Y21, 168)
+	HSUM(Z22, Y22, 176)
+	HSUM(Z23, Y23, 184)
 	VZEROUPPER
 	RET
 

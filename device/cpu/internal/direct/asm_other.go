@@ -9,7 +9,7 @@ func blockAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, nta
 	panic("direct: no assembly on this platform")
 }
 
-func gradBlockAVX512(partial, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int) {
+func gradBlockAVX512(sums *[GradRows * GradCols]float64, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int) {
 	panic("direct: no assembly on this platform")
 }
 

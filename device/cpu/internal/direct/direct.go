@@ -71,18 +71,18 @@ const (
 	GradCols = 6
 )
 
-// GradBlock computes the partial sums of a block of weight gradients: for
-// r < GradRows, j < GradCols and lane l < 16, it sets
-// partial[(r·GradCols + j)·16 + l] to Σ_k dy[r·ldy + 16k + l] · in[offs[j] + 16k + l]
-// over k < n/16: the output gradient of channel r times the input that tap
-// pair j reads, summed over n positions (n a multiple of 16) in 16 lanes,
-// which the caller adds up. It panics if a slice is too short.
-func GradBlock(partial, dy []float32, ldy int, in []float32, offs *[GradCols]int, n int) {
+// GradBlock computes a block of weight gradients' sums over n positions:
+// for r < GradRows and j < GradCols it sets sums[r·GradCols + j] to
+// Σ_k dy[r·ldy + k] · in[offs[j] + k] over k < n (n a multiple of 16): the
+// output gradient of channel r times the input that tap pair j reads. The
+// products are summed in float32, in 16 lanes (position k in lane k mod
+// 16), and the lanes added in float64. It panics if a slice is too short.
+func GradBlock(sums *[GradRows * GradCols]float64, dy []float32, ldy int, in []float32, offs *[GradCols]int, n int) {
 	if n <= 0 || n%16 != 0 {
 		panic("direct: GradBlock needs a positive multiple of 16 positions")
 	}
-	if len(partial) < GradRows*GradCols*16 || len(dy) < (GradRows-1)*ldy+n {
-		panic("direct: GradBlock output or output gradient too short")
+	if len(dy) < (GradRows-1)*ldy+n {
+		panic("direct: GradBlock output gradient too short")
 	}
 	for _, o := range offs {
 		if o < 0 || len(in) < o+n {
@@ -90,24 +90,27 @@ func GradBlock(partial, dy []float32, ldy int, in []float32, offs *[GradCols]int
 		}
 	}
 	if haveAsm {
-		gradBlockAVX512(&partial[0], &dy[0], ldy, &in[0], offs, n)
+		gradBlockAVX512(sums, &dy[0], ldy, &in[0], offs, n)
 		return
 	}
-	gradBlockGo(partial, dy, ldy, in, offs, n)
+	gradBlockGo(sums, dy, ldy, in, offs, n)
 }
 
-func gradBlockGo(partial, dy []float32, ldy int, in []float32, offs *[GradCols]int, n int) {
-	clear(partial[:GradRows*GradCols*16])
-	for k := 0; k < n; k += 16 {
-		for j, o := range offs {
-			x := in[o+k:][:16]
-			for r := range GradRows {
-				d := dy[r*ldy+k:][:16]
-				p := partial[(r*GradCols+j)*16:][:16]
+func gradBlockGo(sums *[GradRows * GradCols]float64, dy []float32, ldy int, in []float32, offs *[GradCols]int, n int) {
+	for j, o := range offs {
+		for r := range GradRows {
+			var lanes [16]float32
+			for k := 0; k < n; k += 16 {
+				x, d := in[o+k:][:16], dy[r*ldy+k:][:16]
 				for l := range 16 {
-					p[l] += d[l] * x[l]
+					lanes[l] += d[l] * x[l]
 				}
 			}
+			var s float64
+			for _, v := range lanes {
+				s += float64(v)
+			}
+			sums[r*GradCols+j] = s
 		}
 	}
 }
