@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/direct"
 	"github.com/hora-dl/hora/device/cpu/internal/gemm"
 	"github.com/hora-dl/hora/device/cpu/internal/vec"
 )
@@ -108,6 +109,12 @@ func validCols(s convShape, kw int) (lo, hi int) {
 // ld elements apart).
 func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 	if s.sameSize() {
+		if c32, ok := any(col).([]float32); ok && direct.Fast() && s.cg > 0 {
+			// One masked vector copy per tap and 16 positions.
+			x32 := any(x).([]float32)[g*s.cg*s.inPlane:][:s.cg*s.inPlane]
+			samePlanFor(s).Im2col(c32[:(s.cg*s.KH*s.KW-1)*ld+s.l], ld, x32, s.inPlane, s.cg)
+			return
+		}
 		im2colShift(s, col, ld, x, g)
 		return
 	}

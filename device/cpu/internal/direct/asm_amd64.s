@@ -1089,3 +1089,59 @@ b1store:
 	VMOVUPS Z7, K1, (DI)
 	VZEROUPPER
 	RET
+
+// func im2colSameAVX512(col *float32, ld int, in *float32, cstride, channels int, taps *int, ntaps int, masks *uint16, nv4, nvec int, last uint16)
+//
+// For each channel (SI, cstride bytes R9 apart) and tap (R11 walks the
+// offsets, R13 the tap's row of masks), one row of col (DI, ld bytes R8
+// apart): per vector AX, a load under the tap's mask (K2, zeros outside
+// the image) stored under K7 (all lanes) or, for the plane's last vector,
+// K4 (its outputs).
+TEXT ·im2colSameAVX512(SB), NOSPLIT, $0-82
+	MOVQ  col+0(FP), DI
+	MOVQ  ld+8(FP), R8
+	SHLQ  $2, R8
+	MOVQ  in+16(FP), SI
+	MOVQ  cstride+24(FP), R9
+	SHLQ  $2, R9
+	MOVQ  channels+32(FP), CX
+	MOVQ  taps+40(FP), R10
+	MOVQ  ntaps+48(FP), BX
+	LEAQ  (R10)(BX*8), BX // the taps' end
+	MOVQ  masks+56(FP), R12
+	MOVQ  nv4+64(FP), R14
+	SHLQ  $1, R14
+	KMOVW last+80(FP), K4
+	MOVL  $0xffff, AX
+	KMOVW AX, K7
+
+ichan:
+	MOVQ R10, R11
+	MOVQ R12, R13
+itap:
+	MOVQ (R11), DX
+	LEAQ (SI)(DX*4), DX
+	XORQ AX, AX
+ivec:
+	KMOVW     (R13)(AX*2), K2
+	MOVQ      AX, R15
+	SHLQ      $6, R15
+	VMOVUPS.Z (DX)(R15*1), K2, Z0
+	KMOVW     K7, K3
+	INCQ      AX
+	CMPQ      AX, nvec+72(FP)
+	JLT       istore
+	KMOVW     K4, K3
+istore:
+	VMOVUPS Z0, K3, (DI)(R15*1)
+	JLT     ivec // the flags of the CMPQ above
+	ADDQ    R8, DI
+	ADDQ    $8, R11
+	ADDQ    R14, R13
+	CMPQ    R11, BX
+	JLT     itap
+	ADDQ    R9, SI
+	DECQ    CX
+	JNZ     ichan
+	VZEROUPPER
+	RET

@@ -170,6 +170,39 @@ func (p *SamePlan) Block(out []float32, ldo int, in []float32, cstride int, w []
 	}
 }
 
+// Im2col writes the column matrix of channels planes (channel c at
+// in[c·cstride:]) for the plane's outputs: row c·len(taps) + t of col
+// (rows ld apart) gets x_c(q + taps[t]) for q < oh·w, 0 where the tap
+// falls outside the image, and nothing past oh·w is written. It panics if
+// a slice is too short.
+func (p *SamePlan) Im2col(col []float32, ld int, in []float32, cstride, channels int) {
+	n, nt := p.oh*p.w, len(p.taps)
+	if channels < 1 || ld < n || cstride < p.h*p.w || len(col) < (channels*nt-1)*ld+n || len(in) < (channels-1)*cstride+p.h*p.w {
+		panic(fmt.Sprintf("direct: SamePlan.Im2col of %d channels of a %d×%d plane, %d apart, into rows %d apart: %d inputs, %d column values",
+			channels, p.h, p.w, cstride, ld, len(in), len(col)))
+	}
+	if n == 0 {
+		return
+	}
+	if haveAsm {
+		last := p.masks[nt*p.nv4+p.nvec-1]
+		im2colSameAVX512(&col[0], ld, &in[0], cstride, channels, &p.taps[0], nt, &p.masks[0], p.nv4, p.nvec, last)
+		return
+	}
+	for c := range channels {
+		for t, off := range p.taps {
+			row := col[(c*nt+t)*ld:][:n]
+			for q := range row {
+				var v float32
+				if p.masks[t*p.nv4+q/Lanes]&(1<<(q%Lanes)) != 0 {
+					v = in[c*cstride+q+off]
+				}
+				row[q] = v
+			}
+		}
+	}
+}
+
 // TapDots adds, for each tap t, the products dy[q]·in[q + taps[t]] over
 // the output positions q (a tap outside the image reads 0) to acc[8t :
 // 8t+8]: one plane's share of the convolution's weight gradient, dy being

@@ -307,3 +307,51 @@ func TestSamePlanBlockMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestSamePlanIm2col checks SamePlan.Im2col against the column matrix's
+// definition on the SamePlan geometries, with one and three channels and
+// rows wider than the plane: each value is the input the tap reads, or 0
+// outside the image, and nothing past a row's outputs is written.
+func TestSamePlanIm2col(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, g := range sameGeometries {
+		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
+		nt, n := g.kh*g.kw, g.oh*g.w
+		for _, channels := range []int{1, 3} {
+			cstride := g.h*g.w + 2
+			in := make([]float32, (channels-1)*cstride+g.h*g.w)
+			for i := range in {
+				in[i] = r.Float32() + 1 // never 0
+			}
+			ld := n + 7
+			col := make([]float32, (channels*nt-1)*ld+n)
+			for i := range col {
+				col[i] = -5
+			}
+			p.Im2col(col, ld, in, cstride, channels)
+			for c := range channels {
+				for kh := range g.kh {
+					for kw := range g.kw {
+						row := col[(c*nt+kh*g.kw+kw)*ld:]
+						for q := range n {
+							i, j := q/g.w, q%g.w
+							ih, iw := i+kh*g.dilH-g.padH, j+kw*g.dilW-g.padW
+							var want float32
+							if ih >= 0 && ih < g.h && iw >= 0 && iw < g.w {
+								want = in[c*cstride+ih*g.w+iw]
+							}
+							if row[q] != want {
+								t.Fatalf("%+v, %d channels: row (%d, %d, %d) position %d = %g, want %g", g, channels, c, kh, kw, q, row[q], want)
+							}
+						}
+						for q := n; q < ld && (c*nt+kh*g.kw+kw)*ld+q < len(col); q++ {
+							if row[q] != -5 {
+								t.Fatalf("%+v: row (%d, %d, %d) position %d past the outputs written", g, c, kh, kw, q)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
