@@ -246,9 +246,9 @@ func gemmOn[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda in
 
 // sgemmEpilogueOn is gemmOn for the float32 product C = A·B (neither
 // transposed, beta 0) followed by the epilogue e, and reports whether e was
-// applied: Hora's kernel applies it to each tile on its small-product path
-// (gemm.SgemmEpilogue); a product that goes to the BLAS, to gonum or to the
-// packed path is computed alone, and the caller applies e.
+// applied: Hora's kernel applies it as it writes C (gemm.SgemmEpilogue); a
+// product that goes to the BLAS or to gonum is computed alone, and the
+// caller applies e.
 func sgemmEpilogueOn(d *Device, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, e gemm.Epilogue) bool {
 	if d.Float32GEMM(m, n, k) != "hora" {
 		gemmOn(d, false, false, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)

@@ -6,13 +6,22 @@ import (
 	"testing"
 )
 
-// TestSgemmEpilogueMatchesSeparatePass requires SgemmEpilogue to give the
-// bits of Sgemm followed by the bias and clamp in a pass of their own
-// (AddScalarClamp's operations: an add, a max, a min, NaN kept), on small
-// products (tiles of every height and partial widths, k over several
-// blocks, transposed operands, beta 0 and 1, NaN in the input), and, where
-// it reports that it did not apply the epilogue, C to be Sgemm's.
+// TestSgemmEpilogueMatchesSeparatePass requires SgemmEpilogue to apply
+// the epilogue and give the bits of Sgemm followed by the bias and clamp
+// in a pass of their own (AddScalarClamp's operations: an add, a max, a
+// min, NaN kept), on small products (tiles of every height and partial
+// widths, k over several blocks, transposed operands, beta 0 and 1, NaN in
+// the input), each on the path Sgemm picks and forced onto the packed
+// path.
 func TestSgemmEpilogueMatchesSeparatePass(t *testing.T) {
+	defer func() { forcePath = pathAuto }()
+	for _, path := range []int{pathAuto, pathPacked} {
+		forcePath = path
+		checkEpilogue(t)
+	}
+}
+
+func checkEpilogue(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 18))
 	inf := float32(math.Inf(1))
 	for _, tc := range []struct {
@@ -63,14 +72,11 @@ func TestSgemmEpilogueMatchesSeparatePass(t *testing.T) {
 			applied := SgemmEpilogue(&ws, tc.transA, tc.transB, tc.m, tc.n, tc.k, 1.5, a, lda, b, ldb, tc.beta, got, tc.n,
 				Epilogue{Bias: bias, Lo: clamp[0], Hi: clamp[1]})
 			if !applied {
-				want = plain
-			}
-			if small := takeSmall(active, tc.transA, tc.transB, tc.m, tc.n, tc.k, lda, ldb); small != applied {
-				t.Fatalf("%+v: applied %v on the small path %v", tc, applied, small)
+				t.Fatalf("%+v (path %d): the epilogue was not applied", tc, forcePath)
 			}
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
-					t.Fatalf("%+v clamp %v: C[%d] = %v, want %v", tc, clamp, i, got[i], want[i])
+					t.Fatalf("%+v clamp %v (path %d): C[%d] = %v, want %v (without the epilogue %v)", tc, clamp, forcePath, i, got[i], want[i], plain[i])
 				}
 			}
 		}

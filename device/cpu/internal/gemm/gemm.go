@@ -3,6 +3,8 @@ package gemm
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/hora-dl/hora/device/cpu/internal/vec"
 )
 
 // edgeKernel computes the top-left rows×cols part of an MR×NR tile, as
@@ -128,11 +130,12 @@ type Epilogue struct {
 }
 
 // SgemmEpilogue is Sgemm followed by the epilogue e on C, applied to each
-// tile of C as it is written (while it is in L1) rather than in a pass of
-// its own, and reports whether it did: it does on the small-product path
-// (see useSmall) and when m, n or k is 0; elsewhere it returns false
-// having computed the product only, and the caller applies e. It panics,
-// as Sgemm, on bad arguments, and when e.Bias has fewer than m values.
+// tile of C as it is written (while it is in L1) on the small-product path
+// (see useSmall), and to each mc×nc block of C after its last k block
+// (while it is in L2) on the packed path, rather than in a pass of its
+// own. It reports whether it applied e: it does unless k or alpha is 0
+// (then it only scales C by beta, and the caller applies e). It panics, as
+// Sgemm, on bad arguments, and when e.Bias has fewer than m values.
 func SgemmEpilogue(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, e Epilogue) bool {
 	if len(e.Bias) < m {
 		panic(fmt.Sprintf("gemm: SgemmEpilogue with %d biases for %d rows", len(e.Bias), m))
@@ -174,14 +177,22 @@ func sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []f
 			if pc > 0 {
 				bet = 1 // later k blocks accumulate onto the first
 			}
+			last := e.Bias != nil && pc+kb == k
 			for jc := 0; jc < n; jc += nc {
 				nb := min(nc, n-jc)
 				packB(ws.b, transB, b, ldb, pc, jc, kb, nb, nr, kern.trans)
 				macroKernel(kern, mb, nb, kb, alpha, bet, ws.a, ws.b, c[ic*ldc+jc:], ldc, ws.tile)
+				if last {
+					// The block of C is still in L2.
+					for i := range mb {
+						row := c[(ic+i)*ldc+jc:][:nb]
+						vec.AddScalarClamp(row, row, e.Bias[ic+i], e.Lo, e.Hi)
+					}
+				}
 			}
 		}
 	}
-	return false
+	return e.Bias != nil
 }
 
 // blockSize splits total into the fewest blocks of at most max and returns
