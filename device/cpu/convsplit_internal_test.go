@@ -247,3 +247,50 @@ func BenchmarkConvSingleImage(b *testing.B) {
 		}
 	}
 }
+
+// TestIm2colStride2 checks im2colStride2 against im2col's element loop
+// (the path of float64) on the same values: kernels of 1 to 7, paddings
+// of 0 to 3, odd and even widths, vertical strides of 1 to 3 and a
+// vertical dilation, two groups; and that nothing past a row of the
+// column matrix is written.
+func TestIm2colStride2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, p := range []device.ConvParams{
+		convCase(1, 3, 28, 28, 8, 3, 2, 1, 1),
+		convCase(1, 2, 14, 14, 4, 1, 2, 0, 1),
+		convCase(1, 3, 15, 17, 4, 5, 2, 2, 1),
+		convCase(1, 2, 9, 9, 4, 7, 2, 3, 1),
+		convCase(1, 4, 8, 7, 4, 3, 2, 1, 2),
+		convCase(1, 1, 2, 2, 1, 3, 2, 0, 1),
+		{N: 1, C: 2, H: 13, W: 12, OutC: 2, KH: 3, KW: 3, StrideH: 3, StrideW: 2, PadH: 2, PadW: 1, DilH: 2, DilW: 1, Groups: 1},
+		{N: 1, C: 2, H: 10, W: 11, OutC: 2, KH: 2, KW: 4, StrideH: 1, StrideW: 2, PadH: 0, PadW: 3, DilH: 1, DilW: 1, Groups: 1},
+	} {
+		s := newConvShape(p)
+		x := randSlice(rng, s.imgIn)
+		x64 := make([]float64, len(x))
+		for i, v := range x {
+			x64[i] = float64(v)
+		}
+		ld := s.l + 3
+		for g := range s.Groups {
+			got := make([]float32, s.ckk*ld)
+			for i := range got {
+				got[i] = -9
+			}
+			want := make([]float64, s.ckk*ld)
+			im2col(s, got, ld, x, g)
+			im2col(s, want, ld, x64, g)
+			for r := range s.ckk {
+				for q := range ld {
+					w := float32(want[r*ld+q])
+					if q >= s.l {
+						w = -9
+					}
+					if got[r*ld+q] != w {
+						t.Fatalf("%+v group %d: row %d column %d = %g, want %g", p, g, r, q, got[r*ld+q], w)
+					}
+				}
+			}
+		}
+	}
+}

@@ -118,6 +118,10 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 		im2colShift(s, col, ld, x, g)
 		return
 	}
+	if c32, ok := any(col).([]float32); ok && s.StrideW == 2 && s.DilW == 1 && s.cg > 0 {
+		im2colStride2(s, c32, ld, any(x).([]float32), g)
+		return
+	}
 	row := 0
 	for c := 0; c < s.cg; c++ {
 		plane := x[(g*s.cg+c)*s.inPlane:]
@@ -153,6 +157,65 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 		}
 	}
 }
+
+// im2colStride2 is im2col for float32 with a horizontal stride of 2 and
+// no horizontal dilation (ResNet's downsampling layers): each input plane
+// is split into its even and odd columns (direct.SplitColumns), where a
+// row of a kernel column's inputs, every other input column, is a
+// contiguous run; then each row of the column matrix is one strided copy
+// of those runs (direct.CopyRows), and zeros where the window leaves the
+// image. The element loop it replaces read one value at a time.
+func im2colStride2(s convShape, col []float32, ld int, x []float32, g int) {
+	we, wo := (s.W+1)/2, s.W/2
+	sc := getScratch[float32](s.H * (we + wo))
+	defer putScratch(sc)
+	even, odd := sc.s[:s.H*we], sc.s[s.H*we:]
+	row := 0
+	for c := range s.cg {
+		plane := x[(g*s.cg+c)*s.inPlane:][:s.inPlane]
+		direct.SplitColumns(even, we, odd, wo, plane, s.W, s.H, s.W)
+		for kh := range s.KH {
+			// Output rows [oh0, oh1) read input rows inside the image.
+			oh0, oh1 := 0, s.oh
+			for oh0 < s.oh && oh0*s.StrideH-s.PadH+kh*s.DilH < 0 {
+				oh0++
+			}
+			for oh1 > oh0 && (oh1-1)*s.StrideH-s.PadH+kh*s.DilH >= s.H {
+				oh1--
+			}
+			for kw := range s.KW {
+				dst := col[row*ld:][:s.l]
+				row++
+				lo, hi := validCols(s, kw)
+				clear(dst[:oh0*s.ow])
+				clear(dst[oh1*s.ow:])
+				if lo >= hi {
+					clear(dst[oh0*s.ow : oh1*s.ow])
+					continue
+				}
+				// Output column ow reads input column 2·ow + shift: column
+				// ow + shift/2 of the even columns or ow + (shift-1)/2 of
+				// the odd ones.
+				shift := kw - s.PadW
+				phase, width, at := even, we, floorHalf(shift)
+				if shift&1 != 0 {
+					phase, width, at = odd, wo, floorHalf(shift-1)
+				}
+				if oh1 > oh0 {
+					ih0 := oh0*s.StrideH - s.PadH + kh*s.DilH
+					direct.CopyRows(dst[oh0*s.ow+lo:], s.ow, phase[ih0*width+lo+at:], s.StrideH*width, oh1-oh0, hi-lo)
+				}
+				for oh := oh0; oh < oh1 && (lo > 0 || hi < s.ow); oh++ {
+					clear(dst[oh*s.ow : oh*s.ow+lo])
+					clear(dst[oh*s.ow+hi : (oh+1)*s.ow])
+				}
+			}
+		}
+	}
+}
+
+// floorHalf returns ⌊v/2⌋ (v/2 rounds toward zero).
+func floorHalf(v int) int { return v >> 1 }
 
 // sameSize reports whether the output plane has the input's size with
 // unit strides and dilations ("same" padding: 3×3 with padding 1, …). Then
