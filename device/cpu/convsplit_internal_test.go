@@ -248,23 +248,27 @@ func BenchmarkConvSingleImage(b *testing.B) {
 	}
 }
 
+// stride2Cases are the convolutions TestIm2colStride2 and
+// TestCol2imStride2 run on: kernels of 1 to 7, paddings of 0 to 3, odd
+// and even widths, vertical strides of 1 to 3 and a vertical dilation, two
+// groups.
+var stride2Cases = []device.ConvParams{
+	convCase(1, 3, 28, 28, 8, 3, 2, 1, 1),
+	convCase(1, 2, 14, 14, 4, 1, 2, 0, 1),
+	convCase(1, 3, 15, 17, 4, 5, 2, 2, 1),
+	convCase(1, 2, 9, 9, 4, 7, 2, 3, 1),
+	convCase(1, 4, 8, 7, 4, 3, 2, 1, 2),
+	convCase(1, 1, 2, 2, 1, 3, 2, 0, 1),
+	{N: 1, C: 2, H: 13, W: 12, OutC: 2, KH: 3, KW: 3, StrideH: 3, StrideW: 2, PadH: 2, PadW: 1, DilH: 2, DilW: 1, Groups: 1},
+	{N: 1, C: 2, H: 10, W: 11, OutC: 2, KH: 2, KW: 4, StrideH: 1, StrideW: 2, PadH: 0, PadW: 3, DilH: 1, DilW: 1, Groups: 1},
+}
+
 // TestIm2colStride2 checks im2colStride2 against im2col's element loop
-// (the path of float64) on the same values: kernels of 1 to 7, paddings
-// of 0 to 3, odd and even widths, vertical strides of 1 to 3 and a
-// vertical dilation, two groups; and that nothing past a row of the
-// column matrix is written.
+// (the path of float64) on the same values, and that nothing past a row
+// of the column matrix is written.
 func TestIm2colStride2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
-	for _, p := range []device.ConvParams{
-		convCase(1, 3, 28, 28, 8, 3, 2, 1, 1),
-		convCase(1, 2, 14, 14, 4, 1, 2, 0, 1),
-		convCase(1, 3, 15, 17, 4, 5, 2, 2, 1),
-		convCase(1, 2, 9, 9, 4, 7, 2, 3, 1),
-		convCase(1, 4, 8, 7, 4, 3, 2, 1, 2),
-		convCase(1, 1, 2, 2, 1, 3, 2, 0, 1),
-		{N: 1, C: 2, H: 13, W: 12, OutC: 2, KH: 3, KW: 3, StrideH: 3, StrideW: 2, PadH: 2, PadW: 1, DilH: 2, DilW: 1, Groups: 1},
-		{N: 1, C: 2, H: 10, W: 11, OutC: 2, KH: 2, KW: 4, StrideH: 1, StrideW: 2, PadH: 0, PadW: 3, DilH: 1, DilW: 1, Groups: 1},
-	} {
+	for _, p := range stride2Cases {
 		s := newConvShape(p)
 		x := randSlice(rng, s.imgIn)
 		x64 := make([]float64, len(x))
@@ -289,6 +293,37 @@ func TestIm2colStride2(t *testing.T) {
 					if got[r*ld+q] != w {
 						t.Fatalf("%+v group %d: row %d column %d = %g, want %g", p, g, r, q, got[r*ld+q], w)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestCol2imStride2 checks col2imStride2 against col2im's element loop
+// (the path of float64) on the same values, both adding to a dx that
+// holds values already (col2imStride2 called directly: col2im takes it
+// on some shapes only, see col2imPhases).
+func TestCol2imStride2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, p := range stride2Cases {
+		s := newConvShape(p)
+		ld := s.l + 3
+		col := randSlice(rng, s.ckk*ld)
+		col64 := make([]float64, len(col))
+		for i, v := range col {
+			col64[i] = float64(v)
+		}
+		for g := range s.Groups {
+			got := randSlice(rng, s.imgIn)
+			want := make([]float64, len(got))
+			for i, v := range got {
+				want[i] = float64(v)
+			}
+			col2imStride2(s, got, col, ld, g)
+			col2im(s, want, col64, ld, g)
+			for i := range got {
+				if math.Abs(float64(got[i])-want[i]) > 1e-5 {
+					t.Fatalf("%+v group %d: dx[%d] = %g, want %g", p, g, i, got[i], want[i])
 				}
 			}
 		}

@@ -175,14 +175,7 @@ func im2colStride2(s convShape, col []float32, ld int, x []float32, g int) {
 		plane := x[(g*s.cg+c)*s.inPlane:][:s.inPlane]
 		direct.SplitColumns(even, we, odd, wo, plane, s.W, s.H, s.W)
 		for kh := range s.KH {
-			// Output rows [oh0, oh1) read input rows inside the image.
-			oh0, oh1 := 0, s.oh
-			for oh0 < s.oh && oh0*s.StrideH-s.PadH+kh*s.DilH < 0 {
-				oh0++
-			}
-			for oh1 > oh0 && (oh1-1)*s.StrideH-s.PadH+kh*s.DilH >= s.H {
-				oh1--
-			}
+			oh0, oh1 := validRows(s, kh)
 			for kw := range s.KW {
 				dst := col[row*ld:][:s.l]
 				row++
@@ -193,14 +186,7 @@ func im2colStride2(s convShape, col []float32, ld int, x []float32, g int) {
 					clear(dst[oh0*s.ow : oh1*s.ow])
 					continue
 				}
-				// Output column ow reads input column 2·ow + shift: column
-				// ow + shift/2 of the even columns or ow + (shift-1)/2 of
-				// the odd ones.
-				shift := kw - s.PadW
-				phase, width, at := even, we, floorHalf(shift)
-				if shift&1 != 0 {
-					phase, width, at = odd, wo, floorHalf(shift-1)
-				}
+				phase, width, at := columnPhase(s, kw, even, odd)
 				if oh1 > oh0 {
 					ih0 := oh0*s.StrideH - s.PadH + kh*s.DilH
 					direct.CopyRows(dst[oh0*s.ow+lo:], s.ow, phase[ih0*width+lo+at:], s.StrideH*width, oh1-oh0, hi-lo)
@@ -214,8 +200,75 @@ func im2colStride2(s convShape, col []float32, ld int, x []float32, g int) {
 	}
 }
 
-// floorHalf returns ⌊v/2⌋ (v/2 rounds toward zero).
-func floorHalf(v int) int { return v >> 1 }
+// validRows returns the output rows [oh0, oh1) whose input row
+// oh·StrideH - PadH + kh·DilH lies inside the image.
+func validRows(s convShape, kh int) (oh0, oh1 int) {
+	oh0, oh1 = 0, s.oh
+	for oh0 < s.oh && oh0*s.StrideH-s.PadH+kh*s.DilH < 0 {
+		oh0++
+	}
+	for oh1 > oh0 && (oh1-1)*s.StrideH-s.PadH+kh*s.DilH >= s.H {
+		oh1--
+	}
+	return oh0, oh1
+}
+
+// columnPhase returns where output column ow of kernel column kw reads
+// its input column 2·ow + kw - PadW (horizontal stride 2, no dilation) in
+// a plane split by direct.SplitColumns: column ow + at of phase (the even
+// columns, or the odd ones), whose rows are width apart.
+func columnPhase(s convShape, kw int, even, odd []float32) (phase []float32, width, at int) {
+	shift := kw - s.PadW
+	if shift&1 == 0 {
+		return even, (s.W + 1) / 2, shift >> 1 // >> 1: ⌊shift/2⌋, also below 0
+	}
+	return odd, s.W / 2, (shift - 1) >> 1
+}
+
+// col2imPhases reports whether col2im takes col2imStride2: a horizontal
+// stride of 2 without dilation, 3 or more kernel columns and output rows
+// of 14 or more. On ResNet-20's first downsampling layer (3×3, 28×28 to
+// 14×14) the input gradient ran 1.9× as fast; with 7-wide output rows
+// (14×14 to 7×7) 0.9×, and 1×1 kernels, whose column matrix covers a
+// quarter of the plane, 0.6–0.9×: the split planes' clear and merge cost
+// more there than the element loop.
+func (s convShape) col2imPhases() bool {
+	return s.StrideW == 2 && s.DilW == 1 && s.KW >= 3 && s.ow >= 14 && s.cg > 0
+}
+
+// col2imStride2 is col2im for float32 with a horizontal stride of 2 and no
+// horizontal dilation, im2colStride2 backwards: each row of the column
+// matrix is added to a plane's even or odd columns (direct.AddRows, one
+// strided call per row), which are then interleaved and added to dx
+// (direct.MergeColumnsAdd), where the element loop added one value at a
+// time (two thirds of the input gradient of ResNet-20's first
+// downsampling layer). col2imPhases says where it pays.
+func col2imStride2(s convShape, dx, col []float32, ld int, g int) {
+	we, wo := (s.W+1)/2, s.W/2
+	sc := getScratch[float32](s.H * (we + wo))
+	defer putScratch(sc)
+	even, odd := sc.s[:s.H*we], sc.s[s.H*we:]
+	row := 0
+	for c := range s.cg {
+		clear(sc.s)
+		for kh := range s.KH {
+			oh0, oh1 := validRows(s, kh)
+			for kw := range s.KW {
+				src := col[row*ld:][:s.l]
+				row++
+				lo, hi := validCols(s, kw)
+				if lo >= hi || oh0 >= oh1 {
+					continue
+				}
+				phase, width, at := columnPhase(s, kw, even, odd)
+				ih0 := oh0*s.StrideH - s.PadH + kh*s.DilH
+				direct.AddRows(phase[ih0*width+lo+at:], s.StrideH*width, src[oh0*s.ow+lo:], s.ow, oh1-oh0, hi-lo)
+			}
+		}
+		plane := dx[(g*s.cg+c)*s.inPlane:][:s.inPlane]
+		direct.MergeColumnsAdd(plane, s.W, even, we, odd, wo, s.H, s.W)
+	}
+}
 
 // sameSize reports whether the output plane has the input's size with
 // unit strides and dilations ("same" padding: 3×3 with padding 1, …). Then
@@ -311,6 +364,10 @@ func col2imShift[T float](s convShape, dx, col []T, ld int, g int) {
 func col2im[T float](s convShape, dx, col []T, ld int, g int) {
 	if s.sameSize() {
 		col2imShift(s, dx, col, ld, g)
+		return
+	}
+	if c32, ok := any(col).([]float32); ok && s.col2imPhases() {
+		col2imStride2(s, any(dx).([]float32), c32, ld, g)
 		return
 	}
 	row := 0

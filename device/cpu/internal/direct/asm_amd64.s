@@ -1145,3 +1145,159 @@ istore:
 	JNZ     ichan
 	VZEROUPPER
 	RET
+
+// The interleaving of mergeColumnsAVX512: output lanes 0…15 of a step
+// take even values 0…7 and odd values 0…7 in turn (odd values are the
+// second table of VPERMI2PS, indices 16…), lanes 16…31 values 8…15.
+DATA mergeLoIdx<>+0(SB)/4, $0
+DATA mergeLoIdx<>+4(SB)/4, $16
+DATA mergeLoIdx<>+8(SB)/4, $1
+DATA mergeLoIdx<>+12(SB)/4, $17
+DATA mergeLoIdx<>+16(SB)/4, $2
+DATA mergeLoIdx<>+20(SB)/4, $18
+DATA mergeLoIdx<>+24(SB)/4, $3
+DATA mergeLoIdx<>+28(SB)/4, $19
+DATA mergeLoIdx<>+32(SB)/4, $4
+DATA mergeLoIdx<>+36(SB)/4, $20
+DATA mergeLoIdx<>+40(SB)/4, $5
+DATA mergeLoIdx<>+44(SB)/4, $21
+DATA mergeLoIdx<>+48(SB)/4, $6
+DATA mergeLoIdx<>+52(SB)/4, $22
+DATA mergeLoIdx<>+56(SB)/4, $7
+DATA mergeLoIdx<>+60(SB)/4, $23
+GLOBL mergeLoIdx<>(SB), RODATA|NOPTR, $64
+
+DATA mergeHiIdx<>+0(SB)/4, $8
+DATA mergeHiIdx<>+4(SB)/4, $24
+DATA mergeHiIdx<>+8(SB)/4, $9
+DATA mergeHiIdx<>+12(SB)/4, $25
+DATA mergeHiIdx<>+16(SB)/4, $10
+DATA mergeHiIdx<>+20(SB)/4, $26
+DATA mergeHiIdx<>+24(SB)/4, $11
+DATA mergeHiIdx<>+28(SB)/4, $27
+DATA mergeHiIdx<>+32(SB)/4, $12
+DATA mergeHiIdx<>+36(SB)/4, $28
+DATA mergeHiIdx<>+40(SB)/4, $13
+DATA mergeHiIdx<>+44(SB)/4, $29
+DATA mergeHiIdx<>+48(SB)/4, $14
+DATA mergeHiIdx<>+52(SB)/4, $30
+DATA mergeHiIdx<>+56(SB)/4, $15
+DATA mergeHiIdx<>+60(SB)/4, $31
+GLOBL mergeHiIdx<>(SB), RODATA|NOPTR, $64
+
+// func mergeColumnsAVX512(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo int, rows, cols int)
+//
+// SplitColumns backwards, adding: per step of 32 values of a dst row, the
+// step's even (K3) and odd (K4) values interleaved by VPERMI2PS and added
+// to the row under K5 (values 0…15) and K6 (16…31).
+TEXT ·mergeColumnsAVX512(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	MOVQ even+16(FP), SI
+	MOVQ lde+24(FP), R9
+	MOVQ odd+32(FP), DX
+	MOVQ ldo+40(FP), R10
+	MOVQ rows+48(FP), R11
+	MOVQ cols+56(FP), R12
+	VMOVDQU32 mergeLoIdx<>(SB), Z20
+	VMOVDQU32 mergeHiIdx<>(SB), Z21
+
+mrow:
+	XORQ BX, BX
+mstep:
+	MOVQ R12, R13
+	SUBQ BX, R13 // values left in the row
+	JLE  mnext
+	CMPQ R13, $32
+	JLE  mmasks
+	MOVQ $32, R13
+mmasks:
+	MOVQ  R13, CX
+	MOVQ  $1, AX
+	SHLQ  CX, AX
+	DECQ  AX
+	KMOVW AX, K5
+	SHRQ  $16, AX
+	KMOVW AX, K6
+	INCQ  CX
+	SHRQ  $1, CX // (n+1)/2 even values
+	MOVL  $1, AX
+	SHLL  CX, AX
+	DECL  AX
+	KMOVW AX, K3
+	MOVQ  R13, CX
+	SHRQ  $1, CX // n/2 odd values
+	MOVL  $1, AX
+	SHLL  CX, AX
+	DECL  AX
+	KMOVW AX, K4
+
+	VMOVUPS.Z (SI)(BX*2), K3, Z0
+	VMOVUPS.Z (DX)(BX*2), K4, Z1
+	VMOVDQA32 Z20, Z2
+	VPERMI2PS Z1, Z0, Z2
+	VMOVDQA32 Z21, Z3
+	VPERMI2PS Z1, Z0, Z3
+	VMOVUPS.Z (DI)(BX*4), K5, Z4
+	VMOVUPS.Z 64(DI)(BX*4), K6, Z5
+	VADDPS    Z2, Z4, Z4
+	VADDPS    Z3, Z5, Z5
+	VMOVUPS   Z4, K5, (DI)(BX*4)
+	VMOVUPS   Z5, K6, 64(DI)(BX*4)
+	ADDQ      $32, BX
+	JMP       mstep
+
+mnext:
+	DECQ R11
+	JZ   mdone
+	LEAQ (DI)(R8*4), DI
+	LEAQ (SI)(R9*4), SI
+	LEAQ (DX)(R10*4), DX
+	JMP  mrow
+mdone:
+	VZEROUPPER
+	RET
+
+// func addRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)
+//
+// dst[r·ldd + i] += src[r·lds + i]: per row, whole vectors, then the
+// last partial one under K1.
+TEXT ·addRowsAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+32(FP), R10
+	MOVQ cols+40(FP), R11
+	MOVQ R11, CX
+	ANDQ $15, CX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	MOVQ R11, R12
+	ANDQ $-16, R12
+
+arow:
+	XORQ BX, BX
+avec:
+	CMPQ    BX, R12
+	JGE     atail
+	VMOVUPS (DI)(BX*4), Z0
+	VADDPS  (SI)(BX*4), Z0, Z0
+	VMOVUPS Z0, (DI)(BX*4)
+	ADDQ    $16, BX
+	JMP     avec
+atail:
+	VMOVUPS.Z (DI)(BX*4), K1, Z0
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVUPS   Z0, K1, (DI)(BX*4)
+	ADDQ      R8, DI
+	ADDQ      R9, SI
+	DECQ      R10
+	JNZ       arow
+	VZEROUPPER
+	RET

@@ -88,3 +88,58 @@ func splitColumnsGo(even []float32, lde int, odd []float32, ldo int, src []float
 		}
 	}
 }
+
+// AddRows adds rows rows of cols values of src (rows lds apart) to dst
+// (rows ldd apart): dst[r·ldd + i] += src[r·lds + i]. It panics when dst
+// or src is too short, or a row is longer than its stride.
+func AddRows(dst []float32, ldd int, src []float32, lds, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	if cols > ldd || cols > lds || len(dst) < (rows-1)*ldd+cols || len(src) < (rows-1)*lds+cols {
+		panic(fmt.Sprintf("direct: AddRows of %d rows of %d values from %d values (rows %d apart) to %d values (rows %d apart)", rows, cols, len(src), lds, len(dst), ldd))
+	}
+	if haveAsm {
+		addRowsAVX512(&dst[0], ldd, &src[0], lds, rows, cols)
+		return
+	}
+	for r := range rows {
+		d, s := dst[r*ldd:][:cols], src[r*lds:][:cols]
+		for i, v := range s {
+			d[i] += v
+		}
+	}
+}
+
+// MergeColumnsAdd is SplitColumns backwards, adding: for rows rows of
+// cols values of dst (rows ldd apart), dst[r·ldd+2k] += even[r·lde+k] and
+// dst[r·ldd+2k+1] += odd[r·ldo+k]. Nothing else of dst is written. It
+// panics when a slice is too short or a row longer than its stride.
+func MergeColumnsAdd(dst []float32, ldd int, even []float32, lde int, odd []float32, ldo int, rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	ne, no := (cols+1)/2, cols/2
+	if ne > lde || (no > 0 && no > ldo) || cols > ldd || len(even) < (rows-1)*lde+ne ||
+		(no > 0 && len(odd) < (rows-1)*ldo+no) || len(dst) < (rows-1)*ldd+cols {
+		panic(fmt.Sprintf("direct: MergeColumnsAdd of %d rows of %d values from %d and %d values (rows %d and %d apart) to %d values (rows %d apart)",
+			rows, cols, len(even), len(odd), lde, ldo, len(dst), ldd))
+	}
+	if haveAsm {
+		oddStart := &even[0] // any valid pointer: no odd column is read when cols == 1
+		if no > 0 {
+			oddStart = &odd[0]
+		}
+		mergeColumnsAVX512(&dst[0], ldd, &even[0], lde, oddStart, ldo, rows, cols)
+		return
+	}
+	for r := range rows {
+		row := dst[r*ldd:][:cols]
+		for k := 0; 2*k < cols; k++ {
+			row[2*k] += even[r*lde+k]
+			if 2*k+1 < cols {
+				row[2*k+1] += odd[r*ldo+k]
+			}
+		}
+	}
+}

@@ -136,3 +136,65 @@ func TestSplitColumnsShort(t *testing.T) {
 	SplitColumns(even, 1, nil, 0, []float32{4, 9}, 1, 2, 1)
 	assert.Equal(t, []float32{4, 9}, even)
 }
+
+// TestAddRows checks AddRows (assembly where the CPU has it) on row
+// lengths around the vector width, with and without gaps between rows:
+// each value of a row gets its source added, and nothing else changes.
+func TestAddRows(t *testing.T) {
+	for _, rows := range []int{1, 3} {
+		for _, cols := range []int{1, 14, 16, 17, 40} {
+			for _, gap := range []int{0, 3, 16} {
+				ldd, lds := cols+gap, cols+5
+				src := make([]float32, (rows-1)*lds+cols)
+				for i := range src {
+					src[i] = float32(i) + 0.5
+				}
+				dst := make([]float32, rows*ldd+4)
+				for i := range dst {
+					dst[i] = float32(-i)
+				}
+				AddRows(dst, ldd, src, lds, rows, cols)
+				for i, v := range dst {
+					want := float32(-i)
+					if r, c := i/ldd, i%ldd; r < rows && c < cols {
+						want += src[r*lds+c]
+					}
+					require.Equal(t, want, v, "%d rows of %d, gap %d: element %d", rows, cols, gap, i)
+				}
+			}
+		}
+	}
+	assert.Panics(t, func() { AddRows(make([]float32, 7), 4, make([]float32, 8), 4, 2, 4) })
+}
+
+// TestMergeColumnsAdd checks that MergeColumnsAdd undoes SplitColumns
+// (adding to what dst holds), on odd and even row lengths around a step
+// of 32, with gaps between rows that it must not touch.
+func TestMergeColumnsAdd(t *testing.T) {
+	for _, rows := range []int{1, 4} {
+		for _, cols := range []int{1, 2, 3, 14, 28, 31, 32, 33, 64, 65} {
+			ldd := cols + 3
+			src := make([]float32, rows*ldd)
+			for i := range src {
+				src[i] = float32(i) + 0.25
+			}
+			ne, no := (cols+1)/2, cols/2
+			lde, ldo := ne+1, no+2
+			even, odd := make([]float32, rows*lde), make([]float32, rows*ldo+1)
+			SplitColumns(even, lde, odd, ldo, src, ldd, rows, cols)
+			dst := make([]float32, rows*ldd)
+			for i := range dst {
+				dst[i] = 100
+			}
+			MergeColumnsAdd(dst, ldd, even, lde, odd, ldo, rows, cols)
+			for i, v := range dst {
+				want := float32(100)
+				if i%ldd < cols {
+					want += src[i]
+				}
+				require.Equal(t, want, v, "%d rows of %d: element %d", rows, cols, i)
+			}
+		}
+	}
+	assert.Panics(t, func() { MergeColumnsAdd(make([]float32, 5), 6, make([]float32, 3), 3, make([]float32, 3), 3, 1, 6) })
+}
