@@ -166,10 +166,9 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 // of those runs (direct.CopyRows), and zeros where the window leaves the
 // image. The element loop it replaces read one value at a time.
 func im2colStride2(s convShape, col []float32, ld int, x []float32, g int) {
-	we, wo := (s.W+1)/2, s.W/2
-	sc := getScratch[float32](s.H * (we + wo))
+	sc, even, odd := columnPlanes(s)
 	defer putScratch(sc)
-	even, odd := sc.s[:s.H*we], sc.s[s.H*we:]
+	we, wo := (s.W+1)/2, s.W/2
 	row := 0
 	for c := range s.cg {
 		plane := x[(g*s.cg+c)*s.inPlane:][:s.inPlane]
@@ -198,6 +197,15 @@ func im2colStride2(s convShape, col []float32, ld int, x []float32, g int) {
 			}
 		}
 	}
+}
+
+// columnPlanes returns a scratch buffer (for putScratch) holding one input
+// plane split into its even columns (H rows of ⌈W/2⌉) and its odd ones
+// (H rows of ⌊W/2⌋), as direct.SplitColumns lays them out.
+func columnPlanes(s convShape) (sc *scratch[float32], even, odd []float32) {
+	we, wo := (s.W+1)/2, s.W/2
+	sc = getScratch[float32](s.H * (we + wo))
+	return sc, sc.s[:s.H*we], sc.s[s.H*we:]
 }
 
 // validRows returns the output rows [oh0, oh1) whose input row
@@ -244,10 +252,9 @@ func (s convShape) col2imPhases() bool {
 // time (two thirds of the input gradient of ResNet-20's first
 // downsampling layer). col2imPhases says where it pays.
 func col2imStride2(s convShape, dx, col []float32, ld int, g int) {
-	we, wo := (s.W+1)/2, s.W/2
-	sc := getScratch[float32](s.H * (we + wo))
+	sc, even, odd := columnPlanes(s)
 	defer putScratch(sc)
-	even, odd := sc.s[:s.H*we], sc.s[s.H*we:]
+	we, wo := (s.W+1)/2, s.W/2
 	row := 0
 	for c := range s.cg {
 		clear(sc.s)

@@ -78,11 +78,7 @@ func checkKernels(t *testing.T) {
 				}
 				before[i] = y[i]
 			})
-			for i := range y {
-				if y[i] != before[i] {
-					t.Fatalf("%s: ScaleShift wrote [%d], outside the planes", name, i)
-				}
-			}
+			requireSame(t, name+": ScaleShift", y, before)
 
 			var out []float32
 			if act != None {
@@ -115,16 +111,24 @@ func checkKernels(t *testing.T) {
 				}
 				before[i] = dx[i]
 			})
-			for i := range dx {
-				if dx[i] != before[i] {
-					t.Fatalf("%s: GradApply wrote [%d], outside the planes", name, i)
-				}
-			}
+			requireSame(t, name+": GradApply", dx, before)
 		}
 	}
 }
 
 func TestKernels(t *testing.T) { checkKernels(t) }
+
+// requireSame fails unless got equals want, which is what the kernel
+// should have left (its outputs set in want): anything else written is
+// outside the planes.
+func requireSame(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%s wrote [%d], outside the planes", what, i)
+		}
+	}
+}
 
 // TestActEdges checks the activations' clamps and gradients at their
 // edges: NaN and -0 pass the clamps; ReLU's gradient stops at 0 and at a
