@@ -23,6 +23,9 @@
 // The package also holds the depthwise kernel (Depthwise) and the strided
 // copies that lay planes out for these kernels and back, one call per
 // plane instead of one per row: CopyRows, PadRows (which zeroes the
-// padding between rows) and SplitColumns (the even and odd columns of a
-// stride-2 convolution's phases).
+// padding between rows), SplitColumns (the even and odd columns of a
+// stride-2 convolution's phases), and for im2col and col2im of stride-2
+// layers AddRows (a strided add) and MergeColumnsAdd (SplitColumns
+// backwards, adding). SamePlan.Im2col writes the column matrix of a
+// same-size convolution with the plan's masks.
 package direct
