@@ -119,10 +119,75 @@ func (g directGeom) packWeights(wp []float32, weight func(oc, c, t int) float32)
 }
 
 // directRun runs the direct convolution with packed weights wp, one task
-// per image and block of output channels.
+// per image and block of output channels; on the in-place path the
+// planes' sparse tails (direct.SamePlan.SparseTail) then go through
+// directTails.
 func directRun(dev *Device, s convShape, g directGeom, act device.Activation, y, x, wp, bias []float32) {
-	launch(dev, s.N*g.ocBlocks, g.qPad*direct.Rows*s.C*g.nTaps,
-		directArgs{s: s, g: g, act: act, y: y, x: x, wp: wp, bias: bias})
+	a := directArgs{s: s, g: g, act: act, y: y, x: x, wp: wp, bias: bias}
+	var q0, nq int
+	if a.inPlace() {
+		q0, nq = samePlanFor(s).SparseTail()
+		a.tailsLater = nq > 0
+	}
+	launch(dev, s.N*g.ocBlocks, g.qPad*direct.Rows*s.C*g.nTaps, a)
+	if nq > 0 {
+		directTails(dev, s, g, act, y, x, wp, bias, q0, nq)
+	}
+}
+
+// directTails computes outputs [q0, q0+nq) of every output plane of an
+// in-place direct convolution, which runInPlace leaves out (see
+// direct.SamePlan.SparseTail), for all images at once: one GEMM of the
+// filters (unpacked from wp) with the inputs those outputs read, gathered
+// side by side, then the bias and clamp as Block applies them. Block
+// would spend a vector of 16 lanes per image, output block, channel and
+// tap on one or two outputs: a quarter of the work of a 7×7 layer.
+func directTails(dev *Device, s convShape, g directGeom, act device.Activation, y, x, wp, bias []float32, q0, nq int) {
+	nt := g.nTaps
+	k, cols := s.C*nt, s.N*nq
+	sc := getScratch[float32](s.OutC*k + k*cols + s.OutC*cols)
+	defer putScratch(sc)
+	a, b, c := sc.s[:s.OutC*k], sc.s[s.OutC*k:][:k*cols], sc.s[s.OutC*k+k*cols:][:s.OutC*cols]
+	for oc := range s.OutC { // the filters: OutC × (channel, tap), from blocks of Rows
+		ob, r := oc/direct.Rows, oc%direct.Rows
+		for j := range k {
+			a[oc*k+j] = wp[(ob*k+j)*direct.Rows+r]
+		}
+	}
+	for j := range k { // row (channel, tap) of the inputs: column n·nq+e for output q0+e of image n
+		ch, t := j/nt, j%nt
+		row := b[j*cols:][:cols]
+		for e := range nq {
+			q := q0 + e
+			ih, iw := q/s.W+(t/s.KW)*s.DilH-s.PadH, q%s.W+(t%s.KW)*s.DilW-s.PadW
+			inside := ih >= 0 && ih < s.H && iw >= 0 && iw < s.W
+			for n := range s.N {
+				var v float32
+				if inside {
+					v = x[n*s.imgIn+ch*s.inPlane+ih*s.W+iw]
+				}
+				row[n*nq+e] = v
+			}
+		}
+	}
+	gemmOn(dev, false, false, s.OutC, cols, k, 1, a, k, b, cols, 0, c, cols)
+	lower, upper := clampOf(act)
+	clamp := bias != nil || act != device.ActNone // as runInPlace gives Block a bias
+	for oc := range s.OutC {
+		var bv float32
+		if bias != nil {
+			bv = bias[oc]
+		}
+		for n := range s.N {
+			for e := range nq {
+				v := c[oc*cols+n*nq+e]
+				if clamp {
+					v = min(max(v+bv, lower), upper) // NaN: Go's min and max keep it, as Block
+				}
+				y[n*s.imgOut+oc*s.l+q0+e] = v
+			}
+		}
+	}
 }
 
 // directArgs are the arguments of directRun: task index i is block
@@ -133,6 +198,7 @@ type directArgs struct {
 	g              directGeom
 	act            device.Activation
 	y, x, wp, bias []float32
+	tailsLater     bool // runInPlace leaves the planes' sparse tails to directTails
 }
 
 func (a *directArgs) run(lo, hi int) {
@@ -347,6 +413,10 @@ func (a *directArgs) runInPlace(lo, hi int) {
 	p := samePlanFor(s)
 	var zero [direct.Rows]float32 // the bias of an activation without one
 	lower, upper := clampOf(a.act)
+	blocks := p.Blocks()
+	if a.tailsLater {
+		blocks-- // the last block, a sparse tail: directTails computes it
+	}
 	for task := lo; task < hi; task++ {
 		n, ob := task/a.g.ocBlocks, task%a.g.ocBlocks
 		var bias []float32
@@ -359,7 +429,7 @@ func (a *directArgs) runInPlace(lo, hi int) {
 		w := a.wp[ob*s.C*nt*direct.Rows:]
 		out := a.y[(n*s.OutC+ob*direct.Rows)*s.l:][:(direct.Rows-1)*s.l+s.l]
 		in := a.x[n*s.imgIn:][:s.imgIn]
-		for b := range p.Blocks() {
+		for b := range blocks {
 			p.Block(out, s.l, in, s.inPlane, w, s.C, b, bias, lower, upper)
 		}
 	}

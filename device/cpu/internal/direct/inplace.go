@@ -109,6 +109,21 @@ func (p *SamePlan) Run(out, in, w []float32, bias, lo, hi float32) {
 // vectors past nvec are empty).
 func (p *SamePlan) steps4() int { return (p.nvec + 3) / 4 * 4 }
 
+// SparseTail returns the outputs [q0, q0+n) of the plane's last block
+// when that block is a single vector holding at most 2 outputs (a 7×7
+// plane: 49 = 3·16 + 1), which Block would compute with 16 lanes per
+// output channel for one or two outputs; otherwise n is 0. A caller may
+// compute those outputs otherwise (for all images at once) and leave the
+// block out.
+func (p *SamePlan) SparseTail() (q0, n int) {
+	total := p.oh * p.w
+	if p.nvec%3 != 1 || total-(p.nvec-1)*Lanes > 2 {
+		return 0, 0
+	}
+	q0 = (p.nvec - 1) * Lanes
+	return q0, total - q0
+}
+
 // Blocks returns the number of blocks of Cols output positions of the
 // plane (the last may be partial), as Block computes them.
 func (p *SamePlan) Blocks() int { return (p.nvec + 2) / 3 }
