@@ -22,10 +22,10 @@ var directCases = []device.ConvParams{
 	convCase(2, 5, 1, 1, 3, 3, 1, 1, 1),
 	{N: 2, C: 4, H: 10, W: 11, OutC: 9, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 2, DilH: 2, DilW: 2, Groups: 1},
 	{N: 1, C: 7, H: 8, W: 13, OutC: 10, KH: 3, KW: 2, StrideH: 1, StrideW: 1, PadH: 0, PadW: 1, DilH: 1, DilW: 1, Groups: 1},
-	convCase(3, 16, 7, 7, 16, 3, 1, 1, 1),  // in place, a sparse tail of one output (directTails)
-	convCase(2, 8, 17, 17, 8, 3, 1, 1, 1),  // one output past 18 vectors
-	convCase(2, 8, 1, 1, 8, 3, 1, 1, 1),    // the whole plane a sparse tail
-	convCase(2, 8, 5, 10, 16, 3, 1, 1, 1),  // 50 outputs: a sparse tail of two
+	convCase(3, 16, 7, 7, 16, 3, 1, 1, 1), // in place, a sparse tail of one output (directTails)
+	convCase(2, 8, 17, 17, 8, 3, 1, 1, 1), // one output past 18 vectors
+	convCase(2, 8, 1, 1, 8, 3, 1, 1, 1),   // the whole plane a sparse tail
+	convCase(2, 8, 5, 10, 16, 3, 1, 1, 1), // 50 outputs: a sparse tail of two
 }
 
 // TestDirectMatchesReference runs the direct convolution, with bias and
