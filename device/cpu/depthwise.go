@@ -137,20 +137,44 @@ func depthwiseInPlace(s convShape, act device.Activation, y, x, w, bias []float3
 	}
 	p := stride2PlanFor(s)
 	ld := s.DilH * s.W // consecutive kernel rows
+	kernelRows := func(i int) (ih0, kh0, kh1 int) {
+		// Kernel rows [kh0, kh1) read input rows ih0 + kh·DilH inside the image.
+		ih0 = i*s.StrideH - s.PadH
+		if ih0 < 0 {
+			kh0 = (-ih0 + s.DilH - 1) / s.DilH
+		}
+		if last := s.H - 1 - ih0; last >= 0 {
+			kh1 = min(s.KH, last/s.DilH+1)
+		}
+		return ih0, kh0, kh1
+	}
+	// Output rows [i0, i1) read every kernel row: one RunRows call per
+	// plane; the rows at the edges go one at a time.
+	i0, i1 := 0, s.oh
+	for i0 < s.oh {
+		if _, kh0, kh1 := kernelRows(i0); kh0 == 0 && kh1 == s.KH {
+			break
+		}
+		i0++
+	}
+	for i1 > i0 {
+		if _, kh0, kh1 := kernelRows(i1 - 1); kh0 == 0 && kh1 == s.KH {
+			break
+		}
+		i1--
+	}
 	for plane := lo; plane < hi; plane++ {
 		c := plane % s.C
 		xp, yp, wc, b := x[plane*s.inPlane:(plane+1)*s.inPlane], y[plane*s.l:(plane+1)*s.l], w[c*kk:(c+1)*kk], biasAt(bias, c)
+		if i1 > i0 {
+			ih0, _, _ := kernelRows(i0)
+			p.RunRows(yp[i0*s.ow:], s.ow, xp[ih0*s.W:], ld, s.StrideH*s.W, s.KH, i1-i0, wc, b, lower, upper)
+		}
 		for i := range s.oh {
-			// Kernel rows [kh0, kh1) read input rows ih0 + kh·DilH inside the image.
-			ih0 := i*s.StrideH - s.PadH
-			kh0 := 0
-			if ih0 < 0 {
-				kh0 = (-ih0 + s.DilH - 1) / s.DilH
+			if i >= i0 && i < i1 {
+				continue
 			}
-			kh1 := 0
-			if last := s.H - 1 - ih0; last >= 0 {
-				kh1 = min(s.KH, last/s.DilH+1)
-			}
+			ih0, kh0, kh1 := kernelRows(i)
 			out := yp[i*s.ow : (i+1)*s.ow]
 			if kh1 <= kh0 {
 				p.Run(out, nil, ld, 0, nil, b, lower, upper)

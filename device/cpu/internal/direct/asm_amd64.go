@@ -45,3 +45,6 @@ func mergeColumnsAVX512(dst *float32, ldd int, even *float32, lde int, odd *floa
 
 //go:noescape
 func addRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)
+
+//go:noescape
+func stride2RowsAVX512(out *float32, ldo int, in *float32, ld, instep, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32, nout int)

@@ -1301,3 +1301,106 @@ atail:
 	JNZ       arow
 	VZEROUPPER
 	RET
+
+// S2ROW loads the three source vectors of a step of one input row at r
+// under K1…K3 and splits them into the columns of its three taps, as
+// stride2AVX512 does: e (2j−pad), o (2j−pad+1), s (2j−pad+2); a, b, c
+// are scratch.
+#define S2ROW(r, a, b, c, e, o, s) \
+	VMOVUPS.Z (r), K1, a; \
+	VMOVUPS.Z 64(r), K2, b; \
+	VMOVUPS.Z 128(r), K3, c; \
+	VMOVAPS   Z20, e; \
+	VPERMI2PS b, a, e; \
+	VMOVAPS   Z21, o; \
+	VPERMI2PS b, a, o; \
+	VALIGND   $1, e, c, s
+
+// func stride2RowsAVX512(out *float32, ldo int, in *float32, ld, instep, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32, nout int)
+//
+// stride2AVX512 for nout output rows (nout even), two at a time: output
+// row o (CX, and CX+ldo for o+1) reads rows input rows from its own
+// start (R11; DX = R11 + instep for o+1). Each row's sum runs over the
+// same multiply-adds in the same order as stride2AVX512's (the same
+// bits); the two rows' chains are independent, so they overlap.
+TEXT ·stride2RowsAVX512(SB), NOSPLIT, $0-104
+	MOVQ         out+0(FP), DI
+	MOVQ         ldo+8(FP), R15
+	SHLQ         $2, R15
+	MOVQ         in+16(FP), SI
+	MOVQ         ld+24(FP), R8
+	SHLQ         $2, R8
+	MOVQ         instep+32(FP), BX
+	SHLQ         $2, BX
+	MOVQ         BX, instep+32(FP) // now in bytes
+	MOVQ         rows+40(FP), R9
+	MOVQ         w+48(FP), R10
+	MOVQ         pad+72(FP), DX
+	SHLQ         $2, DX
+	SUBQ         DX, SI // column −pad of the first row
+	VBROADCASTSS bias+80(FP), Z5
+	VBROADCASTSS lo+84(FP), Z6
+	VBROADCASTSS hi+88(FP), Z7
+	VMOVUPS      evenIdx<>(SB), Z20
+	VMOVUPS      oddIdx<>(SB), Z21
+
+rpair:
+	MOVQ SI, AX
+	MOVQ DI, CX
+	MOVQ masks+56(FP), R12
+	MOVQ steps+64(FP), R14
+
+rstep:
+	DECQ   R14
+	JLT    rnext
+	KMOVW  (R12), K1
+	KMOVW  2(R12), K2
+	KMOVW  4(R12), K3
+	KMOVW  6(R12), K4
+	VXORPS Z0, Z0, Z0
+	VXORPS Z11, Z11, Z11
+	MOVQ   AX, R11
+	MOVQ   AX, DX
+	ADDQ   instep+32(FP), DX
+	MOVQ   R10, R13
+	MOVQ   R9, BX
+
+rrow:
+	S2ROW(R11, Z1, Z2, Z3, Z8, Z9, Z10)
+	S2ROW(DX, Z12, Z13, Z14, Z15, Z16, Z17)
+	VBROADCASTSS (R13), Z4
+	VFMADD231PS  Z8, Z4, Z0
+	VFMADD231PS  Z15, Z4, Z11
+	VBROADCASTSS 4(R13), Z4
+	VFMADD231PS  Z9, Z4, Z0
+	VFMADD231PS  Z16, Z4, Z11
+	VBROADCASTSS 8(R13), Z4
+	VFMADD231PS  Z10, Z4, Z0
+	VFMADD231PS  Z17, Z4, Z11
+	ADDQ         R8, R11
+	ADDQ         R8, DX
+	ADDQ         $12, R13
+	DECQ         BX
+	JNZ          rrow
+
+	VADDPS  Z5, Z0, Z0
+	VMAXPS  Z0, Z6, Z0
+	VMINPS  Z0, Z7, Z0
+	VMOVUPS Z0, K4, (CX)
+	VADDPS  Z5, Z11, Z11
+	VMAXPS  Z11, Z6, Z11
+	VMINPS  Z11, Z7, Z11
+	VMOVUPS Z11, K4, (CX)(R15*1)
+	ADDQ    $64, CX
+	ADDQ    $128, AX
+	ADDQ    $8, R12
+	JMP     rstep
+
+rnext:
+	ADDQ instep+32(FP), SI
+	ADDQ instep+32(FP), SI
+	LEAQ (DI)(R15*2), DI
+	SUBQ $2, nout+96(FP)
+	JG   rpair
+	VZEROUPPER
+	RET

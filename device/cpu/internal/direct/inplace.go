@@ -372,3 +372,28 @@ func (p *Stride2Plan) Run(out, in []float32, ld, rows int, w []float32, bias, lo
 		out[j] = clamp(acc+bias, lo, hi)
 	}
 }
+
+// RunRows is Run for nout output rows: output row o, at out[o·ldo:],
+// reads rows input rows from in[o·instep:] (ld apart) with the weights w,
+// the same for every row (the rows whose kernel rows all lie inside the
+// image). Each row gets Run's bits; in assembly the rows go two at a time,
+// their multiply-add chains overlapping, without a call per row. It
+// panics if a slice is too short.
+func (p *Stride2Plan) RunRows(out []float32, ldo int, in []float32, ld, instep, rows, nout int, w []float32, bias, lo, hi float32) {
+	if nout <= 0 {
+		return
+	}
+	if rows < 1 || ld < p.width || ldo < p.ow || instep < 0 || len(w) < 3*rows || len(out) < (nout-1)*ldo+p.ow ||
+		len(in) < (nout-1)*instep+(rows-1)*ld+p.width {
+		panic(fmt.Sprintf("direct: Stride2Plan.RunRows of %d output rows (%d apart) of %d rows of %d values (%d apart, %d between output rows): %d inputs, %d weights, %d outputs",
+			nout, ldo, rows, p.width, ld, instep, len(in), len(w), len(out)))
+	}
+	done := 0
+	if haveAsm && p.width > 0 && p.ow > 0 && nout >= 2 {
+		done = nout / 2 * 2
+		stride2RowsAVX512(&out[0], ldo, &in[0], ld, instep, rows, &w[0], &p.masks[0], len(p.masks)/4, p.pad, bias, lo, hi, done)
+	}
+	for o := done; o < nout; o++ {
+		p.Run(out[o*ldo:][:p.ow], in[o*instep:], ld, rows, w, bias, lo, hi)
+	}
+}

@@ -355,3 +355,43 @@ func TestSamePlanIm2col(t *testing.T) {
 		}
 	}
 }
+
+// TestStride2PlanRunRows requires RunRows to give, bit for bit, what Run
+// gives row by row (odd and even counts of output rows, one to three
+// kernel rows, NaN in the input), and to write nothing between or past
+// the output rows.
+func TestStride2PlanRunRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, g := range []struct{ width, pad int }{{112, 1}, {56, 1}, {14, 1}, {7, 1}, {9, 0}, {33, 1}, {64, 1}} {
+		ow := max(1, (g.width+2*g.pad-3)/2+1)
+		p := NewStride2Plan(g.width, ow, g.pad)
+		for _, rows := range []int{1, 3} {
+			for _, nout := range []int{1, 2, 5} {
+				ld, instep, ldo := g.width+1, 2*(g.width+1), ow+3
+				in := make([]float32, (nout-1)*instep+(rows-1)*ld+g.width)
+				for i := range in {
+					in[i] = (r.Float32()*2 - 1) * 8
+				}
+				in[len(in)/2] = float32(math.NaN())
+				w := make([]float32, 3*rows)
+				for i := range w {
+					w[i] = r.Float32()*2 - 1
+				}
+				got := make([]float32, nout*ldo+5)
+				for i := range got {
+					got[i] = 1234
+				}
+				want := append([]float32(nil), got...)
+				p.RunRows(got, ldo, in, ld, instep, rows, nout, w, 0.5, 0, 6)
+				for o := range nout {
+					p.Run(want[o*ldo:][:ow], in[o*instep:], ld, rows, w, 0.5, 0, 6)
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%+v, %d rows, %d output rows: [%d] = %g, want %g (row by row)", g, rows, nout, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
