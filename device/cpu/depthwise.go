@@ -128,10 +128,17 @@ func depthwiseInPlace(s convShape, act device.Activation, y, x, w, bias []float3
 	lower, upper := clampOf(act)
 	kk := s.KH * s.KW
 	if s.sameWidth() {
+		// One RunPlanes call per run of consecutive channels of an image.
 		p := samePlanFor(s)
-		for plane := lo; plane < hi; plane++ {
+		for plane := lo; plane < hi; {
 			c := plane % s.C
-			p.Run(y[plane*s.l:(plane+1)*s.l], x[plane*s.inPlane:(plane+1)*s.inPlane], w[c*kk:(c+1)*kk], biasAt(bias, c), lower, upper)
+			n := min(hi-plane, s.C-c)
+			var b []float32
+			if bias != nil {
+				b = bias[c : c+n]
+			}
+			p.RunPlanes(y[plane*s.l:], s.l, x[plane*s.inPlane:], s.inPlane, w[c*kk:], kk, b, n, lower, upper)
+			plane += n
 		}
 		return
 	}

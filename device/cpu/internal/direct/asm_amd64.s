@@ -1404,3 +1404,145 @@ rnext:
 	JG   rpair
 	VZEROUPPER
 	RET
+
+// func samePlanesAVX512(out *float32, ldo int, in *float32, ldi int, taps *int, ntaps int, w *float32, ldw int, bias *float32, bstride int, masks *uint16, nv4, nv int, lo, hi float32, planes int)
+//
+// sameAVX512 for planes planes (an even count), two at a time: plane A
+// (in at SI, out at DI, weights at R10, bias Z5) in Z0…Z3 and plane B
+// (CX = ldi bytes further, ldo and ldw bytes further, bias Z25) in
+// Z12…Z15, under the same masks. Each plane's sums take sameAVX512's
+// multiply-adds in its order (the same bits); the two planes' chains are
+// independent, so they overlap. The strides in the argument slots are
+// turned into bytes first.
+TEXT ·samePlanesAVX512(SB), NOSPLIT, $0-120
+	MOVQ         out+0(FP), DI
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $2, AX
+	MOVQ         AX, ldo+8(FP)
+	MOVQ         in+16(FP), SI
+	MOVQ         ldi+24(FP), CX
+	SHLQ         $2, CX
+	MOVQ         taps+32(FP), R8
+	MOVQ         ntaps+40(FP), R9
+	MOVQ         w+48(FP), R10
+	MOVQ         ldw+56(FP), AX
+	SHLQ         $2, AX
+	MOVQ         AX, ldw+56(FP)
+	MOVQ         bstride+72(FP), AX
+	SHLQ         $2, AX
+	MOVQ         AX, bstride+72(FP)
+	MOVQ         nv4+88(FP), R14
+	MOVQ         nv+96(FP), R15
+	VBROADCASTSS lo+104(FP), Z6
+	VBROADCASTSS hi+108(FP), Z7
+
+ppair:
+	MOVQ         bias+64(FP), R11
+	VBROADCASTSS (R11), Z5
+	ADDQ         bstride+72(FP), R11
+	VBROADCASTSS (R11), Z25
+	ADDQ         bstride+72(FP), R11
+	MOVQ         R11, bias+64(FP)
+	XORQ         AX, AX // first vector of the step
+
+pstep:
+	CMPQ   AX, R15
+	JGE    pnext
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	VXORPS Z12, Z12, Z12
+	VXORPS Z13, Z13, Z13
+	VXORPS Z14, Z14, Z14
+	VXORPS Z15, Z15, Z15
+	MOVQ   masks+80(FP), R13
+	LEAQ   (R13)(AX*2), R13 // the step's masks of tap 0
+	MOVQ   AX, DX
+	SHLQ   $4, DX           // its first output
+	XORQ   BX, BX
+
+ptap:
+	MOVQ         (R8)(BX*8), R11
+	ADDQ         DX, R11
+	LEAQ         (SI)(R11*4), R11
+	VBROADCASTSS (R10)(BX*4), Z4
+	KMOVW        (R13), K1
+	KMOVW        2(R13), K2
+	KMOVW        4(R13), K3
+	KMOVW        6(R13), K4
+	VMOVUPS.Z    (R11), K1, Z8
+	VMOVUPS.Z    64(R11), K2, Z9
+	VMOVUPS.Z    128(R11), K3, Z10
+	VMOVUPS.Z    192(R11), K4, Z11
+	VMOVUPS.Z    (R11)(CX*1), K1, Z16
+	VMOVUPS.Z    64(R11)(CX*1), K2, Z17
+	VMOVUPS.Z    128(R11)(CX*1), K3, Z18
+	VMOVUPS.Z    192(R11)(CX*1), K4, Z19
+	VFMADD231PS  Z8, Z4, Z0
+	VFMADD231PS  Z9, Z4, Z1
+	VFMADD231PS  Z10, Z4, Z2
+	VFMADD231PS  Z11, Z4, Z3
+	MOVQ         R10, R11
+	ADDQ         ldw+56(FP), R11
+	VBROADCASTSS (R11)(BX*4), Z24
+	VFMADD231PS  Z16, Z24, Z12
+	VFMADD231PS  Z17, Z24, Z13
+	VFMADD231PS  Z18, Z24, Z14
+	VFMADD231PS  Z19, Z24, Z15
+	LEAQ         (R13)(R14*2), R13
+	INCQ         BX
+	CMPQ         BX, R9
+	JLT          ptap
+
+	VADDPS  Z5, Z0, Z0
+	VADDPS  Z5, Z1, Z1
+	VADDPS  Z5, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VMAXPS  Z0, Z6, Z0
+	VMAXPS  Z1, Z6, Z1
+	VMAXPS  Z2, Z6, Z2
+	VMAXPS  Z3, Z6, Z3
+	VMINPS  Z0, Z7, Z0
+	VMINPS  Z1, Z7, Z1
+	VMINPS  Z2, Z7, Z2
+	VMINPS  Z3, Z7, Z3
+	VADDPS  Z25, Z12, Z12
+	VADDPS  Z25, Z13, Z13
+	VADDPS  Z25, Z14, Z14
+	VADDPS  Z25, Z15, Z15
+	VMAXPS  Z12, Z6, Z12
+	VMAXPS  Z13, Z6, Z13
+	VMAXPS  Z14, Z6, Z14
+	VMAXPS  Z15, Z6, Z15
+	VMINPS  Z12, Z7, Z12
+	VMINPS  Z13, Z7, Z13
+	VMINPS  Z14, Z7, Z14
+	VMINPS  Z15, Z7, Z15
+	KMOVW   (R13), K1
+	KMOVW   2(R13), K2
+	KMOVW   4(R13), K3
+	KMOVW   6(R13), K4
+	LEAQ    (DI)(DX*4), R11
+	VMOVUPS Z0, K1, (R11)
+	VMOVUPS Z1, K2, 64(R11)
+	VMOVUPS Z2, K3, 128(R11)
+	VMOVUPS Z3, K4, 192(R11)
+	ADDQ    ldo+8(FP), R11
+	VMOVUPS Z12, K1, (R11)
+	VMOVUPS Z13, K2, 64(R11)
+	VMOVUPS Z14, K3, 128(R11)
+	VMOVUPS Z15, K4, 192(R11)
+	ADDQ    $4, AX
+	JMP     pstep
+
+pnext:
+	ADDQ ldo+8(FP), DI
+	ADDQ ldo+8(FP), DI
+	LEAQ (SI)(CX*2), SI
+	ADDQ ldw+56(FP), R10
+	ADDQ ldw+56(FP), R10
+	SUBQ $2, planes+112(FP)
+	JG   ppair
+	VZEROUPPER
+	RET

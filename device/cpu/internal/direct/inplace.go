@@ -104,6 +104,43 @@ func (p *SamePlan) Run(out, in, w []float32, bias, lo, hi float32) {
 	p.runGo(out, in, w, bias, lo, hi)
 }
 
+// RunPlanes is Run for planes planes of the plan's geometry: plane k
+// reads in[k·ldi:] and writes out[k·ldo:] with the weights w[k·ldw:] and
+// the bias bias[k] (0 for all when bias is nil). Each plane gets Run's
+// bits; in assembly the planes go two at a time, their multiply-add
+// chains overlapping, without a call per plane. It panics if a slice is
+// too short.
+func (p *SamePlan) RunPlanes(out []float32, ldo int, in []float32, ldi int, w []float32, ldw int, bias []float32, planes int, lo, hi float32) {
+	if planes <= 0 {
+		return
+	}
+	n, nt := p.oh*p.w, len(p.taps)
+	if ldo < n || ldi < p.h*p.w || ldw < nt || len(out) < (planes-1)*ldo+n || len(in) < (planes-1)*ldi+p.h*p.w ||
+		len(w) < (planes-1)*ldw+nt || (bias != nil && len(bias) < planes) {
+		panic(fmt.Sprintf("direct: SamePlan.RunPlanes of %d planes of %d×%d (%d and %d apart) into %d×%d (%d apart): %d inputs, %d outputs, %d weights (%d apart), %d biases",
+			planes, p.h, p.w, ldi, ldo, p.oh, p.w, ldo, len(in), len(out), len(w), ldw, len(bias)))
+	}
+	biasOf := func(k int) float32 {
+		if bias == nil {
+			return 0
+		}
+		return bias[k]
+	}
+	done := 0
+	if haveAsm && n > 0 && planes >= 2 {
+		done = planes / 2 * 2
+		var zero float32
+		bp, bstride := &zero, 0
+		if bias != nil {
+			bp, bstride = &bias[0], 1
+		}
+		samePlanesAVX512(&out[0], ldo, &in[0], ldi, &p.taps[0], nt, &w[0], ldw, bp, bstride, &p.masks[0], p.nv4, p.steps4(), lo, hi, done)
+	}
+	for k := done; k < planes; k++ {
+		p.Run(out[k*ldo:][:n], in[k*ldi:][:p.h*p.w], w[k*ldw:][:nt], biasOf(k), lo, hi)
+	}
+}
+
 // steps4 returns the plane's vectors rounded up to whole steps of 4, as
 // many as the kernels that step by 4 vectors compute (the masks of the
 // vectors past nvec are empty).

@@ -395,3 +395,54 @@ func TestStride2PlanRunRows(t *testing.T) {
 		}
 	}
 }
+
+// TestSamePlanRunPlanes requires RunPlanes to give, bit for bit, what Run
+// gives plane by plane (odd and even plane counts, with and without a
+// bias, NaN in the input), and to write nothing between or past the
+// planes' outputs.
+func TestSamePlanRunPlanes(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, g := range sameGeometries {
+		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
+		nt, n := g.kh*g.kw, g.oh*g.w
+		for _, planes := range []int{1, 2, 5} {
+			for _, withBias := range []bool{false, true} {
+				ldi, ldo, ldw := g.h*g.w+3, n+5, nt+2
+				in := make([]float32, (planes-1)*ldi+g.h*g.w)
+				for i := range in {
+					in[i] = (r.Float32()*2 - 1) * 8
+				}
+				in[len(in)/2] = float32(math.NaN())
+				w := make([]float32, (planes-1)*ldw+nt)
+				for i := range w {
+					w[i] = r.Float32()*2 - 1
+				}
+				var bias []float32
+				if withBias {
+					bias = make([]float32, planes)
+					for i := range bias {
+						bias[i] = r.Float32() - 0.5
+					}
+				}
+				got := make([]float32, planes*ldo+7)
+				for i := range got {
+					got[i] = 1234
+				}
+				want := append([]float32(nil), got...)
+				p.RunPlanes(got, ldo, in, ldi, w, ldw, bias, planes, 0, 6)
+				for k := range planes {
+					var b float32
+					if withBias {
+						b = bias[k]
+					}
+					p.Run(want[k*ldo:][:n], in[k*ldi:][:g.h*g.w], w[k*ldw:][:nt], b, 0, 6)
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%+v, %d planes, bias %v: [%d] = %g, want %g (plane by plane)", g, planes, withBias, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
