@@ -1546,3 +1546,89 @@ pnext:
 	JG   ppair
 	VZEROUPPER
 	RET
+
+// func sameDotsImagesAVX512(acc *float64, dy *float32, ldy int, in *float32, ldi, images int, taps *int, ntaps int, masks *uint16, nv4, nv int)
+//
+// sameDotsAVX512 over images planes (ldy and ldi apart, turned into bytes
+// in their slots first): per tap, every image's steps accumulate into the
+// same Z0…Z3 (R13 the tap's row of masks, restarted for each image), and
+// the sum is folded into acc[8·tap:] once for all of them.
+TEXT ·sameDotsImagesAVX512(SB), NOSPLIT, $0-88
+	MOVQ acc+0(FP), DI
+	MOVQ ldy+16(FP), AX
+	SHLQ $2, AX
+	MOVQ AX, ldy+16(FP)
+	MOVQ ldi+32(FP), AX
+	SHLQ $2, AX
+	MOVQ AX, ldi+32(FP)
+	MOVQ taps+48(FP), R8
+	MOVQ ntaps+56(FP), R9
+	MOVQ masks+64(FP), R13
+	MOVQ nv4+72(FP), R14
+	SHLQ $1, R14 // bytes from a tap's masks to the next tap's
+	MOVQ nv+80(FP), R15
+	XORQ BX, BX  // tap
+
+itap:
+	CMPQ   BX, R9
+	JGE    idone
+	MOVQ   (R8)(BX*8), DX
+	SHLQ   $2, DX
+	ADDQ   in+24(FP), DX // the tap's input for output 0 of the first image
+	MOVQ   dy+8(FP), SI
+	MOVQ   images+40(FP), AX
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+
+iimg:
+	MOVQ R13, R12
+	MOVQ SI, R10
+	MOVQ DX, R11
+	MOVQ R15, CX
+
+istep:
+	KMOVW       (R12), K1
+	KMOVW       2(R12), K2
+	KMOVW       4(R12), K3
+	KMOVW       6(R12), K4
+	VMOVUPS.Z   (R10), K1, Z8
+	VMOVUPS.Z   64(R10), K2, Z9
+	VMOVUPS.Z   128(R10), K3, Z10
+	VMOVUPS.Z   192(R10), K4, Z11
+	VMOVUPS.Z   (R11), K1, Z12
+	VMOVUPS.Z   64(R11), K2, Z13
+	VMOVUPS.Z   128(R11), K3, Z14
+	VMOVUPS.Z   192(R11), K4, Z15
+	VFMADD231PS Z8, Z12, Z0
+	VFMADD231PS Z9, Z13, Z1
+	VFMADD231PS Z10, Z14, Z2
+	VFMADD231PS Z11, Z15, Z3
+	ADDQ        $8, R12
+	ADDQ        $256, R10
+	ADDQ        $256, R11
+	SUBQ        $4, CX
+	JG          istep
+	ADDQ        ldy+16(FP), SI
+	ADDQ        ldi+32(FP), DX
+	DECQ        AX
+	JNZ         iimg
+
+	VADDPS        Z1, Z0, Z0
+	VADDPS        Z3, Z2, Z2
+	VADDPS        Z2, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y16
+	VCVTPS2PD     Y0, Z17
+	VCVTPS2PD     Y16, Z18
+	VADDPD        Z18, Z17, Z17
+	VADDPD        (DI), Z17, Z17
+	VMOVUPD       Z17, (DI)
+	ADDQ          $64, DI
+	ADDQ          R14, R13
+	INCQ          BX
+	JMP           itap
+
+idone:
+	VZEROUPPER
+	RET

@@ -64,3 +64,7 @@ func stride2RowsAVX512(out *float32, ldo int, in *float32, ld, instep, rows int,
 func samePlanesAVX512(out *float32, ldo int, in *float32, ldi int, taps *int, ntaps int, w *float32, ldw int, bias *float32, bstride int, masks *uint16, nv4, nv int, lo, hi float32, planes int) {
 	panic("direct: no assembly on this platform")
 }
+
+func sameDotsImagesAVX512(acc *float64, dy *float32, ldy int, in *float32, ldi, images int, taps *int, ntaps int, masks *uint16, nv4, nv int) {
+	panic("direct: no assembly on this platform")
+}

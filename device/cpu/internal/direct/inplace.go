@@ -284,6 +284,40 @@ func (p *SamePlan) TapDots(acc []float64, dy, in []float32) {
 	}
 }
 
+// TapDotsImages is TapDots over images planes at once: plane k of dy at
+// dy[k·ldy:] and of the input at in[k·ldi:]. The products of all of them
+// are summed in the same float32 lanes before they are added to acc, once
+// per tap instead of once per tap and plane (keep images small, a few
+// planes, for float32's sake). It panics if a slice is too short.
+func (p *SamePlan) TapDotsImages(acc []float64, dy []float32, ldy int, in []float32, ldi, images int) {
+	if images <= 0 {
+		return
+	}
+	n := p.oh * p.w
+	if ldy < n || ldi < p.h*p.w || len(in) < (images-1)*ldi+p.h*p.w || len(dy) < (images-1)*ldy+n || len(acc) < TapAcc*len(p.taps) {
+		panic(fmt.Sprintf("direct: SamePlan.TapDotsImages of %d planes of %d×%d (%d apart) into %d×%d (%d apart): %d inputs, %d gradients, %d partial sums",
+			images, p.h, p.w, ldi, p.oh, p.w, ldy, len(in), len(dy), len(acc)))
+	}
+	if n == 0 {
+		return
+	}
+	if haveAsm {
+		sameDotsImagesAVX512(&acc[0], &dy[0], ldy, &in[0], ldi, images, &p.taps[0], len(p.taps), &p.masks[0], p.nv4, p.steps4())
+		return
+	}
+	for t, off := range p.taps {
+		var sum float32
+		for k := range images {
+			for q := range n {
+				if p.masks[t*p.nv4+q/Lanes]&(1<<(q%Lanes)) != 0 {
+					sum += dy[k*ldy+q] * in[k*ldi+q+off]
+				}
+			}
+		}
+		acc[TapAcc*t] += float64(sum)
+	}
+}
+
 // TapAcc is the number of partial sums TapDots keeps per tap.
 const TapAcc = 8
 

@@ -446,3 +446,59 @@ func TestSamePlanRunPlanes(t *testing.T) {
 		}
 	}
 }
+
+// TestSamePlanTapDotsImages checks TapDotsImages against the float64
+// sums over every image's positions, on the SamePlan geometries with one
+// to five images, and, for one image, against TapDots bit for bit.
+func TestSamePlanTapDotsImages(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, g := range sameGeometries {
+		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
+		nt, n := g.kh*g.kw, g.oh*g.w
+		for _, images := range []int{1, 2, 5} {
+			ldi, ldy := g.h*g.w+5, n+3
+			in := make([]float32, (images-1)*ldi+g.h*g.w)
+			for i := range in {
+				in[i] = r.Float32()*2 - 1
+			}
+			dy := make([]float32, (images-1)*ldy+n)
+			for i := range dy {
+				dy[i] = r.Float32()*2 - 1
+			}
+			acc := make([]float64, TapAcc*nt)
+			p.TapDotsImages(acc, dy, ldy, in, ldi, images)
+			if images == 1 {
+				one := make([]float64, TapAcc*nt)
+				p.TapDots(one, dy[:n], in[:g.h*g.w])
+				for i := range acc {
+					if acc[i] != one[i] {
+						t.Fatalf("%+v: one image: partial sum %d = %g, TapDots %g", g, i, acc[i], one[i])
+					}
+				}
+			}
+			sums := make([]float64, nt)
+			TapSums(sums, acc)
+			for kh := range g.kh {
+				for kw := range g.kw {
+					var want, mag float64
+					for k := range images {
+						for i := range g.oh {
+							for j := range g.w {
+								ih, iw := i+kh*g.dilH-g.padH, j+kw*g.dilW-g.padW
+								if ih < 0 || ih >= g.h || iw < 0 || iw >= g.w {
+									continue
+								}
+								prod := float64(dy[k*ldy+i*g.w+j]) * float64(in[k*ldi+ih*g.w+iw])
+								want += prod
+								mag += math.Abs(prod)
+							}
+						}
+					}
+					if got := sums[kh*g.kw+kw]; math.Abs(got-want) > 1e-5*mag+1e-6 {
+						t.Fatalf("%+v, %d images: tap (%d, %d) = %g, want %g", g, images, kh, kw, got, want)
+					}
+				}
+			}
+		}
+	}
+}
