@@ -17,8 +17,10 @@
 // The depthwise kernels of MobileNet's layers read a plane in place,
 // without a padded copy: SamePlan for unit stride and output rows as wide
 // as the input's (one masked load per tap and vector; also the weight
-// gradient, TapDots), Stride2Plan for a horizontal stride of 2 with 3-wide
-// kernel rows (even and odd columns split in registers).
+// gradient, TapDots and TapDotsImages), Stride2Plan for a horizontal
+// stride of 2 with 3-wide kernel rows (even and odd columns split in
+// registers). SamePlan.RunPlanes and Stride2Plan.RunRows take a run of
+// planes or output rows per call, two at a time.
 //
 // The package also holds the depthwise kernel (Depthwise) and the strided
 // copies that lay planes out for these kernels and back, one call per
