@@ -386,11 +386,7 @@ func TestStride2PlanRunRows(t *testing.T) {
 				for o := range nout {
 					p.Run(want[o*ldo:][:ow], in[o*instep:], ld, rows, w, 0.5, 0, 6)
 				}
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%+v, %d rows, %d output rows: [%d] = %g, want %g (row by row)", g, rows, nout, i, got[i], want[i])
-					}
-				}
+				requireSameBits(t, got, want, "%+v, %d rows, %d output rows (against row by row)", g, rows, nout)
 			}
 		}
 	}
@@ -437,11 +433,7 @@ func TestSamePlanRunPlanes(t *testing.T) {
 					}
 					p.Run(want[k*ldo:][:n], in[k*ldi:][:g.h*g.w], w[k*ldw:][:nt], b, 0, 6)
 				}
-				for i := range got {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("%+v, %d planes, bias %v: [%d] = %g, want %g (plane by plane)", g, planes, withBias, i, got[i], want[i])
-					}
-				}
+				requireSameBits(t, got, want, "%+v, %d planes, bias %v (against plane by plane)", g, planes, withBias)
 			}
 		}
 	}
@@ -499,6 +491,17 @@ func TestSamePlanTapDotsImages(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// requireSameBits fails unless got and want hold the same bits, naming
+// the first element that differs after the message.
+func requireSameBits(t *testing.T, got, want []float32, msg string, args ...any) {
+	t.Helper()
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf(msg+": [%d] = %g, want %g", append(args, i, got[i], want[i])...)
 		}
 	}
 }
