@@ -29,9 +29,6 @@ func sameAVX512(out, in *float32, taps *int, ntaps int, w *float32, masks *uint1
 func stride2AVX512(out, in *float32, ld, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32)
 
 //go:noescape
-func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4, nv int)
-
-//go:noescape
 func blockSameAVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32)
 
 //go:noescape

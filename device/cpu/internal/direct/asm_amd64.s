@@ -684,80 +684,6 @@ s2done:
 	VZEROUPPER
 	RET
 
-// func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4, nv int)
-//
-// Per tap, steps of 4 vectors, nv vectors in all (rows of masks nv4
-// apart): dy and the tap's input loaded under the
-// tap's masks (zeros elsewhere, so masked lanes add 0·0), multiplied into
-// Z0…Z3; their sum, 16 lanes, folded to 8 and converted to float64, is
-// added to acc[8·tap:].
-TEXT ·sameDotsAVX512(SB), NOSPLIT, $0-64
-	MOVQ acc+0(FP), DI
-	MOVQ dy+8(FP), SI
-	MOVQ in+16(FP), DX
-	MOVQ taps+24(FP), R8
-	MOVQ ntaps+32(FP), R9
-	MOVQ masks+40(FP), R12
-	MOVQ nv4+48(FP), R14
-	MOVQ nv+56(FP), R15 // vectors summed, whole steps
-	MOVQ R14, R13
-	SUBQ R15, R13
-	SHLQ $1, R13        // the mask bytes a tap's steps skip
-	XORQ BX, BX // tap
-
-dtap:
-	CMPQ   BX, R9
-	JGE    ddone
-	MOVQ   (R8)(BX*8), R11
-	LEAQ   (DX)(R11*4), R11 // the tap's input for output 0
-	MOVQ   SI, R10
-	MOVQ   R15, CX
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-
-dstep:
-	KMOVW       (R12), K1
-	KMOVW       2(R12), K2
-	KMOVW       4(R12), K3
-	KMOVW       6(R12), K4
-	VMOVUPS.Z   (R10), K1, Z8
-	VMOVUPS.Z   64(R10), K2, Z9
-	VMOVUPS.Z   128(R10), K3, Z10
-	VMOVUPS.Z   192(R10), K4, Z11
-	VMOVUPS.Z   (R11), K1, Z12
-	VMOVUPS.Z   64(R11), K2, Z13
-	VMOVUPS.Z   128(R11), K3, Z14
-	VMOVUPS.Z   192(R11), K4, Z15
-	VFMADD231PS Z8, Z12, Z0
-	VFMADD231PS Z9, Z13, Z1
-	VFMADD231PS Z10, Z14, Z2
-	VFMADD231PS Z11, Z15, Z3
-	ADDQ        $8, R12
-	ADDQ        $256, R10
-	ADDQ        $256, R11
-	SUBQ        $4, CX
-	JG          dstep
-	ADDQ        R13, R12 // the next tap's masks
-
-	VADDPS        Z1, Z0, Z0
-	VADDPS        Z3, Z2, Z2
-	VADDPS        Z2, Z0, Z0
-	VEXTRACTF64X4 $1, Z0, Y16
-	VCVTPS2PD     Y0, Z17
-	VCVTPS2PD     Y16, Z18
-	VADDPD        Z18, Z17, Z17
-	VADDPD        (DI), Z17, Z17
-	VMOVUPD       Z17, (DI)
-	ADDQ          $64, DI
-	INCQ          BX
-	JMP           dtap
-
-ddone:
-	VZEROUPPER
-	RET
-
 // func blockSameAVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32)
 //
 // blockAVX512 on a SamePlan's geometry: Z(3r+v) accumulates row r,
@@ -1549,10 +1475,13 @@ pnext:
 
 // func sameDotsImagesAVX512(acc *float64, dy *float32, ldy int, in *float32, ldi, images int, taps *int, ntaps int, masks *uint16, nv4, nv int)
 //
-// sameDotsAVX512 over images planes (ldy and ldi apart, turned into bytes
-// in their slots first): per tap, every image's steps accumulate into the
-// same Z0…Z3 (R13 the tap's row of masks, restarted for each image), and
-// the sum is folded into acc[8·tap:] once for all of them.
+// TapDotsImages: per tap, steps of 4 vectors, nv vectors in all (rows of
+// masks nv4 apart), over images planes (ldy and ldi apart, turned into
+// bytes in their slots first): dy and the tap's input loaded under the
+// tap's masks (zeros elsewhere, so masked lanes add 0·0), every image's
+// products multiplied into the same Z0…Z3 (R13 the tap's row of masks,
+// restarted for each image); their sum, 16 lanes, folded to 8 and
+// converted to float64, is added to acc[8·tap:] once for all of them.
 TEXT ·sameDotsImagesAVX512(SB), NOSPLIT, $0-88
 	MOVQ acc+0(FP), DI
 	MOVQ ldy+16(FP), AX

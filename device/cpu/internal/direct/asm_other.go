@@ -33,10 +33,6 @@ func stride2AVX512(out, in *float32, ld, rows int, w *float32, masks *uint16, st
 	panic("direct: no assembly on this platform")
 }
 
-func sameDotsAVX512(acc *float64, dy, in *float32, taps *int, ntaps int, masks *uint16, nv4, nv int) {
-	panic("direct: no assembly on this platform")
-}
-
 func blockSameAVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32) {
 	panic("direct: no assembly on this platform")
 }

@@ -141,6 +141,10 @@ func (p *SamePlan) RunPlanes(out []float32, ldo int, in []float32, ldi int, w []
 	}
 }
 
+// inside reports whether tap t of output position q reads inside the
+// image (its mask bit).
+func (p *SamePlan) inside(t, q int) bool { return p.masks[t*p.nv4+q/Lanes]&(1<<(q%Lanes)) != 0 }
+
 // steps4 returns the plane's vectors rounded up to whole steps of 4, as
 // many as the kernels that step by 4 vectors compute (the masks of the
 // vectors past nvec are empty).
@@ -246,7 +250,7 @@ func (p *SamePlan) Im2col(col []float32, ld int, in []float32, cstride, channels
 			row := col[(c*nt+t)*ld:][:n]
 			for q := range row {
 				var v float32
-				if p.masks[t*p.nv4+q/Lanes]&(1<<(q%Lanes)) != 0 {
+				if p.inside(t, q) {
 					v = in[c*cstride+q+off]
 				}
 				row[q] = v
@@ -255,40 +259,22 @@ func (p *SamePlan) Im2col(col []float32, ld int, in []float32, cstride, channels
 	}
 }
 
-// TapDots adds, for each tap t, the products dy[q]·in[q + taps[t]] over
-// the output positions q (a tap outside the image reads 0) to acc[8t :
-// 8t+8]: one plane's share of the convolution's weight gradient, dy being
-// the gradient of its output, as eight float64 partial sums per tap (the
-// plane's products are summed in float32 first, in 16 lanes). TapSums
-// adds them up. It panics if a slice is too short.
+// TapDots is TapDotsImages for one plane: it adds, for each tap t, the
+// products dy[q]·in[q + taps[t]] over the output positions q to
+// acc[8t : 8t+8].
 func (p *SamePlan) TapDots(acc []float64, dy, in []float32) {
-	if len(in) < p.h*p.w || len(dy) < p.oh*p.w || len(acc) < TapAcc*len(p.taps) {
-		panic(fmt.Sprintf("direct: SamePlan.TapDots of a %d×%d plane into %d×%d with %d taps: %d inputs, %d gradients, %d partial sums",
-			p.h, p.w, p.oh, p.w, len(p.taps), len(in), len(dy), len(acc)))
-	}
-	if p.oh*p.w == 0 {
-		return
-	}
-	if haveAsm {
-		sameDotsAVX512(&acc[0], &dy[0], &in[0], &p.taps[0], len(p.taps), &p.masks[0], p.nv4, p.steps4())
-		return
-	}
-	for t, off := range p.taps {
-		var sum float32
-		for q := range p.oh * p.w {
-			if p.masks[t*p.nv4+q/Lanes]&(1<<(q%Lanes)) != 0 {
-				sum += dy[q] * in[q+off]
-			}
-		}
-		acc[TapAcc*t] += float64(sum)
-	}
+	p.TapDotsImages(acc, dy, p.oh*p.w, in, p.h*p.w, 1)
 }
 
-// TapDotsImages is TapDots over images planes at once: plane k of dy at
-// dy[k·ldy:] and of the input at in[k·ldi:]. The products of all of them
-// are summed in the same float32 lanes before they are added to acc, once
-// per tap instead of once per tap and plane (keep images small, a few
-// planes, for float32's sake). It panics if a slice is too short.
+// TapDotsImages adds, for each tap t, the products dy[q]·in[q + taps[t]]
+// over the output positions q (a tap outside the image reads 0) of images
+// planes to acc[8t : 8t+8]: those planes' share of the convolution's
+// weight gradient, dy being the gradient of its output, plane k of dy at
+// dy[k·ldy:] and of the input at in[k·ldi:], as eight float64 partial
+// sums per tap. The products of all the planes are summed in float32
+// first, in 16 lanes, and added to acc once per tap (keep images small, a
+// few planes, for float32's sake). TapSums adds them up. It panics if a
+// slice is too short.
 func (p *SamePlan) TapDotsImages(acc []float64, dy []float32, ldy int, in []float32, ldi, images int) {
 	if images <= 0 {
 		return
@@ -309,7 +295,7 @@ func (p *SamePlan) TapDotsImages(acc []float64, dy []float32, ldy int, in []floa
 		var sum float32
 		for k := range images {
 			for q := range n {
-				if p.masks[t*p.nv4+q/Lanes]&(1<<(q%Lanes)) != 0 {
+				if p.inside(t, q) {
 					sum += dy[k*ldy+q] * in[k*ldi+q+off]
 				}
 			}
