@@ -118,7 +118,7 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 		im2colShift(s, col, ld, x, g)
 		return
 	}
-	if c32, ok := any(col).([]float32); ok && s.StrideW == 2 && s.DilW == 1 && s.cg > 0 {
+	if c32, ok := any(col).([]float32); ok && s.columnSplit() {
 		im2colStride2(s, c32, ld, any(x).([]float32), g)
 		return
 	}
@@ -241,7 +241,14 @@ func columnPhase(s convShape, kw int, even, odd []float32) (phase []float32, wid
 // quarter of the plane, 0.6–0.9×: the split planes' clear and merge cost
 // more there than the element loop.
 func (s convShape) col2imPhases() bool {
-	return s.StrideW == 2 && s.DilW == 1 && s.KW >= 3 && s.ow >= 14 && s.cg > 0
+	return s.columnSplit() && s.KW >= 3 && s.ow >= 14
+}
+
+// columnSplit reports whether the convolution's planes can go through
+// their even and odd columns (columnPlanes): a horizontal stride of 2
+// without dilation, and channels in a group.
+func (s convShape) columnSplit() bool {
+	return s.StrideW == 2 && s.DilW == 1 && s.cg > 0
 }
 
 // col2imStride2 is col2im for float32 with a horizontal stride of 2 and no
