@@ -70,3 +70,74 @@ func TestInferenceRunsReuseMemory(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestBufferReuseWaitsForViews checks the bookkeeping that hands an
+// inference run's dead values back to its arena: a buffer that a view
+// still holds (a Reshape's output) stays out of the arena until the view
+// is dropped too, and buffers the run did not take from the arena are
+// never handed to it.
+func TestBufferReuseWaitsForViews(t *testing.T) {
+	arena := tensor.NewArena()
+	x := tensor.FromFloat32(make([]float32, 16), 4, 4)
+	reuse := newBufferReuse(arena)
+	a := autograd.Constant(x.WithArena(arena).Neg()) // from the arena
+	view := autograd.Constant(a.Value.Reshape(2, 8)) // shares a's buffer
+	reuse.hold(a)
+	reuse.hold(view)
+	input := autograd.Constant(x.WithArena(arena)) // not the arena's
+	reuse.drop(input)
+
+	reuse.drop(a)
+	next := x.WithArena(arena).Neg()
+	assert.False(t, next.Buffer() == view.Value.Buffer(), "a buffer a live view holds was handed out again")
+	assert.Equal(t, []float32{0, 0, 0, 0}, view.Value.Float32s()[:4], "the view's values changed")
+
+	reuse.drop(view)
+	last := x.WithArena(arena).AddScalar(1)
+	assert.True(t, last.Buffer() == view.Value.Buffer() || last.Buffer() == a.Value.Buffer(),
+		"the buffer of the last dropped holder was not reused")
+	var nilReuse *bufferReuse // a run that records gradients
+	nilReuse.hold(a)
+	nilReuse.drop(a)
+}
+
+// TestInferenceRunReusesDeadValues checks that an inference run of a
+// residual network holds less memory than the sum of its intermediate
+// values (those no later node reads go back to the arena), with the
+// plain model's outputs.
+func TestInferenceRunReusesDeadValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	resnet, err := models.NewResNet(models.ResNetConfig{Layers: []int{2, 2}, Widths: []int{8, 16}, InChannels: 3, Classes: 5, Stem: "cifar"}, rng)
+	require.NoError(t, err)
+	layers.Eval(resnet)
+	var buf bytes.Buffer
+	require.NoError(t, Export(resnet, []*tensor.Tensor{tensor.RandNormal(rng, 0, 1, 2, 3, 16, 16)}, &buf, ExportOptions{}))
+	frozen, err := Import(bytes.NewReader(buf.Bytes()), Frozen())
+	require.NoError(t, err)
+	plain, err := Import(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	layers.Eval(plain)
+
+	x := tensor.RandNormal(rng, 0, 1, 4, 3, 16, 16)
+	want, err := plain.Run(autograd.Constant(x))
+	require.NoError(t, err)
+	for run := range 3 {
+		got, err := frozen.Run(autograd.Constant(x))
+		require.NoError(t, err)
+		assert.InDeltaSlice(t, want[0].Value.Float32s(), got[0].Value.Float32s(), 1e-5, "run %d", run)
+	}
+	// Every Conv, Relu and Add writes at least 4·16·8·8 floats (the
+	// second stage's activations); without reuse the arena would hold
+	// them all.
+	least := 0
+	for _, n := range frozen.nodes {
+		switch n.proto.GetOpType() {
+		case "Conv", "Relu", "Add":
+			least += 4 * 4 * 16 * 8 * 8
+		}
+	}
+	require.Len(t, frozen.arenas, 1)
+	for _, a := range frozen.arenas {
+		assert.Less(t, a.Bytes(), least, "the run's arena holds every intermediate value")
+	}
+}

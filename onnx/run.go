@@ -24,7 +24,8 @@ const maxShapeMemo = 16
 // An inference run (evaluation mode, no parameter or input that requires
 // a gradient: a Frozen model, say) takes the memory of its intermediate
 // values from the previous run with the same input shapes instead of
-// allocating it anew, and returns copies of its outputs. Runs may be
+// allocating it anew, reuses the memory of each intermediate value once
+// no later node reads it, and returns copies of its outputs. Runs may be
 // concurrent.
 func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 	if len(inputs) != len(m.Inputs) {
@@ -52,7 +53,9 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 	consts := m.constsOn(dev)
 	m.mu.Unlock()
 	arena := m.takeArena(key, inputs) // nil: the run may record gradients
+	var reuse *bufferReuse
 	if arena != nil {
+		reuse = newBufferReuse(arena)
 		defer m.putArena(key, arena)
 		for i, x := range inputs {
 			values[m.Inputs[i].Name] = autograd.Constant(x.Value.WithArena(arena))
@@ -99,8 +102,10 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 			if n.shapeOnly {
 				newMemo[name] = outOfArena(outs[k].Value, arena)
 			}
+			reuse.hold(outs[k])
 		}
 		for _, name := range n.release {
+			reuse.drop(values[name])
 			delete(values, name)
 		}
 	}
@@ -163,6 +168,51 @@ func (m *Model) putArena(key string, arena *tensor.Arena) {
 		clear(m.arenas)
 	}
 	m.arenas[key] = arena
+}
+
+// bufferReuse hands the memory of an inference run's intermediate values
+// back to the run's arena once no later node reads them, so that the next
+// nodes write into memory that is still in cache rather than into a new
+// buffer per value (MobileNetV2 at batch 32 would touch about 800 MB per
+// run). Values share a buffer when an operator returns a view (Reshape,
+// Identity, Squeeze): a buffer goes back when the last value holding it
+// is dropped. A nil *bufferReuse (a run that may record gradients, where
+// the tape keeps every value) does nothing.
+type bufferReuse struct {
+	mark  tensor.ArenaMark
+	holds map[device.Buffer]int // live values per arena buffer
+}
+
+func newBufferReuse(arena *tensor.Arena) *bufferReuse {
+	return &bufferReuse{mark: arena.Mark(), holds: map[device.Buffer]int{}}
+}
+
+// hold counts v (a node's output) as a holder of its buffer.
+func (r *bufferReuse) hold(v *autograd.Var) {
+	if r == nil || v == nil || v.Value == nil {
+		return
+	}
+	r.holds[v.Value.Buffer()]++
+}
+
+// drop ends v's hold on its buffer, and gives the buffer back to the
+// arena when v held it last. Buffers the run did not take from its arena
+// (inputs, weights, memoised shapes) are never given back.
+func (r *bufferReuse) drop(v *autograd.Var) {
+	if r == nil || v == nil || v.Value == nil {
+		return
+	}
+	b := v.Value.Buffer()
+	n, ok := r.holds[b]
+	if !ok {
+		return
+	}
+	if n > 1 {
+		r.holds[b] = n - 1
+		return
+	}
+	delete(r.holds, b)
+	v.Value.Release(r.mark)
 }
 
 // outOfArena returns t itself unless it is in arena (the run's, nil for
