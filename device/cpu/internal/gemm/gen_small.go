@@ -62,6 +62,13 @@ func main() {
 
 const signature = "(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)"
 
+// prefetchRows is how many k steps ahead the kernels prefetch op(B)'s
+// row. In mobilenet_v2 at batch 32, whose 1×1 layers read each image's
+// activations in place, the run went from 108–111 ms without prefetching
+// to 100–103 ms at 8 or 16 rows ahead and 97–99 ms at 32 (Zen 5, 2
+// threads); the kernels' own speed on warm operands did not change.
+const prefetchRows = 32
+
 func name(w, h int) string { return fmt.Sprintf("smallAVX512w%dx%d", w, h) }
 
 const header = `// Kernels of the small-product path: C = alpha*op(A)·op(B) + beta*C on one
@@ -86,7 +93,10 @@ const header = `// Kernels of the small-product path: C = alpha*op(A)·op(B) + b
 // the current k step, R10 = ars and R11 = 3*ars in bytes (rows 1..3 of a
 // group of four are (R12)(R10*1), (R12)(R10*2), (R12)(R11*1)), SI = aks in
 // bytes; DI points to the current row of op(B), R9 = bks in bytes; CX
-// counts the k steps; DX = C, R8 = ldc in bytes. Row i accumulates in
+// counts the k steps; DX = C, R8 = ldc in bytes; in the k loop BX =
+// prefetchRows*bks in bytes, the distance at which each step prefetches
+// op(B)'s row (B read in place has its rows bks apart: a stream per row,
+// more than the hardware prefetcher follows). Row i accumulates in
 // Z(2i), Z(2i+1) (w = 32) or Zi (w = 16); Z28, Z29 hold op(B)'s row, Z30,
 // Z31 the broadcast elements of op(A), then alpha and beta; K1, K2 mask
 // columns 0..15 and 16..31.
@@ -261,6 +271,8 @@ func kernel(p func(string, ...any), w, h int) {
 		p("\tSHRL  $16, BX")
 		p("\tKMOVW BX, K2")
 	}
+	// BX = prefetchRows rows of op(B), in bytes (see the header).
+	p("\tIMUL3Q $%d, R9, BX", prefetchRows)
 	p("")
 	regs := h
 	if w == 32 {
@@ -271,6 +283,11 @@ func kernel(p func(string, ...any), w, h int) {
 	}
 	p("")
 	p("%sloop:", n)
+	p("\tPREFETCHT0 (DI)(BX*1)")
+	if w == 32 {
+		p("\tPREFETCHT0 64(DI)(BX*1)")
+	}
+	p("\tPREFETCHT0 %d(DI)(BX*1)", 4*w-1)
 	p("\tVMOVUPS.Z (DI), K1, Z28")
 	if w == 32 {
 		p("\tVMOVUPS.Z 64(DI), K2, Z29")
