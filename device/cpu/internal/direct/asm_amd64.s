@@ -1283,6 +1283,25 @@ rstep:
 	KMOVW  2(R12), K2
 	KMOVW  4(R12), K3
 	KMOVW  6(R12), K4
+	// Prefetch this step's columns of the four rows that the pair of
+	// output rows three pairs down reads first (rows 13 to 16 below
+	// this pair's first, with a vertical stride of 2): a plane's rows are
+	// too short for the hardware prefetcher to follow them. 112×112×96 at
+	// batch 32, whose planes come from memory: 10.0 → 3.2–5.3 ms (two
+	// or four pairs ahead did no better).
+	MOVQ       instep+32(FP), R11
+	LEAQ       (R11)(R11*2), R11
+	LEAQ       (AX)(R11*2), R11
+	ADDQ       R8, R11
+	PREFETCHT0 (R11)
+	PREFETCHT0 64(R11)
+	PREFETCHT0 (R11)(R8*1)
+	PREFETCHT0 64(R11)(R8*1)
+	LEAQ       (R11)(R8*2), R11
+	PREFETCHT0 (R11)
+	PREFETCHT0 64(R11)
+	PREFETCHT0 (R11)(R8*1)
+	PREFETCHT0 64(R11)(R8*1)
 	VXORPS Z0, Z0, Z0
 	VXORPS Z11, Z11, Z11
 	MOVQ   AX, R11
@@ -1387,6 +1406,21 @@ pstep:
 	MOVQ   AX, DX
 	SHLQ   $4, DX           // its first output
 	XORQ   BX, BX
+	// Prefetch both planes' inputs 512 bytes (two steps) past the
+	// step's first output: in mobilenet_v2 at batch 32 the planes come
+	// from memory, and the two planes' streams with their three rows of
+	// taps are more than the hardware prefetcher follows (56×56×144 at
+	// batch 32: 4.7 → 2.5 ms; 1,024 bytes 2.7, 2,048 3.0).
+	LEAQ       (SI)(DX*4), R11
+	PREFETCHT0 512(R11)
+	PREFETCHT0 576(R11)
+	PREFETCHT0 640(R11)
+	PREFETCHT0 704(R11)
+	ADDQ       CX, R11
+	PREFETCHT0 512(R11)
+	PREFETCHT0 576(R11)
+	PREFETCHT0 640(R11)
+	PREFETCHT0 704(R11)
 
 ptap:
 	MOVQ         (R8)(BX*8), R11
