@@ -243,6 +243,18 @@ vsecond:
 	KMOVW AX, K3
 
 vload:
+	// Prefetch this step's columns of the rows 6 and 7 below the
+	// first (those the output row three rows down reads first): the
+	// planes of a batch stream from memory, and rows of a few hundred
+	// bytes are too short for the hardware prefetcher to follow
+	// (resnet18's stem pooling at batch 32, BenchmarkMaxPool3x3:
+	// 6.4 → 3.7 ms).
+	LEAQ         (R8)(R8*2), R10
+	LEAQ         (SI)(R10*2), R10
+	PREFETCHT0   (R10)
+	PREFETCHT0   64(R10)
+	PREFETCHT0   (R10)(R8*1)
+	PREFETCHT0   64(R10)(R8*1)
 	MOVQ         SI, R11
 	VMOVUPS.Z    (R11), K1, Z10
 	VMOVUPS.Z    64(R11), K2, Z11
