@@ -255,6 +255,8 @@ func BenchmarkConvSingleImage(b *testing.B) {
 var stride2Cases = []device.ConvParams{
 	convCase(1, 3, 28, 28, 8, 3, 2, 1, 1),
 	convCase(1, 2, 14, 14, 4, 1, 2, 0, 1),
+	convCase(1, 4, 15, 13, 4, 1, 2, 0, 2), // 1×1: im2colSubsample
+	convCase(1, 2, 1, 3, 2, 1, 2, 0, 1),
 	convCase(1, 3, 15, 17, 4, 5, 2, 2, 1),
 	convCase(1, 2, 9, 9, 4, 7, 2, 3, 1),
 	convCase(1, 4, 8, 7, 4, 3, 2, 1, 2),
@@ -263,7 +265,8 @@ var stride2Cases = []device.ConvParams{
 	{N: 1, C: 2, H: 10, W: 11, OutC: 2, KH: 2, KW: 4, StrideH: 1, StrideW: 2, PadH: 0, PadW: 3, DilH: 1, DilW: 1, Groups: 1},
 }
 
-// TestIm2colStride2 checks im2colStride2 against im2col's element loop
+// TestIm2colStride2 checks im2colStride2 (and im2colSubsample, which
+// takes the 1×1 cases without padding) against im2col's element loop
 // (the path of float64) on the same values, and that nothing past a row
 // of the column matrix is written.
 func TestIm2colStride2(t *testing.T) {

@@ -118,6 +118,10 @@ func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 		im2colShift(s, col, ld, x, g)
 		return
 	}
+	if c32, ok := any(col).([]float32); ok && s.subsample() {
+		im2colSubsample(s, c32, ld, any(x).([]float32), g)
+		return
+	}
 	if c32, ok := any(col).([]float32); ok && s.columnSplit() {
 		im2colStride2(s, c32, ld, any(x).([]float32), g)
 		return
@@ -196,6 +200,28 @@ func im2colStride2(s convShape, col []float32, ld int, x []float32, g int) {
 				}
 			}
 		}
+	}
+}
+
+// subsample reports whether s is a 1×1 convolution of stride 2 without
+// padding (ResNet's downsampling shortcuts): its column matrix is the even
+// columns of the even rows of each input plane.
+func (s convShape) subsample() bool {
+	return s.KH == 1 && s.KW == 1 && s.StrideH == 2 && s.StrideW == 2 && s.PadH == 0 && s.PadW == 0 && s.cg > 0
+}
+
+// im2colSubsample is im2col for float32 where s.subsample(): one
+// direct.SplitColumns call per channel over the even rows only, the even
+// columns going straight to the channel's row of col (the odd ones to
+// scratch). im2colStride2 split every row of the plane first: resnet18's
+// downsampling layers at batch 32 read twice the input they use.
+func im2colSubsample(s convShape, col []float32, ld int, x []float32, g int) {
+	wo := s.W / 2
+	sc := getScratch[float32](max(1, s.oh*wo))
+	defer putScratch(sc)
+	for c := range s.cg {
+		plane := x[(g*s.cg+c)*s.inPlane:][:s.inPlane]
+		direct.SplitColumns(col[c*ld:][:s.l], s.ow, sc.s, wo, plane, 2*s.W, s.oh, s.W)
 	}
 }
 
