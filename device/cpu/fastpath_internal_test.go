@@ -297,6 +297,10 @@ func BenchmarkDepthwise(b *testing.B) {
 		{"112x112x96-s2", depthwiseParams(1, 96, 112, 112, 3, 2, 1, 1)},
 		{"14x14x384-s1", depthwiseParams(1, 384, 14, 14, 3, 1, 1, 1)},
 		{"7x7x960-s1", depthwiseParams(1, 960, 7, 7, 3, 1, 1, 1)},
+		// mobilenet_v2 at batch 32: planes that stream from memory
+		{"b32-112x112x96-s2", depthwiseParams(32, 96, 112, 112, 3, 2, 1, 1)},
+		{"b32-56x56x144-s1", depthwiseParams(32, 144, 56, 56, 3, 1, 1, 1)},
+		{"b32-14x14x384-s1", depthwiseParams(32, 384, 14, 14, 3, 1, 1, 1)},
 		{"b32-28x28x192-s2", depthwiseParams(32, 192, 28, 28, 3, 2, 1, 1)},
 	} {
 		s := newConvShape(c.p)
