@@ -271,8 +271,22 @@ var stride2Cases = []device.ConvParams{
 // of the column matrix is written.
 func TestIm2colStride2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
+	var shapes []convShape
 	for _, p := range stride2Cases {
 		s := newConvShape(p)
+		shapes = append(shapes, s)
+		// conv2dSplit's bands: output rows r0… of the image, as the
+		// convolution of the image shifted up.
+		for r0 := 1; r0 < s.oh; r0 += 2 {
+			b := s
+			b.oh = min(2, s.oh-r0)
+			b.l = b.oh * b.ow
+			b.PadH -= r0 * s.StrideH
+			shapes = append(shapes, b)
+		}
+	}
+	for _, s := range shapes {
+		p := s.ConvParams
 		x := randSlice(rng, s.imgIn)
 		x64 := make([]float64, len(x))
 		for i, v := range x {
