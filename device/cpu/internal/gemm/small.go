@@ -86,18 +86,19 @@ func useSmall(kern *kernelInfo, transA, transB bool, m, n, k, lda, ldb int) bool
 		return true
 	}
 	// A few bands of rows re-read B's k block as a stream that the
-	// kernels prefetch: cheaper than packing it, up to a few L2s.
-	return !transA && m <= smallBands*kern.mr && kb*ldb <= smallBands*budget
+	// kernels prefetch, from L3: cheaper than packing it.
+	return !transA && m <= smallBands*kern.mr && kb*ldb <= kern.mc*kern.kc
 }
 
 // smallBands is the most bands of rows for which a B not transposed
-// whose k block exceeds the packed path's L2 block (up to smallBands
-// times as large) still takes the small path. On one Zen 5 core the
-// small path ran 1.2–1.5× as fast as the packed one on m×k×n = 16×144×n
-// (n = 1024 to 4096), 32×288×n (1024, 2048), 24×144×3136 and 32×192×784
-// (mobilenet_v2's 1×1 layers of few output channels; the model at batch
-// 32 went from 86–88 to 79–82 ms), and slower once B streams from memory
-// (16×144×131072: 0.7×).
+// whose k block exceeds the packed path's L2 block still takes the small
+// path, as long as it fits the share of L3 the packed path gives its
+// block of A (mc×kc). On one Zen 5 core the small path ran 1.2–1.7× as
+// fast as the packed one on m×k×n = 16×144×n (n = 1024 to 16384),
+// 32×288×n (1024, 2048), 24×144×n (3136 to 12544), 40×144×4096 and
+// 32×192×784 (mobilenet_v2's 1×1 layers of few output channels: the model
+// at batch 32 went from 86–88 to 79–82 ms with B up to 3 L2 blocks), and
+// slower once B streams from memory (16×144×131072, 75 MB: 0.7×).
 const smallBands = 3
 
 // smallSgemm is Sgemm on the small path (its arguments checked, m, n, k > 0
