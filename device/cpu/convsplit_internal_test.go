@@ -346,3 +346,22 @@ func TestCol2imStride2(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallPlaneImages checks the images per GEMM of small planes: at
+// least 128 columns, at most 16 images, and of the first four counts the
+// one that fills its last strip of columns best.
+func TestSmallPlaneImages(t *testing.T) {
+	for _, c := range []struct{ l, nr, want int }{
+		{49, 32, 5},  // 245 columns: 8 strips, 11 empty (3 images: 147, 13 empty of 160)
+		{64, 32, 2},  // 128: full strips
+		{16, 32, 8},  // 128
+		{36, 32, 7},  // 252 of 256
+		{100, 32, 5}, // 500 of 512
+		{1, 32, 16},  // at most 16 images
+		{49, 16, 6},  // 294 of 304 (3: 147 of 160, 5: 245 of 256)
+	} {
+		if got := smallPlaneImages(c.l, c.nr); got != c.want {
+			t.Errorf("plane of %d, strips of %d: %d images, want %d", c.l, c.nr, got, c.want)
+		}
+	}
+}

@@ -480,11 +480,7 @@ func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x
 		// planes), 0.94× on the eleventh (576 → 160 channels, 7×7).
 		gi = 1
 	} else if s.l > 0 && gi*s.l < 128 {
-		// Small planes take at least 128 columns, past the cache budget
-		// of imagesPerGEMM: a 49-column product leaves a third of the
-		// GEMM's last strip of 32 empty. resnet18's 512-channel 7×7 layers
-		// (one image) ran 7–13% faster with 2 to 4 images per GEMM.
-		gi = min(16, (128+s.l-1)/s.l)
+		gi = smallPlaneImages(s.l, gemm.Blocking().NR)
 	}
 	tasks := (s.N + gi - 1) / gi
 	if tasks < dev.numWorkers() && !dev.serial(2, s.imgOut*s.ckk) {
@@ -492,6 +488,27 @@ func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x
 		return
 	}
 	launch(dev, tasks, gi*s.imgOut*s.ckk, convArgs[T]{dev: dev, s: s, a: y, b: x, c: w, gi: gi, act: act, bias: bias})
+}
+
+// smallPlaneImages is the number of images per GEMM of a convolution
+// whose output planes have fewer than 128 positions (l): at least 128
+// columns, past the cache budget of imagesPerGEMM, since a 49-column
+// product leaves a third of the GEMM's last strip of nr columns empty
+// (resnet18's 512-channel 7×7 layers, one image, ran 7–13% faster with 2
+// to 4 images per GEMM); of the first four counts from there, the one
+// whose columns leave the smallest share of their last strip empty (with
+// 7×7 planes 5 images, 245 columns, not 3: resnet18's 3×3 layers of
+// 512 channels at batch 32 ran 4–7% faster).
+func smallPlaneImages(l, nr int) int {
+	least := min(16, (128+l-1)/l)
+	best, bestEmpty := least, 1.0
+	for gi := least; gi <= min(16, least+3); gi++ {
+		strips := (gi*l + nr - 1) / nr
+		if empty := float64(strips*nr-gi*l) / float64(strips*nr); empty < bestEmpty {
+			best, bestEmpty = gi, empty
+		}
+	}
+	return best
 }
 
 // The CPU device implements the optional fused convolution.
