@@ -85,10 +85,22 @@ func useSmall(kern *kernelInfo, transA, transB bool, m, n, k, lda, ldb int) bool
 	if m <= kern.mr || kb*ldb <= budget {
 		return true
 	}
-	// A few bands of rows re-read B's k block as a stream that the
-	// kernels prefetch, from L3: cheaper than packing it.
-	return !transA && m <= smallBands*kern.mr && kb*ldb <= kern.mc*kern.kc
+	// Each band of rows re-reads B's k block as a stream that the
+	// kernels prefetch, from L3: cheaper than packing it while the block
+	// fits the L3 share of the packed path's A block (mc×kc) and all
+	// bands together read at most smallStreams such shares.
+	share := kern.mc * kern.kc
+	bands := (m + kern.mr - 1) / kern.mr
+	return !transA && kb*ldb <= share && (bands <= smallBands || bands*kb*ldb <= smallStreams*share)
 }
+
+// smallStreams bounds what the bands of a small-path product with a B
+// larger than L2 read in all, in L3 shares (see useSmall). On Zen 5 with
+// both cores (benchSgemm's split) the small path ran 1.04–1.17× as fast
+// as the packed one on m×k×n = 128×576×784, 256×1152×196, 64×576×3136
+// and 512³ (resnet18's 3×3 layers through im2col), and 0.88× on
+// 256×256×4096, whose 19 bands read 20 L3 shares.
+const smallStreams = 4
 
 // smallBands is the most bands of rows for which a B not transposed
 // whose k block exceeds the packed path's L2 block still takes the small
