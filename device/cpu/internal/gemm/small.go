@@ -43,6 +43,9 @@ func takeSmall(kern *kernelInfo, transA, transB bool, m, n, k, lda, ldb int) boo
 // floats for the copy of a transposed B) fits in the kc×nc floats of the
 // block B̃ that the packed path keeps in L2, or, B not being transposed,
 // when op(A) has no more rows than a tile (m <= mr: B is then read once).
+// Past L2, a B as stored and an A not transposed still take it while B's
+// k block fits L3 (see smallBands and smallStreams): the small kernels
+// prefetch B's rows.
 //
 // The small path is the packed path's loop nest without the packing and
 // without blocking n: a tile reads its mr rows of op(A) from L1 for every
