@@ -60,14 +60,7 @@ func main() {
 	}
 }
 
-const signature = "(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)"
-
-// prefetchRows is how many k steps ahead the kernels prefetch op(B)'s
-// row. In mobilenet_v2 at batch 32, whose 1×1 layers read each image's
-// activations in place, the run went from 108–111 ms without prefetching
-// to 100–103 ms at 8 or 16 rows ahead and 97–99 ms at 32 (Zen 5, 2
-// threads); the kernels' own speed on warm operands did not change.
-const prefetchRows = 32
+const signature = "(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)"
 
 func name(w, h int) string { return fmt.Sprintf("smallAVX512w%dx%d", w, h) }
 
@@ -93,10 +86,9 @@ const header = `// Kernels of the small-product path: C = alpha*op(A)·op(B) + b
 // the current k step, R10 = ars and R11 = 3*ars in bytes (rows 1..3 of a
 // group of four are (R12)(R10*1), (R12)(R10*2), (R12)(R11*1)), SI = aks in
 // bytes; DI points to the current row of op(B), R9 = bks in bytes; CX
-// counts the k steps; DX = C, R8 = ldc in bytes; in the k loop BX =
-// prefetchRows*bks in bytes, the distance at which each step prefetches
-// op(B)'s row (B read in place has its rows bks apart: a stream per row,
-// more than the hardware prefetcher follows). Row i accumulates in
+// counts the k steps; DX = C, R8 = ldc in bytes; in the k loop BX = pf,
+// the distance in bytes past op(B)'s current row that each step
+// prefetches (see smallPrefetch). Row i accumulates in
 // Z(2i), Z(2i+1) (w = 32) or Zi (w = 16); Z28, Z29 hold op(B)'s row, Z30,
 // Z31 the broadcast elements of op(A), then alpha and beta; K1, K2 mask
 // columns 0..15 and 16..31.
@@ -236,7 +228,7 @@ func acc(w, i int) string {
 func kernel(p func(string, ...any), w, h int) {
 	n := name(w, h)
 	p("// func %s%s", n, signature)
-	p("TEXT ·%s(SB), NOSPLIT, $0-96", n)
+	p("TEXT ·%s(SB), NOSPLIT, $0-104", n)
 	p("\tMOVQ kc+0(FP), CX")
 	p("\tMOVQ a+8(FP), R12")
 	p("\tMOVQ ars+16(FP), R10")
@@ -271,8 +263,7 @@ func kernel(p func(string, ...any), w, h int) {
 		p("\tSHRL  $16, BX")
 		p("\tKMOVW BX, K2")
 	}
-	// BX = prefetchRows rows of op(B), in bytes (see the header).
-	p("\tIMUL3Q $%d, R9, BX", prefetchRows)
+	p("\tMOVQ pf+96(FP), BX")
 	p("")
 	regs := h
 	if w == 32 {

@@ -26,10 +26,9 @@
 // the current k step, R10 = ars and R11 = 3*ars in bytes (rows 1..3 of a
 // group of four are (R12)(R10*1), (R12)(R10*2), (R12)(R11*1)), SI = aks in
 // bytes; DI points to the current row of op(B), R9 = bks in bytes; CX
-// counts the k steps; DX = C, R8 = ldc in bytes; in the k loop BX =
-// prefetchRows*bks in bytes, the distance at which each step prefetches
-// op(B)'s row (B read in place has its rows bks apart: a stream per row,
-// more than the hardware prefetcher follows). Row i accumulates in
+// counts the k steps; DX = C, R8 = ldc in bytes; in the k loop BX = pf,
+// the distance in bytes past op(B)'s current row that each step
+// prefetches (see smallPrefetch). Row i accumulates in
 // Z(2i), Z(2i+1) (w = 32) or Zi (w = 16); Z28, Z29 hold op(B)'s row, Z30,
 // Z31 the broadcast elements of op(A), then alpha and beta; K1, K2 mask
 // columns 0..15 and 16..31.
@@ -143,8 +142,8 @@
 	VBROADCASTSS addr, t; \
 	VFMADD231PS  t, Z28, r0
 
-// func smallAVX512w32x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x1(SB), NOSPLIT, $0-96
+// func smallAVX512w32x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x1(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -167,7 +166,7 @@ TEXT ·smallAVX512w32x1(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -217,8 +216,8 @@ smallAVX512w32x1done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x2(SB), NOSPLIT, $0-96
+// func smallAVX512w32x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x2(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -245,7 +244,7 @@ TEXT ·smallAVX512w32x2(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -302,8 +301,8 @@ smallAVX512w32x2done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x3(SB), NOSPLIT, $0-96
+// func smallAVX512w32x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x3(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -334,7 +333,7 @@ TEXT ·smallAVX512w32x3(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -398,8 +397,8 @@ smallAVX512w32x3done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x4(SB), NOSPLIT, $0-96
+// func smallAVX512w32x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x4(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -434,7 +433,7 @@ TEXT ·smallAVX512w32x4(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -505,8 +504,8 @@ smallAVX512w32x4done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x5(SB), NOSPLIT, $0-96
+// func smallAVX512w32x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x5(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -546,7 +545,7 @@ TEXT ·smallAVX512w32x5(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -625,8 +624,8 @@ smallAVX512w32x5done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x6(SB), NOSPLIT, $0-96
+// func smallAVX512w32x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x6(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -670,7 +669,7 @@ TEXT ·smallAVX512w32x6(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -756,8 +755,8 @@ smallAVX512w32x6done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x7(SB), NOSPLIT, $0-96
+// func smallAVX512w32x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x7(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -805,7 +804,7 @@ TEXT ·smallAVX512w32x7(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -898,8 +897,8 @@ smallAVX512w32x7done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x8(SB), NOSPLIT, $0-96
+// func smallAVX512w32x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x8(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -951,7 +950,7 @@ TEXT ·smallAVX512w32x8(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1051,8 +1050,8 @@ smallAVX512w32x8done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x9(SB), NOSPLIT, $0-96
+// func smallAVX512w32x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x9(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1109,7 +1108,7 @@ TEXT ·smallAVX512w32x9(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1217,8 +1216,8 @@ smallAVX512w32x9done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x10(SB), NOSPLIT, $0-96
+// func smallAVX512w32x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x10(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1279,7 +1278,7 @@ TEXT ·smallAVX512w32x10(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1394,8 +1393,8 @@ smallAVX512w32x10done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x11(SB), NOSPLIT, $0-96
+// func smallAVX512w32x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x11(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1460,7 +1459,7 @@ TEXT ·smallAVX512w32x11(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1582,8 +1581,8 @@ smallAVX512w32x11done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x12(SB), NOSPLIT, $0-96
+// func smallAVX512w32x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x12(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1652,7 +1651,7 @@ TEXT ·smallAVX512w32x12(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1781,8 +1780,8 @@ smallAVX512w32x12done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x13(SB), NOSPLIT, $0-96
+// func smallAVX512w32x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x13(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1856,7 +1855,7 @@ TEXT ·smallAVX512w32x13(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1993,8 +1992,8 @@ smallAVX512w32x13done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w32x14(SB), NOSPLIT, $0-96
+// func smallAVX512w32x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w32x14(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2072,7 +2071,7 @@ TEXT ·smallAVX512w32x14(SB), NOSPLIT, $0-96
 	KMOVW BX, K1
 	SHRL  $16, BX
 	KMOVW BX, K2
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2216,8 +2215,8 @@ smallAVX512w32x14done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x1(SB), NOSPLIT, $0-96
+// func smallAVX512w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x1(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2237,7 +2236,7 @@ TEXT ·smallAVX512w16x1(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 
@@ -2284,8 +2283,8 @@ smallAVX512w16x1done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x2(SB), NOSPLIT, $0-96
+// func smallAVX512w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x2(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2308,7 +2307,7 @@ TEXT ·smallAVX512w16x2(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2361,8 +2360,8 @@ smallAVX512w16x2done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x3(SB), NOSPLIT, $0-96
+// func smallAVX512w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x3(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2388,7 +2387,7 @@ TEXT ·smallAVX512w16x3(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2447,8 +2446,8 @@ smallAVX512w16x3done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x4(SB), NOSPLIT, $0-96
+// func smallAVX512w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x4(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2477,7 +2476,7 @@ TEXT ·smallAVX512w16x4(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2542,8 +2541,8 @@ smallAVX512w16x4done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x5(SB), NOSPLIT, $0-96
+// func smallAVX512w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x5(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2576,7 +2575,7 @@ TEXT ·smallAVX512w16x5(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2648,8 +2647,8 @@ smallAVX512w16x5done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x6(SB), NOSPLIT, $0-96
+// func smallAVX512w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x6(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2685,7 +2684,7 @@ TEXT ·smallAVX512w16x6(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2763,8 +2762,8 @@ smallAVX512w16x6done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x7(SB), NOSPLIT, $0-96
+// func smallAVX512w16x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x7(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2803,7 +2802,7 @@ TEXT ·smallAVX512w16x7(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2887,8 +2886,8 @@ smallAVX512w16x7done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x8(SB), NOSPLIT, $0-96
+// func smallAVX512w16x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x8(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2930,7 +2929,7 @@ TEXT ·smallAVX512w16x8(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3020,8 +3019,8 @@ smallAVX512w16x8done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x9(SB), NOSPLIT, $0-96
+// func smallAVX512w16x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x9(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3067,7 +3066,7 @@ TEXT ·smallAVX512w16x9(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3164,8 +3163,8 @@ smallAVX512w16x9done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x10(SB), NOSPLIT, $0-96
+// func smallAVX512w16x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x10(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3214,7 +3213,7 @@ TEXT ·smallAVX512w16x10(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3317,8 +3316,8 @@ smallAVX512w16x10done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x11(SB), NOSPLIT, $0-96
+// func smallAVX512w16x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x11(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3370,7 +3369,7 @@ TEXT ·smallAVX512w16x11(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3479,8 +3478,8 @@ smallAVX512w16x11done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x12(SB), NOSPLIT, $0-96
+// func smallAVX512w16x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x12(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3535,7 +3534,7 @@ TEXT ·smallAVX512w16x12(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3650,8 +3649,8 @@ smallAVX512w16x12done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x13(SB), NOSPLIT, $0-96
+// func smallAVX512w16x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x13(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3710,7 +3709,7 @@ TEXT ·smallAVX512w16x13(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3832,8 +3831,8 @@ smallAVX512w16x13done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32)
-TEXT ·smallAVX512w16x14(SB), NOSPLIT, $0-96
+// func smallAVX512w16x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+TEXT ·smallAVX512w16x14(SB), NOSPLIT, $0-104
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3895,7 +3894,7 @@ TEXT ·smallAVX512w16x14(SB), NOSPLIT, $0-96
 	ADDQ R8, BX
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
-	IMUL3Q $32, R9, BX
+	MOVQ pf+96(FP), BX
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
