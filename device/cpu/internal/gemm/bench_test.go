@@ -206,3 +206,56 @@ func BenchmarkSmallCrossover(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkColdA times mobilenet_v2's 160→960 1×1 layer on a 7×7 plane
+// (m×k×n = 960×160×49) on one goroutine with A, the weights, in cache
+// (warm) or not (cold: 48 copies of A in turn, 29 MB), read as stored
+// (plain) or in bands of mr rows, each band k-major and one product
+// (panel): the layout of the convolutions' weightPanels in package cpu.
+func BenchmarkColdA(b *testing.B) {
+	m, n, k := 960, 49, 160
+	setupBlocking()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const copies = 48
+	as := make([][]float32, copies)
+	panels := make([][]float32, copies)
+	for ci := range as {
+		as[ci] = randSlice(rng, m*k)
+		p := make([]float32, m*k)
+		mr := active.mr
+		for r0 := 0; r0 < m; r0 += mr {
+			rows := min(mr, m-r0)
+			for pp := 0; pp < k; pp++ {
+				for i := 0; i < rows; i++ {
+					p[r0*k+pp*rows+i] = as[ci][(r0+i)*k+pp]
+				}
+			}
+		}
+		panels[ci] = p
+	}
+	bm := randSlice(rng, k*n)
+	c := make([]float32, m*n)
+	var ws Workspace
+	for _, mode := range []string{"warm-plain", "cold-plain", "warm-panel", "cold-panel"} {
+		b.Run(mode, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				idx := 0
+				if mode[0] == 'c' {
+					idx = i % copies
+				}
+				i++
+				if mode[5:] == "plain" {
+					Sgemm(&ws, false, false, m, n, k, 1, as[idx], k, bm, n, 0, c, n)
+				} else {
+					mr := active.mr
+					for r0 := 0; r0 < m; r0 += mr {
+						rows := min(mr, m-r0)
+						Sgemm(&ws, true, false, rows, n, k, 1, panels[idx][r0*k:], rows, bm, n, 0, c[r0*n:], n)
+					}
+				}
+			}
+			b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -88,7 +88,10 @@ const header = `// Kernels of the small-product path: C = alpha*op(A)·op(B) + b
 // bytes; DI points to the current row of op(B), R9 = bks in bytes; CX
 // counts the k steps; DX = C, R8 = ldc in bytes; in the k loop BX = pf,
 // the distance in bytes past op(B)'s current row that each step
-// prefetches (see smallPrefetch). Row i accumulates in
+// prefetches (see smallPrefetch), and R15 = 32*aks in bytes, how far past
+// row 0 of op(A) each step prefetches (32 k steps ahead: the rest of a
+// band of op(A) laid out k-major, as the convolutions' weightPanels are;
+// for A as stored, row 0 only). Row i accumulates in
 // Z(2i), Z(2i+1) (w = 32) or Zi (w = 16); Z28, Z29 hold op(B)'s row, Z30,
 // Z31 the broadcast elements of op(A), then alpha and beta; K1, K2 mask
 // columns 0..15 and 16..31.
@@ -264,6 +267,8 @@ func kernel(p func(string, ...any), w, h int) {
 		p("\tKMOVW BX, K2")
 	}
 	p("\tMOVQ pf+96(FP), BX")
+	p("\tMOVQ SI, R15")
+	p("\tSHLQ $5, R15")
 	p("")
 	regs := h
 	if w == 32 {
@@ -274,6 +279,7 @@ func kernel(p func(string, ...any), w, h int) {
 	}
 	p("")
 	p("%sloop:", n)
+	p("\tPREFETCHT0 (R12)(R15*1)")
 	p("\tPREFETCHT0 (DI)(BX*1)")
 	if w == 32 {
 		p("\tPREFETCHT0 64(DI)(BX*1)")
