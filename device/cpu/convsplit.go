@@ -23,7 +23,7 @@ import (
 // GEMM has written it, and, since every element of a GEMM's output goes
 // through the same operations however the output is split, the result is
 // that of the image-parallel path.
-func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T) {
+func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T, panels []float32) {
 	if s.l >= s.ocg {
 		rows := s.bandRows(dev.numWorkers())
 		nb := (s.oh + rows - 1) / rows
@@ -35,14 +35,15 @@ func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x,
 			nb = (s.l + cols - 1) / cols
 		}
 		launch(dev, s.N*s.Groups*nb, rows*s.ow*s.ocg*s.ckk,
-			convBandArgs[T]{s: s, dev: dev, y: y, x: x, w: w, bias: bias, act: act, rows: rows, nb: nb, cols: cols})
+			convBandArgs[T]{s: s, dev: dev, y: y, x: x, w: w, bias: bias, act: act, rows: rows, nb: nb, cols: cols, panels: panels})
 		return
 	}
 	unit := channelUnit(dev, s) // output channels per task index
 	for n := 0; n < s.N; n++ {
 		for g := 0; g < s.Groups; g++ {
 			launch(dev, (s.ocg+unit-1)/unit, unit*s.l*s.ckk, convRowsArgs[T]{s: s, dev: dev,
-				y: y[n*s.imgOut+g*s.ocg*s.l:], x: x[n*s.imgIn:], w: w[g*s.wGroup:], bias: bias, act: act, g: g, unit: unit})
+				y: y[n*s.imgOut+g*s.ocg*s.l:], x: x[n*s.imgIn:], w: w[g*s.wGroup:], bias: bias, act: act, g: g, unit: unit,
+				panels: groupPanels(panels, s, g, 0)})
 		}
 	}
 }
@@ -81,6 +82,7 @@ type convBandArgs[T float] struct {
 	act           device.Activation
 	rows, nb      int // output rows per band, bands per image and group
 	cols          int // positions per band of a pointwise convolution (else 0)
+	panels        []float32 // w in weightPanels' layout, or nil
 }
 
 // bandAlign is the multiple of positions at which the bands of a
@@ -120,7 +122,7 @@ func (a *convBandArgs[T]) run(lo, hi int) {
 			im2col(b, col, bl, a.x[n*s.imgIn:], g)
 		}
 		out := a.y[n*s.imgOut+g*s.ocg*s.l+p0:]
-		convProduct(a.dev, a.act, a.bias, g*s.ocg, s.ocg, bl, s.ckk, a.w[g*s.wGroup:], col, ldb, out, s.l)
+		convProduct(a.dev, a.act, a.bias, g*s.ocg, s.ocg, bl, s.ckk, a.w[g*s.wGroup:], groupPanels(a.panels, s, g, 0), col, ldb, out, s.l)
 	}
 }
 
@@ -133,6 +135,7 @@ type convRowsArgs[T float] struct {
 	y, x, w, bias []T
 	act           device.Activation
 	g, unit       int
+	panels        []float32 // group g's weights in weightPanels' layout, or nil
 }
 
 // run unfolds the image into the worker's own buffer (a 1×1 convolution
@@ -151,5 +154,5 @@ func (a *convRowsArgs[T]) run(lo, hi int) {
 	}
 	i0, i1 := lo*a.unit, min(hi*a.unit, s.ocg)
 	out := a.y[i0*s.l:]
-	convProduct(a.dev, a.act, a.bias, a.g*s.ocg+i0, i1-i0, s.l, s.ckk, a.w[i0*s.ckk:], col, s.l, out, s.l)
+	convProduct(a.dev, a.act, a.bias, a.g*s.ocg+i0, i1-i0, s.l, s.ckk, a.w[i0*s.ckk:], groupPanels(a.panels, s, 0, i0), col, s.l, out, s.l)
 }

@@ -27,6 +27,7 @@ const (
 	winogradFilters  derivedKind = iota + 1 // winoFilterArgs's 16·OutC·C transformed filters
 	directFilters                           // directGeom.packFilters's blocks
 	transposedMatrix                        // storedAsRead's Bᵀ (outC = N rows of B, inC = K)
+	bandedWeights                           // weightPanels' bands of rows (inC = a group's columns, taps = rows per band)
 )
 
 // derivedForms are the forms derived from one constant buffer.

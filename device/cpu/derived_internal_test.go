@@ -8,6 +8,7 @@ import (
 
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu/internal/direct"
+	"github.com/hora-dl/hora/device/cpu/internal/gemm"
 )
 
 // TestConstantFiltersKept checks that the Winograd and direct
@@ -139,3 +140,52 @@ func formsOf(b *Buffer, kind derivedKind) int {
 }
 
 func (d *Device) bufferOf(v []float32) *Buffer { return &Buffer{dev: d, dt: device.Float32, f32: v} }
+
+// TestWeightPanelsSameBits checks that convolutions through im2col with
+// constant weights, which read them in bands (weightPanels), give the
+// bits of the same convolution reading the weights as they are: one image
+// split by channels and by positions, a batch of one image per GEMM,
+// groups, bands cut short, with and without bias and activation.
+func TestWeightPanelsSameBits(t *testing.T) {
+	dev := New()
+	if !dev.ownKernelOnly() || gemm.Blocking().MR < 8 {
+		t.Skip("float32 products do not all run Hora's vector kernel here")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	k := dev.Kernels().(kernels)
+	for _, p := range []device.ConvParams{
+		convCase(1, 16, 7, 7, 150, 1, 1, 0, 1),  // by channels: 49 positions, 150 channels
+		convCase(1, 24, 14, 14, 20, 1, 1, 0, 1), // by positions
+		convCase(3, 16, 9, 9, 45, 1, 1, 0, 1),   // one image per GEMM
+		convCase(1, 8, 10, 10, 72, 3, 1, 1, 1),  // 3×3 through im2col, split
+		convCase(2, 12, 8, 8, 60, 1, 1, 0, 3),   // groups of 20 channels
+		convCase(1, 6, 12, 12, 90, 3, 2, 1, 2),
+	} {
+		s := newConvShape(p)
+		x := dev.bufferOf(randSlice(rng, s.N*s.imgIn))
+		bias := dev.bufferOf(randSlice(rng, s.OutC))
+		for _, tc := range []struct {
+			act  device.Activation
+			bias *Buffer
+		}{{device.ActNone, nil}, {device.ActReLU6, bias}, {device.ActReLU, nil}} {
+			w := dev.bufferOf(randSlice(rng, s.OutC*s.ckk))
+			conv := func() []float32 {
+				y := dev.bufferOf(make([]float32, s.N*s.imgOut))
+				var b device.Buffer
+				if tc.bias != nil {
+					b = tc.bias
+				}
+				k.Conv2DBiasAct(p, tc.act, y, x, w, b)
+				return y.f32
+			}
+			want := conv()
+			dev.MarkConstant(w)
+			if got := conv(); !slices.Equal(got, want) {
+				t.Fatalf("%+v, %v, bias %v: the bands give other bits", p, tc.act, tc.bias != nil)
+			}
+			if n := formsOf(w, bandedWeights); n != 1 {
+				t.Fatalf("%+v: %d banded forms kept, want 1", p, n)
+			}
+		}
+	}
+}

@@ -66,7 +66,7 @@ func testDepthwise[T float](t *testing.T, dev *Device, rng *rand.Rand, p device.
 	bias := randVals[T](rng, p.OutC, -0.5, 0.5)
 	ny := p.N * p.OutC * s.l
 	want, got := make([]T, ny), make([]T, ny)
-	conv2dIm2col(dev, s, device.ActNone, want, x, w, nil)
+	conv2dIm2col(dev, s, device.ActNone, want, x, w, nil, nil)
 	for i := range got {
 		got[i] = T(math.NaN())
 	}
@@ -314,7 +314,7 @@ func BenchmarkDepthwise(b *testing.B) {
 					if impl == "direct" {
 						conv2dBiasAct(dev, s, device.ActNone, y, x, w, nil, nil)
 					} else {
-						conv2dIm2col(dev, s, device.ActNone, y, x, w, nil)
+						conv2dIm2col(dev, s, device.ActNone, y, x, w, nil, nil)
 					}
 				}
 				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")

@@ -469,7 +469,7 @@ func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 // A batch with more GEMMs than workers runs them in parallel; a smaller
 // one (a single image) splits each image's GEMM across the workers (see
 // conv2dSplit).
-func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T) {
+func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T, wb *Buffer) {
 	gi := s.imagesPerGEMM()
 	if s.pointwise() {
 		// A 1×1 convolution reads each image in place as its column
@@ -483,11 +483,18 @@ func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x
 		gi = smallPlaneImages(s.l, gemm.Blocking().NR)
 	}
 	tasks := (s.N + gi - 1) / gi
-	if tasks < dev.numWorkers() && !dev.serial(2, s.imgOut*s.ckk) {
-		conv2dSplit(dev, s, act, y, x, w, bias)
+	split := tasks < dev.numWorkers() && !dev.serial(2, s.imgOut*s.ckk)
+	var panels []float32 // for the paths of one image per GEMM
+	if gi == 1 || split {
+		var release func()
+		panels, release = weightPanels(dev, s, w, wb)
+		defer release()
+	}
+	if split {
+		conv2dSplit(dev, s, act, y, x, w, bias, panels)
 		return
 	}
-	launch(dev, tasks, gi*s.imgOut*s.ckk, convArgs[T]{dev: dev, s: s, a: y, b: x, c: w, gi: gi, act: act, bias: bias})
+	launch(dev, tasks, gi*s.imgOut*s.ckk, convArgs[T]{dev: dev, s: s, a: y, b: x, c: w, gi: gi, act: act, bias: bias, panels: panels})
 }
 
 // smallPlaneImages is the number of images per GEMM of a convolution
@@ -556,7 +563,7 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
 		return
 	}
-	conv2dIm2col(dev, s, act, y, x, w, bias)
+	conv2dIm2col(dev, s, act, y, x, w, bias, wb)
 }
 
 // convArgs are the arguments of one convolution kernel call: a, b and c
@@ -569,6 +576,7 @@ type convArgs[T float] struct {
 	gi      int // images per GEMM
 	act     device.Activation
 	bias    []T
+	panels  []float32 // w in weightPanels' layout, or nil
 }
 
 // run computes the convolution of the groups of gi images [lo, hi). With
@@ -595,7 +603,7 @@ func (args *convArgs[T]) run(lo, hi int) {
 					im2col(s, col, s.l, x[n*s.imgIn:], g)
 				}
 				out := y[n*s.imgOut+g*s.ocg*s.l:]
-				convProduct(dev, args.act, args.bias, g*s.ocg, s.ocg, s.l, s.ckk, w[g*s.wGroup:], col, s.l, out, s.l)
+				convProduct(dev, args.act, args.bias, g*s.ocg, s.ocg, s.l, s.ckk, w[g*s.wGroup:], groupPanels(args.panels, s, g, 0), col, s.l, out, s.l)
 			}
 		}
 		return
@@ -642,7 +650,11 @@ func (s convShape) pointwise() bool {
 // own over out, which by then has left the cache; the bits are the same.
 // Alone, MobileNetV2's 1×1 layers at batch 1 ran up to 2× as fast (that
 // pass had taken a third of their time).
-func convProduct[T float](dev *Device, act device.Activation, bias []T, oc0, m, n, k int, w, col []T, ldb int, out []T, ldo int) {
+func convProduct[T float](dev *Device, act device.Activation, bias []T, oc0, m, n, k int, w []T, panels []float32, col []T, ldb int, out []T, ldo int) {
+	if panels != nil {
+		panelProduct(dev, act, any(bias).([]float32), oc0, m, n, k, panels, any(col).([]float32), ldb, any(out).([]float32), ldo)
+		return
+	}
 	if b32, ok := any(bias).([]float32); ok && b32 != nil {
 		lo, hi := clampOf(act)
 		e := gemm.Epilogue{Bias: b32[oc0 : oc0+m], Lo: lo, Hi: hi}
@@ -702,13 +714,13 @@ func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, 
 			convPoolDirect(k.d, s, q, act, buf(y).f32, buf(argmax).i64, buf(x).f32, buf(w).f32, b, buf(w))
 			return
 		}
-		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float32]{convArgs[float32]{k.d, s, buf(y).f32, buf(x).f32, buf(w).f32, gi, act, b}, q, buf(argmax).i64})
+		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float32]{convArgs[float32]{k.d, s, buf(y).f32, buf(x).f32, buf(w).f32, gi, act, b, nil}, q, buf(argmax).i64})
 	case device.Float64:
 		var b []float64
 		if bias != nil {
 			b = buf(bias).f64
 		}
-		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float64]{convArgs[float64]{k.d, s, buf(y).f64, buf(x).f64, buf(w).f64, gi, act, b}, q, buf(argmax).i64})
+		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float64]{convArgs[float64]{k.d, s, buf(y).f64, buf(x).f64, buf(w).f64, gi, act, b, nil}, q, buf(argmax).i64})
 	default:
 		panic(dtypeMsg("Conv2DBiasActMaxPool", buf(y).dt))
 	}

@@ -1,0 +1,84 @@
+package cpu
+
+import (
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/gemm"
+)
+
+// Constant convolution weights in bands of rows. A GEMM through im2col
+// reads its weights, op(A), a row per output channel; the small kernels
+// broadcast one element of each of a tile's mr rows per k step, mr
+// streams ck·4 bytes apart. When the weights come from memory (an
+// inference at batch 1 reads each layer's weights once), the hardware
+// prefetcher does not follow that many streams: mobilenet_v2's 160→960 1×1
+// layer on a 7×7 plane took 112–120 µs on one Zen 5 core with its weights
+// out of cache, against 76–77 with them in L1. Laid out as bands of mr
+// rows, each band k-major (the mr values of a k step side by side), a
+// tile's weights are one contiguous stream, which the kernels prefetch:
+// 86–87 µs (BenchmarkColdA in package gemm).
+
+// weightPanels returns the weights w (OutC × ck, ck = C/Groups·KH·KW) of
+// the float32 convolution s in bands of mr rows from the start of each
+// group, band b of group g holding w[g·ocg+b·mr+i][p] at
+// g·ocg·ck + b·mr·ck + p·rows + i (rows the band's height: mr, or what
+// is left of the group), kept with wb once computed. It returns nil (and
+// the convolution reads w itself) unless wb is constant, the weights are
+// float32 and every float32 product runs Hora's vector kernel with bands
+// of 8 rows or more (the same bits either way: its kernels compute op(A)
+// alike whatever its layout; conv2dSplit's blocks of channels are then
+// whole bands).
+func weightPanels[T float](dev *Device, s convShape, w []T, wb *Buffer) (panels []float32, release func()) {
+	w32, ok := any(w).([]float32)
+	mr := gemm.Blocking().MR
+	if !ok || wb == nil || wb.forms == nil || mr < 8 || !dev.ownKernelOnly() || len(w32) < s.OutC*s.ckk {
+		return nil, func() {}
+	}
+	key := derivedKey{kind: bandedWeights, outC: s.OutC, inC: s.ckk, taps: mr, alt: s.Groups}
+	return derived(wb, key, s.OutC*s.ckk, func(p []float32) {
+		for g := range s.Groups {
+			for b0 := 0; b0 < s.ocg; b0 += mr {
+				rows := min(mr, s.ocg-b0)
+				band := p[(g*s.ocg+b0)*s.ckk:][:rows*s.ckk]
+				for i := range rows {
+					src := w32[(g*s.ocg+b0+i)*s.ckk:][:s.ckk]
+					for q, v := range src {
+						band[q*rows+i] = v
+					}
+				}
+			}
+		}
+	})
+}
+
+// groupPanels returns the bands of group g from its row i0 (a multiple of
+// the band height) on, or nil without panels.
+func groupPanels(panels []float32, s convShape, g, i0 int) []float32 {
+	if panels == nil {
+		return nil
+	}
+	return panels[g*s.wGroup+i0*s.ckk:]
+}
+
+// panelProduct is convProduct with the weights in bands (see
+// weightPanels): rows [oc0, oc0+m) of the output channels, m·k weights
+// from panels on, one product of op(A) = a band read transposed per band,
+// each with the bias and activation applied to its tiles.
+func panelProduct(dev *Device, act device.Activation, bias []float32, oc0, m, n, k int, panels, col []float32, ldb int, out []float32, ldo int) {
+	mr := gemm.Blocking().MR
+	lo, hi := clampOf(act)
+	ws := workspaces.Get().(*gemm.Workspace)
+	defer workspaces.Put(ws)
+	for r0 := 0; r0 < m; r0 += mr {
+		rows := min(mr, m-r0)
+		a, c := panels[r0*k:], out[r0*ldo:]
+		if bias != nil {
+			e := gemm.Epilogue{Bias: bias[oc0+r0 : oc0+r0+rows], Lo: lo, Hi: hi}
+			if gemm.SgemmEpilogue(ws, true, false, rows, n, k, 1, a, rows, col, ldb, 0, c, ldo, e) {
+				continue
+			}
+		} else {
+			gemm.Sgemm(ws, true, false, rows, n, k, 1, a, rows, col, ldb, 0, c, ldo)
+		}
+		convEpilogue(act, bias, c, ldo, rows, oc0+r0, 0, n)
+	}
+}
