@@ -80,8 +80,8 @@ type convBandArgs[T float] struct {
 	dev           *Device
 	y, x, w, bias []T
 	act           device.Activation
-	rows, nb      int // output rows per band, bands per image and group
-	cols          int // positions per band of a pointwise convolution (else 0)
+	rows, nb      int       // output rows per band, bands per image and group
+	cols          int       // positions per band of a pointwise convolution (else 0)
 	panels        []float32 // w in weightPanels' layout, or nil
 }
 
