@@ -112,7 +112,7 @@ const smallStreams = 4
 // fast as the packed one on m×k×n = 16×144×n (n = 1024 to 16384),
 // 32×288×n (1024, 2048), 24×144×n (3136 to 12544), 40×144×4096 and
 // 32×192×784 (mobilenet_v2's 1×1 layers of few output channels: the model
-// at batch 32 went from 86–88 to 79–82 ms with B up to 3 L2 blocks), and
+// at batch 32 went from 85–88 to 81–85 ms with B up to 3 L2 blocks), and
 // slower once B streams from memory (16×144×131072, 75 MB: 0.7×).
 const smallBands = 3
 
