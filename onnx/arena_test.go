@@ -16,6 +16,24 @@ import (
 	"github.com/hora-dl/hora/tensor"
 )
 
+// exportedResNet exports a small CIFAR-style ResNet (blocks per stage
+// as given, 8 and 16 channels, size×size inputs of 3 channels) and
+// imports it twice: Frozen, and as a plain model in evaluation mode.
+func exportedResNet(t *testing.T, rng *rand.Rand, blocks []int, size int) (frozen, plain *Model) {
+	t.Helper()
+	resnet, err := models.NewResNet(models.ResNetConfig{Layers: blocks, Widths: []int{8, 16}, InChannels: 3, Classes: 5, Stem: "cifar"}, rng)
+	require.NoError(t, err)
+	layers.Eval(resnet)
+	var buf bytes.Buffer
+	require.NoError(t, Export(resnet, []*tensor.Tensor{tensor.RandNormal(rng, 0, 1, 2, 3, size, size)}, &buf, ExportOptions{}))
+	frozen, err = Import(bytes.NewReader(buf.Bytes()), Frozen())
+	require.NoError(t, err)
+	plain, err = Import(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	layers.Eval(plain)
+	return frozen, plain
+}
+
 // TestInferenceRunsReuseMemory checks that the runs of a Frozen model
 // reuse the memory of the previous run of the same input shapes, that the
 // outputs they return are copies that later runs do not overwrite, that
@@ -24,16 +42,7 @@ import (
 // allocating (its tape must stay valid).
 func TestInferenceRunsReuseMemory(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	resnet, err := models.NewResNet(models.ResNetConfig{Layers: []int{1, 1}, Widths: []int{8, 16}, InChannels: 3, Classes: 5, Stem: "cifar"}, rng)
-	require.NoError(t, err)
-	layers.Eval(resnet)
-	var buf bytes.Buffer
-	require.NoError(t, Export(resnet, []*tensor.Tensor{tensor.RandNormal(rng, 0, 1, 2, 3, 12, 12)}, &buf, ExportOptions{}))
-	frozen, err := Import(bytes.NewReader(buf.Bytes()), Frozen())
-	require.NoError(t, err)
-	plain, err := Import(bytes.NewReader(buf.Bytes()))
-	require.NoError(t, err)
-	layers.Eval(plain)
+	frozen, plain := exportedResNet(t, rng, []int{1, 1}, 12)
 
 	run := func(m *Model, x *tensor.Tensor) []float32 {
 		outs, err := m.Run(autograd.Constant(x))
@@ -107,16 +116,7 @@ func TestBufferReuseWaitsForViews(t *testing.T) {
 // plain model's outputs.
 func TestInferenceRunReusesDeadValues(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
-	resnet, err := models.NewResNet(models.ResNetConfig{Layers: []int{2, 2}, Widths: []int{8, 16}, InChannels: 3, Classes: 5, Stem: "cifar"}, rng)
-	require.NoError(t, err)
-	layers.Eval(resnet)
-	var buf bytes.Buffer
-	require.NoError(t, Export(resnet, []*tensor.Tensor{tensor.RandNormal(rng, 0, 1, 2, 3, 16, 16)}, &buf, ExportOptions{}))
-	frozen, err := Import(bytes.NewReader(buf.Bytes()), Frozen())
-	require.NoError(t, err)
-	plain, err := Import(bytes.NewReader(buf.Bytes()))
-	require.NoError(t, err)
-	layers.Eval(plain)
+	frozen, plain := exportedResNet(t, rng, []int{2, 2}, 16)
 
 	x := tensor.RandNormal(rng, 0, 1, 4, 3, 16, 16)
 	want, err := plain.Run(autograd.Constant(x))
