@@ -177,10 +177,9 @@ func im2colStride2(s convShape, col []float32, ld int, x []float32, g int) {
 	r0 := max(0, -s.PadH)
 	r1 := min(s.H, (s.oh-1)*s.StrideH-s.PadH+(s.KH-1)*s.DilH+1)
 	rows := max(0, r1-r0)
-	we, wo := (s.W+1)/2, s.W/2
-	sc := getScratch[float32](max(1, rows*(we+wo)))
+	sc, even, odd := columnPlanes(s, rows)
 	defer putScratch(sc)
-	even, odd := sc.s[:rows*we], sc.s[rows*we:rows*(we+wo)]
+	we, wo := (s.W+1)/2, s.W/2
 	row := 0
 	for c := range s.cg {
 		plane := x[(g*s.cg+c)*s.inPlane:][:s.inPlane]
@@ -235,13 +234,14 @@ func im2colSubsample(s convShape, col []float32, ld int, x []float32, g int) {
 	}
 }
 
-// columnPlanes returns a scratch buffer (for putScratch) holding one input
-// plane split into its even columns (H rows of ⌈W/2⌉) and its odd ones
-// (H rows of ⌊W/2⌋), as direct.SplitColumns lays them out.
-func columnPlanes(s convShape) (sc *scratch[float32], even, odd []float32) {
+// columnPlanes returns a scratch buffer (for putScratch) holding rows
+// rows of an input plane split into their even columns (rows of ⌈W/2⌉)
+// and their odd ones (rows of ⌊W/2⌋), as direct.SplitColumns lays them
+// out.
+func columnPlanes(s convShape, rows int) (sc *scratch[float32], even, odd []float32) {
 	we, wo := (s.W+1)/2, s.W/2
-	sc = getScratch[float32](s.H * (we + wo))
-	return sc, sc.s[:s.H*we], sc.s[s.H*we:]
+	sc = getScratch[float32](max(1, rows*(we+wo)))
+	return sc, sc.s[:rows*we], sc.s[rows*we : rows*(we+wo)]
 }
 
 // validRows returns the output rows [oh0, oh1) whose input row
@@ -295,7 +295,7 @@ func (s convShape) columnSplit() bool {
 // time (two thirds of the input gradient of ResNet-20's first
 // downsampling layer). col2imPhases says where it pays.
 func col2imStride2(s convShape, dx, col []float32, ld int, g int) {
-	sc, even, odd := columnPlanes(s)
+	sc, even, odd := columnPlanes(s, s.H)
 	defer putScratch(sc)
 	we, wo := (s.W+1)/2, s.W/2
 	row := 0
@@ -662,7 +662,7 @@ func (s convShape) pointwise() bool {
 // pass had taken a third of their time).
 func convProduct[T float](dev *Device, act device.Activation, bias []T, oc0, m, n, k int, w []T, panels []float32, col []T, ldb int, out []T, ldo int) {
 	if panels != nil {
-		panelProduct(dev, act, any(bias).([]float32), oc0, m, n, k, panels, any(col).([]float32), ldb, any(out).([]float32), ldo)
+		panelProduct(act, any(bias).([]float32), oc0, m, n, k, panels, any(col).([]float32), ldb, any(out).([]float32), ldo)
 		return
 	}
 	if b32, ok := any(bias).([]float32); ok && b32 != nil {

@@ -63,7 +63,7 @@ func groupPanels(panels []float32, s convShape, g, i0 int) []float32 {
 // weightPanels): rows [oc0, oc0+m) of the output channels, m·k weights
 // from panels on, one product of op(A) = a band read transposed per band,
 // each with the bias and activation applied to its tiles.
-func panelProduct(dev *Device, act device.Activation, bias []float32, oc0, m, n, k int, panels, col []float32, ldb int, out []float32, ldo int) {
+func panelProduct(act device.Activation, bias []float32, oc0, m, n, k int, panels, col []float32, ldb int, out []float32, ldo int) {
 	mr := gemm.Blocking().MR
 	lo, hi := clampOf(act)
 	ws := workspaces.Get().(*gemm.Workspace)
