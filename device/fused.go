@@ -36,6 +36,22 @@ type ConvBiasActKernels interface {
 	Conv2DBiasAct(p ConvParams, act Activation, y, x, w, bias Buffer)
 }
 
+// ConvAddActKernels is an optional kernel of a device whose Kernels()
+// value implements it: a convolution, its bias, a residual and the
+// activation in one call, a residual block's act(conv(x) + shortcut). The
+// residual is added to each block of the convolution's output while that
+// block is still in cache, instead of in a pass of its own over memory.
+// Callers find it by type assertion and otherwise compose
+// ConvBiasActKernels and AddActKernels.
+type ConvAddActKernels interface {
+	// Conv2DBiasAddAct computes y = act((conv(x, w) + bias) + res) for
+	// the convolution p: bias (OutC) may be nil, res is dense and has
+	// y's shape (N×OutC×OH×OW) and type. The sums are rounded in that
+	// order, so y has the bits of Conv2DBiasAct with no activation
+	// followed by AddAct.
+	Conv2DBiasAddAct(p ConvParams, act Activation, y, x, w, bias, res Buffer)
+}
+
 // AddActKernels is an optional kernel of a device whose Kernels() value
 // implements it: the sum of two tensors of one shape and its activation in
 // one pass, a residual block's act(branch + shortcut). Callers find it by

@@ -23,7 +23,7 @@ import (
 // GEMM has written it, and, since every element of a GEMM's output goes
 // through the same operations however the output is split, the result is
 // that of the image-parallel path.
-func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T, panels []float32) {
+func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias, res []T, panels []float32) {
 	if s.l >= s.ocg {
 		rows := s.bandRows(dev.numWorkers())
 		nb := (s.oh + rows - 1) / rows
@@ -35,14 +35,15 @@ func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x,
 			nb = (s.l + cols - 1) / cols
 		}
 		launch(dev, s.N*s.Groups*nb, rows*s.ow*s.ocg*s.ckk,
-			convBandArgs[T]{s: s, dev: dev, y: y, x: x, w: w, bias: bias, act: act, rows: rows, nb: nb, cols: cols, panels: panels})
+			convBandArgs[T]{s: s, dev: dev, y: y, x: x, w: w, bias: bias, res: res, act: act, rows: rows, nb: nb, cols: cols, panels: panels})
 		return
 	}
 	unit := channelUnit(dev, s) // output channels per task index
 	for n := 0; n < s.N; n++ {
 		for g := 0; g < s.Groups; g++ {
+			at := n*s.imgOut + g*s.ocg*s.l
 			launch(dev, (s.ocg+unit-1)/unit, unit*s.l*s.ckk, convRowsArgs[T]{s: s, dev: dev,
-				y: y[n*s.imgOut+g*s.ocg*s.l:], x: x[n*s.imgIn:], w: w[g*s.wGroup:], bias: bias, act: act, g: g, unit: unit,
+				y: y[at:], x: x[n*s.imgIn:], w: w[g*s.wGroup:], bias: bias, res: offset(res, at), act: act, g: g, unit: unit,
 				panels: groupPanels(panels, s, g, 0)})
 		}
 	}
@@ -76,10 +77,10 @@ func (s convShape) bandRows(workers int) int {
 // convBandArgs are the arguments of conv2dSplit by bands of output rows:
 // task index t is band t%nb of group (t/nb)%Groups of image t/(nb·Groups).
 type convBandArgs[T float] struct {
-	s             convShape
-	dev           *Device
-	y, x, w, bias []T
-	act           device.Activation
+	s                  convShape
+	dev                *Device
+	y, x, w, bias, res []T // res: the residual added to y, or nil
+	act                device.Activation
 	rows, nb      int       // output rows per band, bands per image and group
 	cols          int       // positions per band of a pointwise convolution (else 0)
 	panels        []float32 // w in weightPanels' layout, or nil
@@ -121,8 +122,8 @@ func (a *convBandArgs[T]) run(lo, hi int) {
 			col = sc.s
 			im2col(b, col, bl, a.x[n*s.imgIn:], g)
 		}
-		out := a.y[n*s.imgOut+g*s.ocg*s.l+p0:]
-		convProduct(a.dev, a.act, a.bias, g*s.ocg, s.ocg, bl, s.ckk, a.w[g*s.wGroup:], groupPanels(a.panels, s, g, 0), col, ldb, out, s.l)
+		at := n*s.imgOut + g*s.ocg*s.l + p0
+		convProduct(a.dev, a.act, a.bias, g*s.ocg, s.ocg, bl, s.ckk, a.w[g*s.wGroup:], groupPanels(a.panels, s, g, 0), col, ldb, a.y[at:], s.l, offset(a.res, at))
 	}
 }
 
@@ -130,10 +131,10 @@ func (a *convBandArgs[T]) run(lo, hi int) {
 // channels: task index i is channels [i·unit, (i+1)·unit) of group g of
 // the image x, whose output rows start at y.
 type convRowsArgs[T float] struct {
-	s             convShape
-	dev           *Device
-	y, x, w, bias []T
-	act           device.Activation
+	s                  convShape
+	dev                *Device
+	y, x, w, bias, res []T // res: the residual added to y (from y's start), or nil
+	act                device.Activation
 	g, unit       int
 	panels        []float32 // group g's weights in weightPanels' layout, or nil
 }
@@ -153,6 +154,5 @@ func (a *convRowsArgs[T]) run(lo, hi int) {
 		im2col(s, col, s.l, a.x, a.g)
 	}
 	i0, i1 := lo*a.unit, min(hi*a.unit, s.ocg)
-	out := a.y[i0*s.l:]
-	convProduct(a.dev, a.act, a.bias, a.g*s.ocg+i0, i1-i0, s.l, s.ckk, a.w[i0*s.ckk:], groupPanels(a.panels, s, 0, i0), col, s.l, out, s.l)
+	convProduct(a.dev, a.act, a.bias, a.g*s.ocg+i0, i1-i0, s.l, s.ckk, a.w[i0*s.ckk:], groupPanels(a.panels, s, 0, i0), col, s.l, a.y[i0*s.l:], s.l, offset(a.res, i0*s.l))
 }

@@ -111,7 +111,7 @@ func testConvSplit[T float](t *testing.T, dev *Device, rng *rand.Rand, p device.
 			for i := range got {
 				got[i] = T(math.NaN())
 			}
-			conv2dBiasAct(dev, s, act, got, x, w, b, nil)
+			conv2dBiasAct(dev, s, act, got, x, w, b, nil, nil)
 			scale := float64(s.ckk)
 			msg := fmt.Sprintf("act %v, bias %v, %+v", act, b != nil, p)
 			checkCloseRel(t, got, want, scale, msg)
@@ -237,7 +237,7 @@ func BenchmarkConvSingleImage(b *testing.B) {
 			b.Run(c.name+"/"+impl, func(b *testing.B) {
 				for b.Loop() {
 					if impl == "fast" {
-						conv2dBiasAct(dev, s, device.ActReLU, y, x, w, bias, nil)
+						conv2dBiasAct(dev, s, device.ActReLU, y, x, w, bias, nil, nil)
 					} else {
 						conv2dGeneric(dev, s, device.ActReLU, y, x, w, bias)
 					}

@@ -39,7 +39,7 @@ func BenchmarkDirect(b *testing.B) {
 			name string
 			f    func()
 		}{
-			{"im2col", func() { conv2dIm2col(dev, s, device.ActReLU, y, x, w, nil, nil) }},
+			{"im2col", func() { conv2dIm2col(dev, s, device.ActReLU, y, x, w, nil, nil, nil) }},
 			{"direct", func() { conv2dDirect(dev, s, device.ActReLU, y, x, w, nil, nil) }},
 		}
 		dw := make([]float32, s.OutC*s.ckk)

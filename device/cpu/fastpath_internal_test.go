@@ -66,11 +66,11 @@ func testDepthwise[T float](t *testing.T, dev *Device, rng *rand.Rand, p device.
 	bias := randVals[T](rng, p.OutC, -0.5, 0.5)
 	ny := p.N * p.OutC * s.l
 	want, got := make([]T, ny), make([]T, ny)
-	conv2dIm2col(dev, s, device.ActNone, want, x, w, nil, nil)
+	conv2dIm2col(dev, s, device.ActNone, want, x, w, nil, nil, nil)
 	for i := range got {
 		got[i] = T(math.NaN())
 	}
-	conv2dBiasAct(dev, s, device.ActNone, got, x, w, nil, nil)
+	conv2dBiasAct(dev, s, device.ActNone, got, x, w, nil, nil, nil)
 	scale := float64(p.KH * p.KW)
 	checkCloseRel(t, got, want, scale, fmt.Sprintf("Conv2D %+v", p))
 	for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
@@ -312,9 +312,9 @@ func BenchmarkDepthwise(b *testing.B) {
 			b.Run(c.name+"/"+impl, func(b *testing.B) {
 				for b.Loop() {
 					if impl == "direct" {
-						conv2dBiasAct(dev, s, device.ActNone, y, x, w, nil, nil)
+						conv2dBiasAct(dev, s, device.ActNone, y, x, w, nil, nil, nil)
 					} else {
-						conv2dIm2col(dev, s, device.ActNone, y, x, w, nil, nil)
+						conv2dIm2col(dev, s, device.ActNone, y, x, w, nil, nil, nil)
 					}
 				}
 				b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")

@@ -149,10 +149,14 @@ type addActArgs[T float] struct {
 }
 
 func (args *addActArgs[T]) run(lo, hi int) {
-	y, a, b := args.y[lo:hi], args.a[lo:hi], args.b[lo:hi]
+	addActSlice(args.act, args.y[lo:hi], args.a[lo:hi], args.b[lo:hi])
+}
+
+// addActSlice sets y[i] = act(a[i] + b[i]); y may be a or b.
+func addActSlice[T float](act device.Activation, y, a, b []T) {
 	if y32, ok := any(y).([]float32); ok {
 		a32, b32 := any(a).([]float32), any(b).([]float32)
-		switch args.act {
+		switch act {
 		case device.ActReLU:
 			vec.AddReLU(y32, a32, b32)
 		case device.ActReLU6:
@@ -166,8 +170,8 @@ func (args *addActArgs[T]) run(lo, hi int) {
 	for i := range y {
 		y[i] = a[i] + b[i]
 	}
-	if args.act != device.ActNone {
-		biasActSlice(args.act, y, y, 0)
+	if act != device.ActNone {
+		biasActSlice(act, y, y, 0)
 	}
 }
 

@@ -465,21 +465,22 @@ func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 	noHalf("Conv2D", y, x, w)
 	switch buf(y).dt {
 	case device.Float32:
-		conv2dBiasAct(k.d, newConvShape(p), device.ActNone, buf(y).f32, buf(x).f32, buf(w).f32, nil, buf(w))
+		conv2dBiasAct(k.d, newConvShape(p), device.ActNone, buf(y).f32, buf(x).f32, buf(w).f32, nil, nil, buf(w))
 	case device.Float64:
-		conv2dBiasAct(k.d, newConvShape(p), device.ActNone, buf(y).f64, buf(x).f64, buf(w).f64, nil, buf(w))
+		conv2dBiasAct(k.d, newConvShape(p), device.ActNone, buf(y).f64, buf(x).f64, buf(w).f64, nil, nil, buf(w))
 	default:
 		panic(dtypeMsg("Conv2D", buf(y).dt))
 	}
 }
 
-// conv2dIm2col computes y = act(conv(x, w) + bias) (bias may be nil)
-// through a GEMM per group of images and channels, with the bias and
-// activation applied to each block of the GEMM's output as it is written.
+// conv2dIm2col computes y = act(conv(x, w) + bias + res) (bias and res may
+// be nil) through a GEMM per group of images and channels, with the bias,
+// residual and activation applied to each block of the GEMM's output as
+// it is written.
 // A batch with more GEMMs than workers runs them in parallel; a smaller
 // one (a single image) splits each image's GEMM across the workers (see
 // conv2dSplit).
-func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T, wb *Buffer) {
+func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias, res []T, wb *Buffer) {
 	gi := s.imagesPerGEMM()
 	if s.pointwise() {
 		// A 1×1 convolution reads each image in place as its column
@@ -501,10 +502,10 @@ func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x
 		defer release()
 	}
 	if split {
-		conv2dSplit(dev, s, act, y, x, w, bias, panels)
+		conv2dSplit(dev, s, act, y, x, w, bias, res, panels)
 		return
 	}
-	launch(dev, tasks, gi*s.imgOut*s.ckk, convArgs[T]{dev: dev, s: s, a: y, b: x, c: w, gi: gi, act: act, bias: bias, panels: panels})
+	launch(dev, tasks, gi*s.imgOut*s.ckk, convArgs[T]{dev: dev, s: s, a: y, b: x, c: w, gi: gi, act: act, bias: bias, res: res, panels: panels})
 }
 
 // smallPlaneImages is the number of images per GEMM of a convolution
@@ -543,50 +544,86 @@ func (k kernels) Conv2DBiasAct(p device.ConvParams, act device.Activation, y, x,
 		if bias != nil {
 			b = buf(bias).f32
 		}
-		conv2dBiasAct(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b, buf(w))
+		conv2dBiasAct(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b, nil, buf(w))
 	case device.Float64:
 		var b []float64
 		if bias != nil {
 			b = buf(bias).f64
 		}
-		conv2dBiasAct(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b, buf(w))
+		conv2dBiasAct(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b, nil, buf(w))
 	default:
 		panic(dtypeMsg("Conv2DBiasAct", buf(y).dt))
 	}
 }
 
-// conv2dBiasAct chooses the forward convolution's kernel: depthwise,
-// Winograd (3×3, unit stride, 64 channels or more, float32, see
-// useWinograd), direct (fewer channels, float32, see useDirect) or im2col.
-// wb is the buffer holding w, whose derived forms the kernel may keep when
-// it is constant (nil: none).
-func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias []T, wb *Buffer) {
-	if s.depthwise() {
+// The CPU device implements the optional convolution with a residual.
+var _ device.ConvAddActKernels = kernels{}
+
+// Conv2DBiasAddAct computes y = act(conv(x, w) + bias + res): Winograd and
+// im2col convolutions add the residual to each block of their output as
+// they write it (see conv2dBiasAct).
+func (k kernels) Conv2DBiasAddAct(p device.ConvParams, act device.Activation, y, x, w, bias, res device.Buffer) {
+	noHalf("Conv2DBiasAddAct", y, x, w, bias, res)
+	s := newConvShape(p)
+	switch buf(y).dt {
+	case device.Float32:
+		var b []float32
+		if bias != nil {
+			b = buf(bias).f32
+		}
+		conv2dBiasAct(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b, buf(res).f32[:s.N*s.imgOut], buf(w))
+	case device.Float64:
+		var b []float64
+		if bias != nil {
+			b = buf(bias).f64
+		}
+		conv2dBiasAct(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b, buf(res).f64[:s.N*s.imgOut], buf(w))
+	default:
+		panic(dtypeMsg("Conv2DBiasAddAct", buf(y).dt))
+	}
+}
+
+// conv2dBiasAct computes y = act(conv(x, w) + bias + res), bias and the
+// residual res (y's shape) optional, choosing the forward convolution's
+// kernel: depthwise, Winograd (3×3, unit stride, 64 channels or more,
+// float32, see useWinograd), direct (fewer channels, float32, see
+// useDirect) or im2col. Winograd and im2col add the residual to each
+// block of their output as they write it; after a depthwise or direct
+// convolution it takes a pass of its own. wb is the buffer holding w,
+// whose derived forms the kernel may keep when it is constant (nil: none).
+func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias, res []T, wb *Buffer) {
+	y32, f32 := any(y).([]float32)
+	winograd := f32 && !s.depthwise() && useWinograd(s)
+	direct := f32 && !s.depthwise() && !winograd && useDirect(s)
+	if res != nil && (s.depthwise() || direct) {
+		conv2dBiasAct(dev, s, device.ActNone, y, x, w, bias, nil, wb)
+		launch(dev, len(y), 1, addActArgs[T]{act, y, y, res})
+		return
+	}
+	switch {
+	case s.depthwise():
 		conv2dDepthwise(dev, s, act, y, x, w, bias)
-		return
-	}
-	if y32, ok := any(y).([]float32); ok && useWinograd(s) {
-		winogradForward(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
-		return
-	}
-	if y32, ok := any(y).([]float32); ok && useDirect(s) {
+	case winograd:
+		winogradForward(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), any(res).([]float32), wb)
+	case direct:
 		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
-		return
+	default:
+		conv2dIm2col(dev, s, act, y, x, w, bias, res, wb)
 	}
-	conv2dIm2col(dev, s, act, y, x, w, bias, wb)
 }
 
 // convArgs are the arguments of one convolution kernel call: a, b and c
-// are its three tensors in the order of the kernel's signature; act and
-// bias (nil: none) are applied to the convolution's output.
+// are its three tensors in the order of the kernel's signature; act, bias
+// and the residual res (nil: none) are applied to the convolution's
+// output.
 type convArgs[T float] struct {
-	dev     *Device
-	s       convShape
-	a, b, c []T
-	gi      int // images per GEMM
-	act     device.Activation
-	bias    []T
-	panels  []float32 // w in weightPanels' layout, or nil
+	dev       *Device
+	s         convShape
+	a, b, c   []T
+	gi        int // images per GEMM
+	act       device.Activation
+	bias, res []T
+	panels    []float32 // w in weightPanels' layout, or nil
 }
 
 // run computes the convolution of the groups of gi images [lo, hi). With
@@ -612,8 +649,8 @@ func (args *convArgs[T]) run(lo, hi int) {
 				} else {
 					im2col(s, col, s.l, x[n*s.imgIn:], g)
 				}
-				out := y[n*s.imgOut+g*s.ocg*s.l:]
-				convProduct(dev, args.act, args.bias, g*s.ocg, s.ocg, s.l, s.ckk, w[g*s.wGroup:], groupPanels(args.panels, s, g, 0), col, s.l, out, s.l)
+				at := n*s.imgOut + g*s.ocg*s.l
+				convProduct(dev, args.act, args.bias, g*s.ocg, s.ocg, s.l, s.ckk, w[g*s.wGroup:], groupPanels(args.panels, s, g, 0), col, s.l, y[at:], s.l, offset(args.res, at))
 			}
 		}
 		return
@@ -633,10 +670,14 @@ func (args *convArgs[T]) run(lo, hi int) {
 					b = args.bias[c]
 				}
 				for n := n0; n < n1; n++ {
-					dst, src := y[n*s.imgOut+c*s.l:][:s.l], out[oc*ld+(n-n0)*s.l:][:s.l]
-					if args.bias == nil && args.act == device.ActNone {
+					at := n*s.imgOut + c*s.l
+					dst, src := y[at:][:s.l], out[oc*ld+(n-n0)*s.l:][:s.l]
+					switch {
+					case args.res != nil:
+						addActSlice(args.act, dst, withBias(dst, src, args.bias, b), args.res[at:][:s.l])
+					case args.bias == nil && args.act == device.ActNone:
 						copy(dst, src)
-					} else {
+					default:
 						biasActSlice(args.act, dst, src, b)
 					}
 				}
@@ -651,18 +692,23 @@ func (s convShape) pointwise() bool {
 	return s.KH == 1 && s.KW == 1 && s.StrideH == 1 && s.StrideW == 1 && s.PadH == 0 && s.PadW == 0
 }
 
-// convProduct computes out = act(w·col + bias) for m output channels
-// (oc0…, rows ldo apart in out) and n positions: the GEMM of the m×k
-// filter matrix w with the k×n column matrix col (rows ldb apart), then
-// the bias and activation. Where Hora's kernel takes the product, it
+// convProduct computes out = act(w·col + bias + res) for m output channels
+// (oc0…, rows ldo apart in out and in res, which may be nil) and n
+// positions: the GEMM of the m×k filter matrix w with the k×n column
+// matrix col (rows ldb apart), then the bias, residual and activation. Where Hora's kernel takes the product, it
 // applies them to each tile (small-product path) or block (packed path) of
 // out as it writes it (gemm.SgemmEpilogue), rather than in a pass of their
 // own over out, which by then has left the cache; the bits are the same.
 // Alone, MobileNetV2's 1×1 layers at batch 1 ran up to 2× as fast (that
 // pass had taken a third of their time).
-func convProduct[T float](dev *Device, act device.Activation, bias []T, oc0, m, n, k int, w []T, panels []float32, col []T, ldb int, out []T, ldo int) {
+func convProduct[T float](dev *Device, act device.Activation, bias []T, oc0, m, n, k int, w []T, panels []float32, col []T, ldb int, out []T, ldo int, res []T) {
 	if panels != nil {
-		panelProduct(act, any(bias).([]float32), oc0, m, n, k, panels, any(col).([]float32), ldb, any(out).([]float32), ldo)
+		panelProduct(act, any(bias).([]float32), oc0, m, n, k, panels, any(col).([]float32), ldb, any(out).([]float32), ldo, any(res).([]float32))
+		return
+	}
+	if res != nil {
+		convProduct(dev, device.ActNone, bias, oc0, m, n, k, w, nil, col, ldb, out, ldo, nil)
+		residualRows(act, out, res, ldo, m, n)
 		return
 	}
 	if b32, ok := any(bias).([]float32); ok && b32 != nil {
@@ -724,13 +770,13 @@ func (k kernels) Conv2DBiasActMaxPool(p device.ConvParams, q device.PoolParams, 
 			convPoolDirect(k.d, s, q, act, buf(y).f32, buf(argmax).i64, buf(x).f32, buf(w).f32, b, buf(w))
 			return
 		}
-		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float32]{convArgs[float32]{k.d, s, buf(y).f32, buf(x).f32, buf(w).f32, gi, act, b, nil}, q, buf(argmax).i64})
+		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float32]{convArgs[float32]{k.d, s, buf(y).f32, buf(x).f32, buf(w).f32, gi, act, b, nil, nil}, q, buf(argmax).i64})
 	case device.Float64:
 		var b []float64
 		if bias != nil {
 			b = buf(bias).f64
 		}
-		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float64]{convArgs[float64]{k.d, s, buf(y).f64, buf(x).f64, buf(w).f64, gi, act, b, nil}, q, buf(argmax).i64})
+		launch(k.d, n, gi*s.imgOut*s.ckk, convPoolArgs[float64]{convArgs[float64]{k.d, s, buf(y).f64, buf(x).f64, buf(w).f64, gi, act, b, nil, nil}, q, buf(argmax).i64})
 	default:
 		panic(dtypeMsg("Conv2DBiasActMaxPool", buf(y).dt))
 	}
@@ -939,4 +985,32 @@ func (args *gradWeightArgs[T]) run(lo, hi int) {
 			}
 		}
 	}
+}
+
+// offset returns res[at:], or nil for a nil res (no residual).
+func offset[T any](res []T, at int) []T {
+	if res == nil {
+		return nil
+	}
+	return res[at:]
+}
+
+// residualRows sets out = act(out + res) on the first n values of rows
+// [0, rows) of out and res, both ld apart.
+func residualRows[T float](act device.Activation, out, res []T, ld, rows, n int) {
+	for r := range rows {
+		row := out[r*ld : r*ld+n]
+		addActSlice(act, row, row, res[r*ld:r*ld+n])
+	}
+}
+
+// withBias returns src + b written to dst, or src itself when there is no
+// bias (src is then read as it is, as the unfused convolution would leave
+// it: -0 stays -0).
+func withBias[T float](dst, src, bias []T, b T) []T {
+	if bias == nil {
+		return src
+	}
+	biasActSlice(device.ActNone, dst, src, b)
+	return dst
 }

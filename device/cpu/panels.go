@@ -62,8 +62,19 @@ func groupPanels(panels []float32, s convShape, g, i0 int) []float32 {
 // panelProduct is convProduct with the weights in bands (see
 // weightPanels): rows [oc0, oc0+m) of the output channels, m·k weights
 // from panels on, one product of op(A) = a band read transposed per band,
-// each with the bias and activation applied to its tiles.
-func panelProduct(act device.Activation, bias []float32, oc0, m, n, k int, panels, col []float32, ldb int, out []float32, ldo int) {
+// each with the bias and activation applied to its tiles, or, with a
+// residual res (rows ldo apart, like out's), the bias to its tiles and
+// the residual and activation to the band as soon as it is written.
+func panelProduct(act device.Activation, bias []float32, oc0, m, n, k int, panels, col []float32, ldb int, out []float32, ldo int, res []float32) {
+	if res != nil {
+		mr := gemm.Blocking().MR
+		for r0 := 0; r0 < m; r0 += mr {
+			rows := min(mr, m-r0)
+			panelProduct(device.ActNone, bias, oc0+r0, rows, n, k, panels[r0*k:], col, ldb, out[r0*ldo:], ldo, nil)
+			residualRows(act, out[r0*ldo:], res[r0*ldo:], ldo, rows, n)
+		}
+		return
+	}
 	mr := gemm.Blocking().MR
 	lo, hi := clampOf(act)
 	ws := workspaces.Get().(*gemm.Workspace)

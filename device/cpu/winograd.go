@@ -83,16 +83,16 @@ func useWinograd(s convShape) bool {
 		16*th*(tw+1)*10 <= 9*s.oh*s.ow*6 && s.N*th*tw >= 128
 }
 
-// winogradForward computes y = act(conv(x, w) + bias) of a 3×3 unit-stride
-// convolution (bias may be nil). The transformed filters are kept with wb
-// when it is constant (see derived).
-func winogradForward(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32, wb *Buffer) {
+// winogradForward computes y = act(conv(x, w) + bias + res) of a 3×3
+// unit-stride convolution (bias and the residual res may be nil). The
+// transformed filters are kept with wb when it is constant (see derived).
+func winogradForward(dev *Device, s convShape, act device.Activation, y, x, w, bias, res []float32, wb *Buffer) {
 	key := derivedKey{kind: winogradFilters, outC: s.OutC, inC: s.C}
 	u, release := derived(wb, key, 16*s.OutC*s.C, func(u []float32) {
 		launch(dev, s.OutC, 16*9*s.C, winoFilterArgs{dev: dev, u: u, w: w, outC: s.OutC, inC: s.C})
 	})
 	defer release()
-	winogradRun(dev, newWinoGeom(s, dev.numWorkers()), act, y, x, u, bias)
+	winogradRun(dev, newWinoGeom(s, dev.numWorkers()), act, y, x, u, bias, res)
 }
 
 // winogradGradInput computes the input gradient dx of a 3×3 unit-stride
@@ -102,7 +102,7 @@ func winogradGradInput(dev *Device, s convShape, dx, dy, w []float32) {
 	u := getScratch[float32](16 * s.OutC * s.C)
 	defer putScratch(u)
 	launch(dev, s.C, 16*9*s.OutC, winoFilterArgs{dev: dev, u: u.s, w: w, outC: s.OutC, inC: s.C, grad: true})
-	winogradRun(dev, newWinoGeom(s.gradInputShape(), dev.numWorkers()), device.ActNone, dx, dy, u.s, nil)
+	winogradRun(dev, newWinoGeom(s.gradInputShape(), dev.numWorkers()), device.ActNone, dx, dy, u.s, nil, nil)
 }
 
 // filterMatrix holds winograd.FilterMatrix(false) and (true).
@@ -133,18 +133,18 @@ func (a *winoFilterArgs) run(lo, hi int) {
 
 // winogradRun runs the convolution of geometry g with the transformed
 // filters u, one task per chunk of tile rows.
-func winogradRun(dev *Device, g winoGeom, act device.Activation, y, x, u, bias []float32) {
+func winogradRun(dev *Device, g winoGeom, act device.Activation, y, x, u, bias, res []float32) {
 	launch(dev, g.chunks, g.rowsPerChunk*g.tw*g.C*g.OutC*16,
-		winoArgs{dev: dev, g: g, act: act, y: y, x: x, u: u, bias: bias})
+		winoArgs{dev: dev, g: g, act: act, y: y, x: x, u: u, bias: bias, res: res})
 }
 
 // winoArgs are the arguments of winogradRun; task index i is tile rows
 // [i·rowsPerChunk, (i+1)·rowsPerChunk) of the batch.
 type winoArgs struct {
-	dev           *Device
-	g             winoGeom
-	act           device.Activation
-	y, x, u, bias []float32
+	dev                *Device
+	g                  winoGeom
+	act                device.Activation
+	y, x, u, bias, res []float32 // res: the residual added to y, or nil
 }
 
 func (a *winoArgs) run(lo, hi int) {
@@ -187,8 +187,8 @@ func (a *winoArgs) run(lo, hi int) {
 			gemmOn(a.dev, false, false, g.OutC, lanes, g.C, 1, a.u[xi*g.OutC*g.C:], g.C,
 				v[xi*g.C*g.ld:], g.ld, 0, m[xi*g.OutC*g.ld:], g.ld)
 		}
-		// Back to 2×2 outputs per tile, then bias and activation over the
-		// rows of each plane just written.
+		// Back to 2×2 outputs per tile, then bias, residual and
+		// activation over the rows of each plane just written.
 		for oc := range g.OutC {
 			winograd.Output(out0, out1, m[oc*g.ld:], g.OutC*g.ld, lanes)
 			for r := r0; r < r1; r++ {
@@ -200,7 +200,7 @@ func (a *winoArgs) run(lo, hi int) {
 					copy(plane[(oh+1)*g.ow:(oh+2)*g.ow], out1[at:])
 				}
 			}
-			if a.bias == nil && a.act == device.ActNone {
+			if a.bias == nil && a.res == nil && a.act == device.ActNone {
 				continue
 			}
 			var b float32
@@ -210,9 +210,14 @@ func (a *winoArgs) run(lo, hi int) {
 			for r := r0; r < r1; {
 				n, th := r/g.th, r%g.th
 				end := min(r1, (n+1)*g.th) // tile rows of this image in the chunk
-				plane := a.y[(n*g.OutC+oc)*g.oh*g.ow:][:g.oh*g.ow]
-				part := plane[2*th*g.ow : min(2*(th+end-r), g.oh)*g.ow]
-				biasActSlice(a.act, part, part, b)
+				at := (n*g.OutC + oc) * g.oh * g.ow
+				p0, p1 := at+2*th*g.ow, at+min(2*(th+end-r), g.oh)*g.ow
+				part := a.y[p0:p1]
+				if a.res != nil {
+					addActSlice(a.act, part, withBias(part, part, a.bias, b), a.res[p0:p1])
+				} else {
+					biasActSlice(a.act, part, part, b)
+				}
 				r = end
 			}
 		}

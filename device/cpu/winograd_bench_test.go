@@ -34,8 +34,8 @@ func BenchmarkWinograd(b *testing.B) {
 			name string
 			f    func()
 		}{
-			{"im2col", func() { conv2dIm2col(dev, s, device.ActReLU, y, x, w, nil, nil) }},
-			{"winograd", func() { winogradForward(dev, s, device.ActReLU, y, x, w, nil, nil) }},
+			{"im2col", func() { conv2dIm2col(dev, s, device.ActReLU, y, x, w, nil, nil, nil) }},
+			{"winograd", func() { winogradForward(dev, s, device.ActReLU, y, x, w, nil, nil, nil) }},
 			{"im2colGradInput", func() { conv2dGradInputIm2col(dev, s, x, y, w) }},
 			{"winogradGradInput", func() { winogradGradInput(dev, s, x, y, w) }},
 		} {

@@ -44,7 +44,7 @@ func TestWinogradMatchesReference(t *testing.T) {
 				for i := range y {
 					y[i] = float32(math.NaN()) // every output must be written
 				}
-				winogradForward(dev, s, device.ActReLU, y, x, w, bias, nil)
+				winogradForward(dev, s, device.ActReLU, y, x, w, bias, nil, nil)
 				want := conv2dNaive(s, x, w, bias)
 				scale := conv2dNaive(s, absSlice(x), absSlice(w), absSlice(bias))
 				for i := range want {
