@@ -76,6 +76,30 @@ func Conv2DAct(x, w, b *Var, o tensor.ConvOptions, act device.Activation) *Var {
 	}, operands(inputs)...), "Conv2D", ConvAttrs{Conv: o, Act: act})
 }
 
+// Conv2DAddAct returns act(Conv2D(x, w, b) + r), a residual block's
+// convolution, shortcut r (of the convolution's output shape) and
+// activation as one operation: on a device with device.ConvAddActKernels
+// the shortcut is added to each block of the convolution's output while
+// it is in cache (see tensor.Conv2DBiasAddAct). Its value and gradients
+// are those of Conv2DAct without activation followed by AddAct.
+func Conv2DAddAct(x, w, b, r *Var, o tensor.ConvOptions, act device.Activation) *Var {
+	var bv *tensor.Tensor
+	inputs := []*Var{x, w}
+	if b != nil {
+		bv = b.Value
+		inputs = append(inputs, b)
+	}
+	inputs = append(inputs, r)
+	y := tensor.Conv2DBiasAddAct(x.Value, w.Value, bv, r.Value, o, act)
+	return describeOp(recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
+		g = tensor.ActGrad(g, y, act)
+		convGrads(g, x, w, b, o, needs, grads)
+		if last := len(inputs) - 1; needs[last] {
+			grads[last] = g
+		}
+	}, inputs...), "Conv2D", ConvAttrs{Conv: o, Act: act, Residual: true})
+}
+
 // convGrads writes the gradients of a convolution's input, weight and bias
 // (b may be nil) for the gradient g of its output.
 func convGrads(g *tensor.Tensor, x, w, b *Var, o tensor.ConvOptions, needs []bool, grads []*tensor.Tensor) {

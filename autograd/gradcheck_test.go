@@ -170,6 +170,16 @@ func gradCases() []gradCase {
 	}, func(rng *rand.Rand) []*tensor.Tensor {
 		return inputs(randn(rng, 2, 3, 5, 6), randn(rng, 4, 3, 3, 3), randn(rng, 4))
 	}})
+	cases = append(cases, gradCase{"conv2d_add_relu", func(x []*autograd.Var) *autograd.Var {
+		return autograd.Conv2DAddAct(x[0], x[1], x[2], x[3], tensor.ConvOptions{PadH: 1, PadW: 1}, device.ActReLU)
+	}, func(rng *rand.Rand) []*tensor.Tensor {
+		return inputs(randn(rng, 2, 3, 5, 6), randn(rng, 4, 3, 3, 3), randn(rng, 4), randn(rng, 2, 4, 5, 6))
+	}})
+	cases = append(cases, gradCase{"conv2d_add_no_bias", func(x []*autograd.Var) *autograd.Var {
+		return autograd.Conv2DAddAct(x[0], x[1], nil, x[2], tensor.ConvOptions{StrideH: 2, StrideW: 2}, device.ActNone)
+	}, func(rng *rand.Rand) []*tensor.Tensor {
+		return inputs(randn(rng, 2, 3, 5, 6), randn(rng, 4, 3, 1, 1), randn(rng, 2, 4, 3, 3))
+	}})
 	for _, po := range []tensor.PoolOptions{{KH: 2, KW: 2}, {KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1}} {
 		po := po
 		cases = append(cases, gradCase{"conv2d_relu_maxpool", func(x []*autograd.Var) *autograd.Var {

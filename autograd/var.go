@@ -185,7 +185,7 @@ func recordInto(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bo
 //	Where                                     WhereAttrs
 //	AddAct                                    ActAttrs
 //	Linear                                    LinearAttrs (input, weight[, bias])
-//	Conv2D Conv2DMaxPool                      ConvAttrs (input, weight[, bias])
+//	Conv2D Conv2DMaxPool                      ConvAttrs (input, weight[, bias][, residual])
 //	MaxPool2D AvgPool2D                       tensor.PoolOptions
 //	BatchNorm                                 NormAttrs (batch statistics; input[, weight, bias])
 //	BatchNormInference                        NormAttrs (given statistics; input[, weight, bias])
@@ -309,12 +309,15 @@ type LinearAttrs struct{ Act device.Activation }
 type ActAttrs struct{ Act device.Activation }
 
 // ConvAttrs is the OpInfo.Attrs of Conv2D and Conv2DMaxPool: the
-// convolution, the activation after its bias and, for Conv2DMaxPool, the
-// max pooling after the activation (Pool is the zero value otherwise).
+// convolution, the activation after its bias (and residual) and, for
+// Conv2DMaxPool, the max pooling after the activation (Pool is the zero
+// value otherwise). Residual is set for Conv2DAddAct's Conv2D, whose last
+// input is the residual added before the activation.
 type ConvAttrs struct {
-	Conv tensor.ConvOptions
-	Act  device.Activation
-	Pool tensor.PoolOptions
+	Conv     tensor.ConvOptions
+	Act      device.Activation
+	Pool     tensor.PoolOptions
+	Residual bool
 }
 
 // LayerNormAttrs is the OpInfo.Attrs of LayerNorm: the normalisation is

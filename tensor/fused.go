@@ -123,6 +123,33 @@ func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Te
 	return y
 }
 
+// Conv2DBiasAddAct returns act(Conv2D(x, w) + bias + res), a residual
+// block's convolution, shortcut and activation (bias, OutC, optional; res
+// of the convolution's output shape and x's type). On a device with
+// device.ConvAddActKernels it is one kernel call, which adds res to each
+// block of the output while it is in cache; else it is Conv2DBiasAct
+// followed by AddAct. The values are the same either way.
+func Conv2DBiasAddAct(x, w, bias, res *Tensor, o ConvOptions, act device.Activation) *Tensor {
+	sameFloat("Conv2DBiasAddAct", x, w)
+	p := convParams("Conv2DBiasAddAct", x.shape, w.shape, o)
+	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
+		panic(fmt.Sprintf("tensor: Conv2DBiasAddAct: bias %v does not match weight %v", bias.shape, w.shape))
+	}
+	shape := []int{p.N, p.OutC, p.OutH(), p.OutW()}
+	if !sameDims(res.shape, shape) || res.DType() != x.DType() {
+		panic(fmt.Sprintf("tensor: Conv2DBiasAddAct: residual %v %v does not match the convolution's output %v %v", res.DType(), res.shape, x.DType(), shape))
+	}
+	ck, ok := x.kernels().(device.ConvAddActKernels)
+	if !ok || fused(x, w, bias, res) == nil {
+		return AddAct(Conv2DBiasAct(x, w, bias, o, device.ActNone), res, act)
+	}
+	y := newOut(false, x.DType(), shape, x, w, res)
+	if p.N > 0 {
+		ck.Conv2DBiasAddAct(p, act, y.buf, x.buf, w.buf, optBuf(bias), res.buf)
+	}
+	return y
+}
+
 // Conv2DBiasActMaxPool returns maxpool(act(Conv2D(x, w) + bias)) with the
 // pooling po, and the positions of the maxima (as MaxPool2D returns them):
 // a CNN block in one operation that never stores the convolution's output
