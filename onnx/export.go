@@ -1014,9 +1014,14 @@ func (e *exporter) linear(info *autograd.OpInfo, ins []string, out string) error
 	return err
 }
 
-// conv emits Conv, the activation and, for Conv2DMaxPool, MaxPool.
+// conv emits Conv, the residual's Add (autograd.Conv2DAddAct), the
+// activation and, for Conv2DMaxPool, MaxPool.
 func (e *exporter) conv(info *autograd.OpInfo, ins []string, out string) error {
 	a := info.Attrs.(autograd.ConvAttrs)
+	var residual string
+	if a.Residual {
+		ins, residual = ins[:len(ins)-1], ins[len(ins)-1]
+	}
 	o := a.Conv
 	w := info.Inputs[1].Value
 	one := func(v int) int {
@@ -1027,7 +1032,7 @@ func (e *exporter) conv(info *autograd.OpInfo, ins []string, out string) error {
 	}
 	pool := info.Name == "Conv2DMaxPool"
 	target := out
-	if a.Act != device.ActNone || pool {
+	if a.Act != device.ActNone || pool || a.Residual {
 		target = ""
 	}
 	y := e.chain("Conv", target, ins,
@@ -1036,6 +1041,13 @@ func (e *exporter) conv(info *autograd.OpInfo, ins []string, out string) error {
 		exportAttrInts("pads", o.PadH, o.PadW, o.PadH, o.PadW),
 		exportAttrInts("dilations", one(o.DilH), one(o.DilW)),
 		exportAttrInt("group", one(o.Groups)))
+	if a.Residual {
+		target = out
+		if a.Act != device.ActNone || pool {
+			target = ""
+		}
+		y = e.chain("Add", target, []string{y, residual})
+	}
 	if a.Act != device.ActNone {
 		t := out
 		if pool {

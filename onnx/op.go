@@ -136,6 +136,13 @@ type nodeCtx struct {
 	graphs   map[string]*subgraph // the graph attributes, by name
 	declared map[string]DataType  // ONNX element types known from the file
 	frozen   func(i int) bool     // see InputFrozen; nil while folding constants
+	// residual is the other input of an Add fused into this Conv (see
+	// fuseResiduals), nil otherwise; residualAct is the Add's fused
+	// activation, and addResidual runs the Add itself on the Conv's
+	// output, where the fused kernel does not apply.
+	residual    *autograd.Var
+	residualAct device.Activation
+	addResidual func(y *autograd.Var) ([]*autograd.Var, error)
 }
 
 // InputFrozen reports whether input i is a model initializer that does

@@ -293,12 +293,22 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 		x = padAxis(c, x, 2+i, pb[i]-sym[i], pe[i]-sym[i], 0)
 	}
 	stride, dil := to2D(win.stride, 1), to2D(win.dil, 1)
-	y := autograd.Conv2DAct(x, w, b, tensor.ConvOptions{
+	opts := tensor.ConvOptions{
 		StrideH: stride[0], StrideW: stride[1], PadH: sym[0], PadW: sym[1],
 		DilH: dil[0], DilW: dil[1], Groups: group,
-	}, c.FusedActivation())
+	}
+	if r := c.residual; r != nil && n == 2 && r.Value.DType() == x.Value.DType() {
+		oh, ow := tensor.ConvOutSize(x.Value, w.Value, opts)
+		if slices.Equal(r.Shape(), []int{xs[0], ws[0], oh, ow}) {
+			return []*autograd.Var{autograd.Conv2DAddAct(x, w, b, r, opts, c.residualAct)}, nil
+		}
+	}
+	y := autograd.Conv2DAct(x, w, b, opts, c.FusedActivation())
 	if n == 1 {
 		y = autograd.Squeeze(y, 2)
+	}
+	if c.residual != nil {
+		return c.addResidual(y)
 	}
 	return []*autograd.Var{y}, nil
 }

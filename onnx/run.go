@@ -430,6 +430,16 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 	}
 	c.rng = m.rng
 	c.act = n.act
+	if n.add != nil {
+		c.in, c.residual, c.residualAct = in[:len(in)-1], in[len(in)-1], n.add.act
+		c.addResidual = func(y *autograd.Var) ([]*autograd.Var, error) {
+			pair := []*autograd.Var{y, c.residual}
+			if n.convIsB {
+				pair[0], pair[1] = pair[1], pair[0]
+			}
+			return m.runNode(n.add, pair, dev, training, lookup, budget)
+		}
+	}
 	c.frozen = func(k int) bool {
 		if k >= len(n.inputs) || n.inputs[k] == "" {
 			return false
