@@ -81,9 +81,9 @@ type convBandArgs[T float] struct {
 	dev                *Device
 	y, x, w, bias, res []T // res: the residual added to y, or nil
 	act                device.Activation
-	rows, nb      int       // output rows per band, bands per image and group
-	cols          int       // positions per band of a pointwise convolution (else 0)
-	panels        []float32 // w in weightPanels' layout, or nil
+	rows, nb           int       // output rows per band, bands per image and group
+	cols               int       // positions per band of a pointwise convolution (else 0)
+	panels             []float32 // w in weightPanels' layout, or nil
 }
 
 // bandAlign is the multiple of positions at which the bands of a
@@ -135,8 +135,8 @@ type convRowsArgs[T float] struct {
 	dev                *Device
 	y, x, w, bias, res []T // res: the residual added to y (from y's start), or nil
 	act                device.Activation
-	g, unit       int
-	panels        []float32 // group g's weights in weightPanels' layout, or nil
+	g, unit            int
+	panels             []float32 // group g's weights in weightPanels' layout, or nil
 }
 
 // run unfolds the image into the worker's own buffer (a 1×1 convolution
