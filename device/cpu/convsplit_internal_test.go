@@ -347,21 +347,23 @@ func TestCol2imStride2(t *testing.T) {
 	}
 }
 
-// TestSmallPlaneImages checks the images per GEMM of small planes: at
-// least 128 columns, at most 16 images, and of the first four counts the
-// one that fills its last strip of columns best.
+// TestSmallPlaneImages checks the images per GEMM of small planes: the
+// count that gives the busiest worker the fewest images, then the fewest
+// empty columns.
 func TestSmallPlaneImages(t *testing.T) {
-	for _, c := range []struct{ l, nr, want int }{
-		{49, 32, 5},  // 245 columns: 8 strips, 11 empty (3 images: 147, 13 empty of 160)
-		{64, 32, 2},  // 128: full strips
-		{16, 32, 8},  // 128
-		{36, 32, 7},  // 252 of 256
-		{100, 32, 5}, // 500 of 512
-		{1, 32, 16},  // at most 16 images
-		{49, 16, 6},  // 294 of 304 (3: 147 of 160, 5: 245 of 256)
+	for _, c := range []struct{ n, l, nr, workers, want int }{
+		{32, 49, 32, 2, 4},  // 8 GEMMs, 16 images each worker (3 and 5: 17, 6: 18)
+		{32, 49, 32, 1, 5},  // one worker: 52 strips, 96 columns empty (3: 160, 4: 224)
+		{32, 16, 32, 2, 8},  // 4 GEMMs of 128 columns
+		{32, 36, 32, 2, 4},  // 16 images each (5: 17, 6 and 7: 18)
+		{3, 100, 32, 2, 2},  // GEMMs of 2 and 1 images (3 or more: one worker)
+		{64, 64, 32, 2, 2},  // 2 and 4 alike, both full strips: the first
+		{32, 1, 32, 2, 16},  // at most 16 images
+		{1, 49, 32, 2, 3},   // one image: at least 128 columns
+		{32, 49, 16, 2, 4},  // strips of 16: 16 images each
 	} {
-		if got := smallPlaneImages(c.l, c.nr); got != c.want {
-			t.Errorf("plane of %d, strips of %d: %d images, want %d", c.l, c.nr, got, c.want)
+		if got := smallPlaneImages(c.n, c.l, c.nr, c.workers); got != c.want {
+			t.Errorf("%d planes of %d, strips of %d, %d workers: %d images, want %d", c.n, c.l, c.nr, c.workers, got, c.want)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"math"
+
 	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/device/cpu/internal/direct"
 	"github.com/hora-dl/hora/device/cpu/internal/gemm"
@@ -481,17 +483,22 @@ func (k kernels) Conv2D(p device.ConvParams, y, x, w device.Buffer) {
 // one (a single image) splits each image's GEMM across the workers (see
 // conv2dSplit).
 func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias, res []T, wb *Buffer) {
-	gi := s.imagesPerGEMM()
-	if s.pointwise() {
-		// A 1×1 convolution reads each image in place as its column
-		// matrix and its GEMM writes y directly, the bias and activation
-		// applied to each tile: batching images would copy both. One image
-		// per GEMM ran 1.05–2.25× as fast on 10 of 11 of MobileNetV2's and
-		// the zoo MobileNet's 1×1 layers (2 threads, 7×7 to 112×112
-		// planes), 0.94× on the eleventh (576 → 160 channels, 7×7).
-		gi = 1
-	} else if s.l > 0 && gi*s.l < 128 {
-		gi = smallPlaneImages(s.l, gemm.Blocking().NR)
+	// One image per GEMM writes y directly, the bias and activation
+	// applied to each tile, where a GEMM of several images writes a
+	// scratch matrix that is then copied to y; a 1×1 convolution also
+	// reads the image in place as its column matrix. One image per GEMM
+	// ran 1.05–2.25× as fast on 10 of 11 of MobileNetV2's and the zoo
+	// MobileNet's 1×1 layers (2 threads, 7×7 to 112×112 planes; 0.94× on
+	// the eleventh, 576 → 160 channels on 7×7), and, on planes of 128
+	// positions or more, 1.5–1.7× on resnet18's 1×1 stride-2 layers at
+	// batch 32 and 1.2–2.2× on a 3×3 layer of 1 → 32 channels on 28×28 at
+	// batch 128 (2 Zen 5 threads). Smaller planes batch images to fill the
+	// GEMM's columns.
+	gi := 1
+	if !s.pointwise() && s.l > 0 && s.l < 128 {
+		if gi = s.imagesPerGEMM(); gi*s.l < 128 {
+			gi = smallPlaneImages(s.N, s.l, gemm.Blocking().NR, dev.numWorkers())
+		}
 	}
 	tasks := (s.N + gi - 1) / gi
 	split := tasks < dev.numWorkers() && !dev.serial(2, s.imgOut*s.ckk)
@@ -508,25 +515,49 @@ func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x
 	launch(dev, tasks, gi*s.imgOut*s.ckk, convArgs[T]{dev: dev, s: s, a: y, b: x, c: w, gi: gi, act: act, bias: bias, res: res, panels: panels})
 }
 
-// smallPlaneImages is the number of images per GEMM of a convolution
-// whose output planes have fewer than 128 positions (l): at least 128
-// columns, past the cache budget of imagesPerGEMM, since a 49-column
-// product leaves a third of the GEMM's last strip of nr columns empty
-// (resnet18's 512-channel 7×7 layers, one image, ran 7–13% faster with 2
-// to 4 images per GEMM); of the first four counts from there, the one
-// whose columns leave the smallest share of their last strip empty (with
-// 7×7 planes 5 images, 245 columns, not 3: resnet18's 3×3 layers of
-// 512 channels at batch 32 ran 4–7% faster).
-func smallPlaneImages(l, nr int) int {
+// smallPlaneImages is the number of images per GEMM of a batch of n
+// images whose output planes have fewer than 128 positions (l), its GEMMs
+// split over workers: at least 128 columns, past the cache budget of
+// imagesPerGEMM, since a 49-column product leaves a third of the GEMM's
+// last strip of nr columns empty (resnet18's 512-channel 7×7 layers, one
+// image, ran 7–13% faster with 2 to 4 images per GEMM). Of the first four
+// counts from there, it takes the one whose busiest worker has the fewest
+// images (Device.parallel hands each worker a contiguous run of GEMMs, and
+// a short last GEMM leaves one worker waiting for the other), then the one
+// that leaves the fewest columns of that worker's strips empty. resnet18's
+// 3×3 layers of 512 channels on 7×7 planes, batch 32, 2 Zen 5 threads:
+// 4 images per GEMM (8 GEMMs, 16 images each worker) 16.6–16.9 ms, 5
+// (7 GEMMs: 15 and 17 images) 17.8–17.9 ms, 6 (18 and 14) 18.9–19.0 ms.
+func smallPlaneImages(n, l, nr, workers int) int {
 	least := min(16, (128+l-1)/l)
-	best, bestEmpty := least, 1.0
+	best, bestImages, bestStrips := least, math.MaxInt, math.MaxInt
 	for gi := least; gi <= min(16, least+3); gi++ {
-		strips := (gi*l + nr - 1) / nr
-		if empty := float64(strips*nr-gi*l) / float64(strips*nr); empty < bestEmpty {
-			best, bestEmpty = gi, empty
+		images, strips := busiestWorker(n, gi, l, nr, workers)
+		if images < bestImages || (images == bestImages && strips*nr-images*l < bestStrips*nr-bestImages*l) {
+			best, bestImages, bestStrips = gi, images, strips
 		}
 	}
 	return best
+}
+
+// busiestWorker returns the images and the strips of nr columns that the
+// busiest of workers multiplies when the GEMMs of n images, gi images of l
+// positions each, are split as Device.parallel splits its tasks.
+func busiestWorker(n, gi, l, nr, workers int) (images, strips int) {
+	tasks := (n + gi - 1) / gi
+	w := max(1, min(workers, tasks))
+	for i := range w {
+		im, st := 0, 0
+		for t := tasks * i / w; t < tasks*(i+1)/w; t++ {
+			k := min(gi, n-t*gi)
+			im += k
+			st += (k*l + nr - 1) / nr
+		}
+		if im > images || (im == images && st > strips) {
+			images, strips = im, st
+		}
+	}
+	return images, strips
 }
 
 // The CPU device implements the optional fused convolution.
@@ -583,19 +614,29 @@ func (k kernels) Conv2DBiasAddAct(p device.ConvParams, act device.Activation, y,
 	}
 }
 
+// residualBlocks is the least number of positions of an output plane for
+// which the residual joins each block of the convolution's output: the
+// blocks of smaller planes are short runs scattered over the planes (a
+// row of 49 values per channel and image), whose residual comes from
+// memory at its latency, where a pass of its own streams it. resnet18 at
+// batch 32 on 2 Zen 5 threads: its 56×56 and 28×28 blocks' convolution
+// and Add took 3–4% less time fused, its 14×14 and 7×7 ones 1–5% more.
+var residualBlocks = 512 // a variable so that the tests can reach the blocks of small planes
+
 // conv2dBiasAct computes y = act(conv(x, w) + bias + res), bias and the
 // residual res (y's shape) optional, choosing the forward convolution's
 // kernel: depthwise, Winograd (3×3, unit stride, 64 channels or more,
 // float32, see useWinograd), direct (fewer channels, float32, see
 // useDirect) or im2col. Winograd and im2col add the residual to each
-// block of their output as they write it; after a depthwise or direct
-// convolution it takes a pass of its own. wb is the buffer holding w,
+// block of their output as they write it, on planes of residualBlocks
+// positions or more; otherwise, and after a depthwise or direct
+// convolution, it takes a pass of its own. wb is the buffer holding w,
 // whose derived forms the kernel may keep when it is constant (nil: none).
 func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias, res []T, wb *Buffer) {
 	y32, f32 := any(y).([]float32)
 	winograd := f32 && !s.depthwise() && useWinograd(s)
 	direct := f32 && !s.depthwise() && !winograd && useDirect(s)
-	if res != nil && (s.depthwise() || direct) {
+	if res != nil && (s.depthwise() || direct || s.l < residualBlocks) {
 		conv2dBiasAct(dev, s, device.ActNone, y, x, w, bias, nil, wb)
 		launch(dev, len(y), 1, addActArgs[T]{act, y, y, res})
 		return
@@ -1014,3 +1055,4 @@ func withBias[T float](dst, src, bias []T, b T) []T {
 	biasActSlice(device.ActNone, dst, src, b)
 	return dst
 }
+

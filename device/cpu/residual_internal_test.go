@@ -15,8 +15,18 @@ import (
 // GEMM and with one, a single image split by bands of positions and by
 // blocks of channels, with weights read in place and in bands, and the
 // direct and depthwise convolutions, which add the residual in a pass of
-// their own.
+// their own (as do planes under residualBlocks positions, which the test
+// also runs in blocks).
 func TestConvResidualSameBits(t *testing.T) {
+	for _, least := range []int{residualBlocks, 0} {
+		saved := residualBlocks
+		residualBlocks = least
+		convResidualSameBits(t)
+		residualBlocks = saved
+	}
+}
+
+func convResidualSameBits(t *testing.T) {
 	dev := New()
 	k := dev.Kernels().(kernels)
 	rng := rand.New(rand.NewPCG(3, 4))
