@@ -352,15 +352,15 @@ func TestCol2imStride2(t *testing.T) {
 // empty columns.
 func TestSmallPlaneImages(t *testing.T) {
 	for _, c := range []struct{ n, l, nr, workers, want int }{
-		{32, 49, 32, 2, 4},  // 8 GEMMs, 16 images each worker (3 and 5: 17, 6: 18)
-		{32, 49, 32, 1, 5},  // one worker: 52 strips, 96 columns empty (3: 160, 4: 224)
-		{32, 16, 32, 2, 8},  // 4 GEMMs of 128 columns
-		{32, 36, 32, 2, 4},  // 16 images each (5: 17, 6 and 7: 18)
-		{3, 100, 32, 2, 2},  // GEMMs of 2 and 1 images (3 or more: one worker)
-		{64, 64, 32, 2, 2},  // 2 and 4 alike, both full strips: the first
-		{32, 1, 32, 2, 16},  // at most 16 images
-		{1, 49, 32, 2, 3},   // one image: at least 128 columns
-		{32, 49, 16, 2, 4},  // strips of 16: 16 images each
+		{32, 49, 32, 2, 4}, // 8 GEMMs, 16 images each worker (3 and 5: 17, 6: 18)
+		{32, 49, 32, 1, 5}, // one worker: 52 strips, 96 columns empty (3: 160, 4: 224)
+		{32, 16, 32, 2, 8}, // 4 GEMMs of 128 columns
+		{32, 36, 32, 2, 4}, // 16 images each (5: 17, 6 and 7: 18)
+		{3, 100, 32, 2, 2}, // GEMMs of 2 and 1 images (3 or more: one worker)
+		{64, 64, 32, 2, 2}, // 2 and 4 alike, both full strips: the first
+		{32, 1, 32, 2, 16}, // at most 16 images
+		{1, 49, 32, 2, 3},  // one image: at least 128 columns
+		{32, 49, 16, 2, 4}, // strips of 16: 16 images each
 	} {
 		if got := smallPlaneImages(c.n, c.l, c.nr, c.workers); got != c.want {
 			t.Errorf("%d planes of %d, strips of %d, %d workers: %d images, want %d", c.n, c.l, c.nr, c.workers, got, c.want)

@@ -1055,4 +1055,3 @@ func withBias[T float](dst, src, bias []T, b T) []T {
 	biasActSlice(device.ActNone, dst, src, b)
 	return dst
 }
-
