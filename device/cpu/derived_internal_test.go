@@ -16,7 +16,7 @@ import (
 // give the same bits as when they derive them on every call, concurrently
 // too, and derive them again once the buffer is written.
 func TestConstantFiltersKept(t *testing.T) {
-	if !useWinograd(newConvShape(convCase(2, 64, 16, 16, 64, 3, 1, 1, 1))) || !direct.Fast() {
+	if !useWinograd(newConvShape(convCase(2, 64, 16, 16, 64, 3, 1, 1, 1)), false) || !direct.Fast() {
 		t.Skip("no vector Winograd or direct kernel on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -35,7 +35,7 @@ func convResidualSameBits(t *testing.T) {
 		p    device.ConvParams
 		path func(s convShape) bool
 	}{
-		{"winograd", convCase(8, 64, 8, 8, 64, 3, 1, 1, 1), useWinograd},
+		{"winograd", convCase(8, 64, 8, 8, 64, 3, 1, 1, 1), func(s convShape) bool { return useWinograd(s, false) }},
 		{"im2col, images per GEMM", convCase(6, 80, 7, 7, 96, 3, 1, 1, 1), func(s convShape) bool { return s.imagesPerGEMM() > 1 || s.l*s.imagesPerGEMM() < 128 }},
 		{"im2col, 1×1, one image per GEMM", convCase(4, 48, 9, 9, 72, 1, 1, 0, 1), convShape.pointwise},
 		{"split by positions", convCase(1, 24, 14, 14, 20, 1, 1, 0, 1), func(s convShape) bool { return s.l >= s.ocg }},

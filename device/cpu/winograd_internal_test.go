@@ -76,10 +76,10 @@ func TestConvChoosesWinograd(t *testing.T) {
 		convCase(8, 256, 14, 14, 256, 3, 1, 1, 1),
 	} {
 		s := newConvShape(p)
-		if got := useWinograd(s); got != winograd.Fast() {
+		if got := useWinograd(s, false); got != winograd.Fast() {
 			t.Errorf("%+v: Winograd %v, want %v", p, got, winograd.Fast())
 		}
-		if got := s.gradInputIsConv() && useWinograd(s.gradInputShape()); got != winograd.Fast() {
+		if got := s.gradInputIsConv() && useWinograd(s.gradInputShape(), false); got != winograd.Fast() {
 			t.Errorf("%+v: Winograd input gradient %v, want %v", p, got, winograd.Fast())
 		}
 	}
@@ -93,9 +93,13 @@ func TestConvChoosesWinograd(t *testing.T) {
 		convCase(8, 64, 16, 16, 64, 3, 1, 3, 1),
 	} {
 		s := newConvShape(p)
-		if useWinograd(s) {
+		if useWinograd(s, false) {
 			t.Errorf("%+v: on the Winograd path", p)
 		}
+	}
+	// Kept filters need no batch to spread their transform over.
+	if s := newConvShape(convCase(1, 256, 14, 14, 256, 3, 1, 1, 1)); useWinograd(s, true) != winograd.Fast() {
+		t.Errorf("resnet18's 14×14 layer at batch 1 with kept filters: on the Winograd path %v, want %v", !winograd.Fast(), winograd.Fast())
 	}
 }
 
