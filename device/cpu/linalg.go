@@ -567,24 +567,7 @@ var _ device.ConvBiasActKernels = kernels{}
 // convolution applies the bias and activation to each output row as it is
 // computed, other convolutions to each block of the GEMM's output.
 func (k kernels) Conv2DBiasAct(p device.ConvParams, act device.Activation, y, x, w, bias device.Buffer) {
-	noHalf("Conv2DBiasAct", y, x, w, bias)
-	s := newConvShape(p)
-	switch buf(y).dt {
-	case device.Float32:
-		var b []float32
-		if bias != nil {
-			b = buf(bias).f32
-		}
-		conv2dBiasAct(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b, nil, buf(w))
-	case device.Float64:
-		var b []float64
-		if bias != nil {
-			b = buf(bias).f64
-		}
-		conv2dBiasAct(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b, nil, buf(w))
-	default:
-		panic(dtypeMsg("Conv2DBiasAct", buf(y).dt))
-	}
+	k.conv2d("Conv2DBiasAct", p, act, y, x, w, bias, nil)
 }
 
 // The CPU device implements the optional convolution with a residual.
@@ -594,23 +577,35 @@ var _ device.ConvAddActKernels = kernels{}
 // im2col convolutions add the residual to each block of their output as
 // they write it (see conv2dBiasAct).
 func (k kernels) Conv2DBiasAddAct(p device.ConvParams, act device.Activation, y, x, w, bias, res device.Buffer) {
-	noHalf("Conv2DBiasAddAct", y, x, w, bias, res)
+	k.conv2d("Conv2DBiasAddAct", p, act, y, x, w, bias, res)
+}
+
+// conv2d runs conv2dBiasAct, the kernel op, on the buffers' element type;
+// bias and res may be nil.
+func (k kernels) conv2d(op string, p device.ConvParams, act device.Activation, y, x, w, bias, res device.Buffer) {
+	noHalf(op, y, x, w, bias, res)
 	s := newConvShape(p)
 	switch buf(y).dt {
 	case device.Float32:
-		var b []float32
+		var b, r []float32
 		if bias != nil {
 			b = buf(bias).f32
 		}
-		conv2dBiasAct(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b, buf(res).f32[:s.N*s.imgOut], buf(w))
+		if res != nil {
+			r = buf(res).f32[:s.N*s.imgOut]
+		}
+		conv2dBiasAct(k.d, s, act, buf(y).f32, buf(x).f32, buf(w).f32, b, r, buf(w))
 	case device.Float64:
-		var b []float64
+		var b, r []float64
 		if bias != nil {
 			b = buf(bias).f64
 		}
-		conv2dBiasAct(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b, buf(res).f64[:s.N*s.imgOut], buf(w))
+		if res != nil {
+			r = buf(res).f64[:s.N*s.imgOut]
+		}
+		conv2dBiasAct(k.d, s, act, buf(y).f64, buf(x).f64, buf(w).f64, b, r, buf(w))
 	default:
-		panic(dtypeMsg("Conv2DBiasAddAct", buf(y).dt))
+		panic(dtypeMsg(op, buf(y).dt))
 	}
 }
 
