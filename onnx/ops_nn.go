@@ -252,7 +252,11 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 	}
 	x, w, b := in[0], in[1], in[2]
 	if x.Value.Rank() == 5 {
-		return run3D(c, conv3D, x, w, b)
+		outs, err := run3D(c, conv3D, x, w, b)
+		if err != nil || c.residual == nil {
+			return outs, err
+		}
+		return c.addResidual(outs[0])
 	}
 	n, err := convCheck(c, x, w)
 	if err != nil {

@@ -141,3 +141,54 @@ func TestAddFusedIntoConvExports(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDeltaSlice(t, want[0].Value.Float32s(), got[0].Value.Float32s(), 1e-5)
 }
+
+// TestAddFusedIntoConvOtherRanks checks 1-D and 3-D convolutions whose
+// Add is folded into them (they run the Conv, then the Add): their
+// outputs have the bits of the same graph with an Identity between the
+// Conv and the Add, which keeps them apart.
+func TestAddFusedIntoConvOtherRanks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	for _, spatial := range [][]int64{{9}, {4, 5, 6}, {6, 7}} {
+		n := len(spatial)
+		w := tensor.RandNormal(rng, 0, 0.5, append([]int{3, 2}, repeat(3, n)...)...)
+		pads := &onnxpb.AttributeProto{Name: ptr("pads"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: make([]int64, 2*n)}
+		for i := range pads.Ints {
+			pads.Ints[i] = 1
+		}
+		dims := append([]int64{-1, 3}, spatial...)
+		spec := func(apart bool) graphSpec {
+			conv := node("Conv", "conv", []string{"x", "w"}, []string{"c"}, pads)
+			add := node("Add", "add", []string{"c", "r"}, []string{"s"})
+			nodes := []*onnxpb.NodeProto{conv, add, node("Relu", "relu", []string{"s"}, []string{"y"})}
+			if apart {
+				conv.Output = []string{"c0"}
+				nodes = append([]*onnxpb.NodeProto{conv, node("Identity", "id", []string{"c0"}, []string{"c"})}, nodes[1:]...)
+			}
+			return graphSpec{nodes: nodes, inits: []*onnxpb.TensorProto{initTensor(t, "w", w, f32)},
+				inputs:  []*onnxpb.ValueInfoProto{tensorInfo("x", f32, append([]int64{-1, 2}, spatial...)...), tensorInfo("r", f32, dims...)},
+				outputs: []*onnxpb.ValueInfoProto{tensorInfo("y", f32, dims...)}}
+		}
+		fused, apart := spec(false).load(t), spec(true).load(t)
+		require.Contains(t, fused.Summary(), "1 nodes: Conv×1", "spatial %v", spatial)
+		shape := make([]int, n)
+		for i, d := range spatial {
+			shape[i] = int(d)
+		}
+		x := autograd.Constant(tensor.RandNormal(rng, 0, 1, append([]int{2, 2}, shape...)...))
+		r := autograd.Constant(tensor.RandNormal(rng, 0, 1, append([]int{2, 3}, shape...)...))
+		want, err := apart.Run(x, r)
+		require.NoError(t, err)
+		got, err := fused.Run(x, r)
+		require.NoError(t, err, "spatial %v", spatial)
+		assert.Equal(t, want[0].Value.Float32s(), got[0].Value.Float32s(), "spatial %v", spatial)
+	}
+}
+
+// repeat returns n copies of v.
+func repeat(v, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
