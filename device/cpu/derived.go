@@ -56,12 +56,16 @@ func (d *Device) MarkConstant(b device.Buffer) {
 	}
 }
 
+// keepsForms reports whether b is a constant buffer, which keeps the forms
+// derived from it (b may be nil).
+func (b *Buffer) keepsForms() bool { return b != nil && b.forms != nil }
+
 // derived returns the form key of the weights held by wb, n floats that
 // fill computes: when wb is constant, computed on the first call and kept
 // with wb (callers may read it concurrently, never write it); otherwise
 // computed into scratch on every call. release gives the scratch back.
 func derived(wb *Buffer, key derivedKey, n int, fill func(form []float32)) (form []float32, release func()) {
-	if wb == nil || wb.forms == nil {
+	if !wb.keepsForms() {
 		sc := getScratch[float32](n)
 		fill(sc.s)
 		return sc.s, func() { putScratch(sc) }

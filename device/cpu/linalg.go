@@ -629,7 +629,7 @@ var residualBlocks = 512 // a variable so that the tests can reach the blocks of
 // whose derived forms the kernel may keep when it is constant (nil: none).
 func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias, res []T, wb *Buffer) {
 	y32, f32 := any(y).([]float32)
-	winograd := f32 && !s.depthwise() && useWinograd(s, wb != nil && wb.forms != nil)
+	winograd := f32 && !s.depthwise() && useWinograd(s, wb.keepsForms())
 	direct := f32 && !s.depthwise() && !winograd && useDirect(s)
 	if res != nil && (s.depthwise() || direct || s.l < residualBlocks) {
 		conv2dBiasAct(dev, s, device.ActNone, y, x, w, bias, nil, wb)

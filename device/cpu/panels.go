@@ -30,7 +30,7 @@ import (
 func weightPanels[T float](dev *Device, s convShape, w []T, wb *Buffer) (panels []float32, release func()) {
 	w32, ok := any(w).([]float32)
 	mr := gemm.Blocking().MR
-	if !ok || wb == nil || wb.forms == nil || mr < 8 || !dev.ownKernelOnly() || len(w32) < s.OutC*s.ckk {
+	if !ok || !wb.keepsForms() || mr < 8 || !dev.ownKernelOnly() || len(w32) < s.OutC*s.ckk {
 		return nil, func() {}
 	}
 	key := derivedKey{kind: bandedWeights, outC: s.OutC, inC: s.ckk, taps: mr, alt: s.Groups}
@@ -66,30 +66,29 @@ func groupPanels(panels []float32, s convShape, g, i0 int) []float32 {
 // residual res (rows ldo apart, like out's), the bias to its tiles and
 // the residual and activation to the band as soon as it is written.
 func panelProduct(act device.Activation, bias []float32, oc0, m, n, k int, panels, col []float32, ldb int, out []float32, ldo int, res []float32) {
+	bandAct := act // what the tiles get: with a residual, the activation follows it
 	if res != nil {
-		mr := gemm.Blocking().MR
-		for r0 := 0; r0 < m; r0 += mr {
-			rows := min(mr, m-r0)
-			panelProduct(device.ActNone, bias, oc0+r0, rows, n, k, panels[r0*k:], col, ldb, out[r0*ldo:], ldo, nil)
-			residualRows(act, out[r0*ldo:], res[r0*ldo:], ldo, rows, n)
-		}
-		return
+		bandAct = device.ActNone
 	}
 	mr := gemm.Blocking().MR
-	lo, hi := clampOf(act)
+	lo, hi := clampOf(bandAct)
 	ws := workspaces.Get().(*gemm.Workspace)
 	defer workspaces.Put(ws)
 	for r0 := 0; r0 < m; r0 += mr {
 		rows := min(mr, m-r0)
 		a, c := panels[r0*k:], out[r0*ldo:]
+		done := false // the bias and activation applied to the tiles
 		if bias != nil {
 			e := gemm.Epilogue{Bias: bias[oc0+r0 : oc0+r0+rows], Lo: lo, Hi: hi}
-			if gemm.SgemmEpilogue(ws, true, false, rows, n, k, 1, a, rows, col, ldb, 0, c, ldo, e) {
-				continue
-			}
+			done = gemm.SgemmEpilogue(ws, true, false, rows, n, k, 1, a, rows, col, ldb, 0, c, ldo, e)
 		} else {
 			gemm.Sgemm(ws, true, false, rows, n, k, 1, a, rows, col, ldb, 0, c, ldo)
 		}
-		convEpilogue(act, bias, c, ldo, rows, oc0+r0, 0, n)
+		if !done {
+			convEpilogue(bandAct, bias, c, ldo, rows, oc0+r0, 0, n)
+		}
+		if res != nil {
+			residualRows(act, c, res[r0*ldo:], ldo, rows, n)
+		}
 	}
 }
