@@ -728,11 +728,13 @@ func (s convShape) pointwise() bool {
 	return s.KH == 1 && s.KW == 1 && s.StrideH == 1 && s.StrideW == 1 && s.PadH == 0 && s.PadW == 0
 }
 
-// convProduct computes out = act(w·col + bias + res) for m output channels
-// (oc0…, rows ldo apart in out and in res, which may be nil) and n
-// positions: the GEMM of the m×k filter matrix w with the k×n column
-// matrix col (rows ldb apart), then the bias, residual and activation. Where Hora's kernel takes the product, it
-// applies them to each tile (small-product path) or block (packed path) of
+// convProduct computes out = act(w·col + bias + res) for m output
+// channels (oc0…, rows ldo apart in out and in res, which may be nil) and
+// n positions: the GEMM of the m×k filter matrix w with the k×n column
+// matrix col (rows ldb apart), then the bias, residual and activation;
+// with panels (w in weightPanels' layout; nil: none) the product reads
+// the bands (panelProduct). Where Hora's kernel takes the product, it applies the bias and
+// activation to each tile (small-product path) or block (packed path) of
 // out as it writes it (gemm.SgemmEpilogue), rather than in a pass of their
 // own over out, which by then has left the cache; the bits are the same.
 // Alone, MobileNetV2's 1×1 layers at batch 1 ran up to 2× as fast (that
@@ -1023,12 +1025,13 @@ func (args *gradWeightArgs[T]) run(lo, hi int) {
 	}
 }
 
-// offset returns res[at:], or nil for a nil res (no residual).
-func offset[T any](res []T, at int) []T {
-	if res == nil {
+// offset returns v[at:] of an optional operand (a residual, weights in
+// bands), or nil for a nil v.
+func offset[T any](v []T, at int) []T {
+	if v == nil {
 		return nil
 	}
-	return res[at:]
+	return v[at:]
 }
 
 // residualRows sets out = act(out + res) on the first n values of rows

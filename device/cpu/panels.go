@@ -53,10 +53,7 @@ func weightPanels[T float](dev *Device, s convShape, w []T, wb *Buffer) (panels 
 // groupPanels returns the bands of group g from its row i0 (a multiple of
 // the band height) on, or nil without panels.
 func groupPanels(panels []float32, s convShape, g, i0 int) []float32 {
-	if panels == nil {
-		return nil
-	}
-	return panels[g*s.wGroup+i0*s.ckk:]
+	return offset(panels, g*s.wGroup+i0*s.ckk)
 }
 
 // panelProduct is convProduct with the weights in bands (see
