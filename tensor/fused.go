@@ -105,9 +105,7 @@ func composedAct(y *Tensor, act device.Activation) *Tensor {
 func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Tensor {
 	sameFloat("Conv2DBiasAct", x, w)
 	p := convParams("Conv2DBiasAct", x.shape, w.shape, o)
-	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
-		panic(fmt.Sprintf("tensor: Conv2DBiasAct: bias %v does not match weight %v", bias.shape, w.shape))
-	}
+	checkConvBias("Conv2DBiasAct", bias, w, p)
 	ck, ok := x.kernels().(device.ConvBiasActKernels)
 	if !ok || fused(x, w, bias) == nil {
 		y := Conv2D(x, w, o)
@@ -132,9 +130,7 @@ func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Te
 func Conv2DBiasAddAct(x, w, bias, res *Tensor, o ConvOptions, act device.Activation) *Tensor {
 	sameFloat("Conv2DBiasAddAct", x, w)
 	p := convParams("Conv2DBiasAddAct", x.shape, w.shape, o)
-	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
-		panic(fmt.Sprintf("tensor: Conv2DBiasAddAct: bias %v does not match weight %v", bias.shape, w.shape))
-	}
+	checkConvBias("Conv2DBiasAddAct", bias, w, p)
 	shape := []int{p.N, p.OutC, p.OutH(), p.OutW()}
 	if !sameDims(res.shape, shape) || res.DType() != x.DType() {
 		panic(fmt.Sprintf("tensor: Conv2DBiasAddAct: residual %v %v does not match the convolution's output %v %v", res.DType(), res.shape, x.DType(), shape))
@@ -158,9 +154,7 @@ func Conv2DBiasAddAct(x, w, bias, res *Tensor, o ConvOptions, act device.Activat
 func Conv2DBiasActMaxPool(x, w, bias *Tensor, co ConvOptions, act device.Activation, po PoolOptions) (y, argmax *Tensor) {
 	sameFloat("Conv2DBiasActMaxPool", x, w)
 	p := convParams("Conv2DBiasActMaxPool", x.shape, w.shape, co)
-	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
-		panic(fmt.Sprintf("tensor: Conv2DBiasActMaxPool: bias %v does not match weight %v", bias.shape, w.shape))
-	}
+	checkConvBias("Conv2DBiasActMaxPool", bias, w, p)
 	q := poolParamsDims("Conv2DBiasActMaxPool", [4]int{p.N, p.OutC, p.OutH(), p.OutW()}, po)
 	fk := fused(x, w, bias)
 	if fk == nil {
@@ -292,4 +286,12 @@ func GELUGrad(dy, x *Tensor) *Tensor {
 // geluCDF is Φ(x) = (1 + erf(x/√2))/2.
 func geluCDF(x *Tensor) *Tensor {
 	return x.MulScalar(1 / math.Sqrt2).Erf().AddScalar(1).MulScalar(0.5)
+}
+
+// checkConvBias panics unless bias is nil or a vector of p.OutC values, the
+// bias of convolution op with weight w.
+func checkConvBias(op string, bias, w *Tensor, p device.ConvParams) {
+	if bias != nil && (bias.Rank() != 1 || bias.shape[0] != p.OutC) {
+		panic(fmt.Sprintf("tensor: %s: bias %v does not match weight %v", op, bias.shape, w.shape))
+	}
 }
