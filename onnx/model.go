@@ -292,13 +292,13 @@ func build(mp *onnxpb.ModelProto, src string, o importOptions) (*Model, error) {
 func modelOpset(mp *onnxpb.ModelProto) (int, error) {
 	opset := -1
 	for _, os := range mp.GetOpsetImport() {
-		if d := os.GetDomain(); d == "" || d == "ai.onnx" {
+		if isONNXDomain(os.GetDomain()) {
 			opset = int(os.GetVersion())
 		}
 	}
 	onlyOtherDomains := len(mp.GetGraph().GetNode()) > 0
 	for _, n := range mp.GetGraph().GetNode() {
-		if d := n.GetDomain(); d == "" || d == "ai.onnx" {
+		if isONNXDomain(n.GetDomain()) {
 			onlyOtherDomains = false
 		}
 	}
@@ -465,7 +465,7 @@ func prepareNodes(protos []*onnxpb.NodeProto, opset int, src string, defined, ou
 			n.label = fmt.Sprintf("%q", np.GetName())
 		}
 		fail := func(err error) error { return &NodeError{Node: n.label, Op: np.GetOpType(), Opset: opset, Err: err} }
-		if d := np.GetDomain(); d != "" && d != "ai.onnx" {
+		if d := np.GetDomain(); !isONNXDomain(d) {
 			return nil, nil, fail(fmt.Errorf("%w: operator domain %q (Hora implements the ai.onnx domain)", ErrUnsupported, d))
 		}
 		impl, ok := lookup(np.GetOpType(), opset)
