@@ -3,6 +3,7 @@ package onnx
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -150,7 +151,7 @@ func TestAddFusedIntoConvOtherRanks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 28))
 	for _, spatial := range [][]int64{{9}, {4, 5, 6}, {6, 7}} {
 		n := len(spatial)
-		w := tensor.RandNormal(rng, 0, 0.5, append([]int{3, 2}, repeat(3, n)...)...)
+		w := tensor.RandNormal(rng, 0, 0.5, append([]int{3, 2}, slices.Repeat([]int{3}, n)...)...)
 		pads := &onnxpb.AttributeProto{Name: ptr("pads"), Type: onnxpb.AttributeProto_INTS.Enum(), Ints: make([]int64, 2*n)}
 		for i := range pads.Ints {
 			pads.Ints[i] = 1
@@ -182,13 +183,4 @@ func TestAddFusedIntoConvOtherRanks(t *testing.T) {
 		require.NoError(t, err, "spatial %v", spatial)
 		assert.Equal(t, want[0].Value.Float32s(), got[0].Value.Float32s(), "spatial %v", spatial)
 	}
-}
-
-// repeat returns n copies of v.
-func repeat(v, n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = v
-	}
-	return out
 }
