@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/gemm"
 )
 
 // Forms derived from constant buffers. A model's weights at inference
@@ -24,10 +25,10 @@ type derivedKey struct {
 type derivedKind int
 
 const (
-	winogradFilters  derivedKind = iota + 1 // winoFilterArgs's 16·OutC·C transformed filters
-	directFilters                           // directGeom.packFilters's blocks
-	transposedMatrix                        // storedAsRead's Bᵀ (outC = N rows of B, inC = K)
-	bandedWeights                           // weightPanels' bands of rows (inC = a group's columns, taps = rows per band)
+	winogradFilters derivedKind = iota + 1 // winoFilterArgs's 16·OutC·C transformed filters
+	directFilters                          // directGeom.packFilters's blocks
+	packedMatrix                           // packedWeight's panels of op(B) (outC = N, inC = K, alt = 1 when B is read transposed)
+	bandedWeights                          // weightPanels' bands of rows (inC = a group's columns, taps = rows per band)
 )
 
 // derivedForms are the forms derived from one constant buffer.
@@ -82,23 +83,24 @@ func derived(wb *Buffer, key derivedKey, n int, fill func(form []float32)) (form
 	return form, func() {}
 }
 
-// storedAsRead returns, for a product whose B is a whole constant buffer
-// read transposed (a Linear layer's weight at inference, N×K), the same
-// product with Bᵀ stored as it is read: transposed once and kept with the
-// buffer, so that a product of a few rows reads it in place instead of
-// repacking the whole weight on every call. Only where every float32
-// product runs Hora's vector kernel, which gives the same bits either way
-// (it computes op(B) alike whatever its layout; a BLAS library need not).
-func storedAsRead(d *Device, p device.MatMulParams, b *Buffer) (device.MatMulParams, []float32, bool) {
-	if !p.TransB || p.Batch != 1 || b.forms == nil || p.BOff != 0 || len(b.f32) != p.N*p.K || !d.ownKernelOnly() {
-		return p, nil, false
+// packedWeight returns, for a float32 product whose B is a whole constant
+// buffer (a Linear layer's weight at inference, or a MatMul's constant
+// operand), op(B) packed once into the micro-panels Hora's kernel reads
+// (gemm.PackB) and kept with the buffer, so that no call repacks it or
+// reads it a row's stride apart. Only where the product runs Hora's
+// vector kernel, which gives the same bits from the panels (a BLAS
+// library reads B as stored).
+func packedWeight(d *Device, p device.MatMulParams, b *Buffer) ([]float32, bool) {
+	if p.Batch != 1 || !b.keepsForms() || p.BOff != 0 || len(b.f32) != p.N*p.K || d.Float32GEMM(p.M, p.N, p.K) != "hora" {
+		return nil, false
 	}
-	key := derivedKey{kind: transposedMatrix, outC: p.N, inC: p.K}
-	bt, _ := derived(b, key, p.N*p.K, func(bt []float32) {
-		// Bᵀ (K×N) from B (N×K) read as a K×N view, by the strided copy.
-		copyStrided(d, bt, device.Layout{Shape: []int{p.K, p.N}, Strides: []int{p.N, 1}},
-			b.f32, device.Layout{Shape: []int{p.K, p.N}, Strides: []int{1, p.K}})
+	key := derivedKey{kind: packedMatrix, outC: p.N, inC: p.K}
+	ldb := p.N
+	if p.TransB {
+		key.alt, ldb = 1, p.K
+	}
+	pb, _ := derived(b, key, gemm.PackedBSize(p.K, p.N), func(pb []float32) {
+		gemm.PackB(pb, p.TransB, b.f32, ldb, p.K, p.N)
 	})
-	p.TransB = false
-	return p, bt, true
+	return pb, true
 }

@@ -90,38 +90,44 @@ func TestConstantFiltersKept(t *testing.T) {
 	}
 }
 
-// TestConstantWeightTransposedOnce checks that a product reading a
-// constant B transposed (a Linear layer's weight) keeps Bᵀ, gives the same
-// bits as with B read transposed on every call, for one row and for many,
-// and reads the new values after a write.
-func TestConstantWeightTransposedOnce(t *testing.T) {
+// TestConstantWeightPackedOnce checks that a product reading a whole
+// constant B (a Linear layer's weight, read transposed; a MatMul's
+// operand, read as stored) packs op(B) once and keeps it, gives the same
+// bits as with B unpacked on every call, for one row, for a few (split by
+// columns) and for many (split by rows, the packed path), and reads the
+// new values after a write.
+func TestConstantWeightPackedOnce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	dev := New()
 	if !dev.ownKernelOnly() {
-		t.Skip("float32 products may run a BLAS library or gonum: the weight is read transposed as it is")
+		t.Skip("float32 products may run a BLAS library or gonum: the weight is read as it is")
 	}
+	defer func(v int) { serialGemmMax = v }(serialGemmMax)
+	serialGemmMax = 0 // split every product across the workers
 	k := dev.Kernels().(kernels)
-	const n, kk = 37, 300
-	w := dev.bufferOf(randSlice(rng, n*kk))
-	product := func(m int, x, w *Buffer) []float32 {
-		y := dev.bufferOf(make([]float32, m*n))
-		k.MatMul(device.MatMulParams{Batch: 1, M: m, N: n, K: kk, TransB: true, Alpha: 1}, y, x, w)
-		return y.f32
-	}
-	for _, m := range []int{1, 3, 40} {
-		x := dev.bufferOf(randSlice(rng, m*kk))
-		plain := dev.bufferOf(slices.Clone(w.f32))
-		want := product(m, x, plain)
-		dev.MarkConstant(w)
-		if got := product(m, x, w); !slices.Equal(got, want) {
-			t.Errorf("m=%d: the product with the kept transpose differs", m)
+	const n, kk = 77, 450 // several panels, two k blocks
+	for _, transB := range []bool{true, false} {
+		w := dev.bufferOf(randSlice(rng, n*kk))
+		product := func(m int, x, w *Buffer) []float32 {
+			y := dev.bufferOf(make([]float32, m*n))
+			k.MatMul(device.MatMulParams{Batch: 1, M: m, N: n, K: kk, TransB: transB, Alpha: 1}, y, x, w)
+			return y.f32
 		}
-		if n := formsOf(w, transposedMatrix); n != 1 {
-			t.Errorf("m=%d: %d transposes kept, want 1", m, n)
-		}
-		dev.Write(w, randSlice(rng, n*kk))
-		if got, want := product(m, x, w), product(m, x, dev.bufferOf(slices.Clone(w.f32))); !slices.Equal(got, want) {
-			t.Errorf("m=%d: after a write, the product used the old weight", m)
+		for _, m := range []int{1, 3, 40, 300} {
+			x := dev.bufferOf(randSlice(rng, m*kk))
+			plain := dev.bufferOf(slices.Clone(w.f32))
+			want := product(m, x, plain)
+			dev.MarkConstant(w)
+			if got := product(m, x, w); !slices.Equal(got, want) {
+				t.Errorf("transB=%v m=%d: the product with the packed weight differs", transB, m)
+			}
+			if n := formsOf(w, packedMatrix); n != 1 {
+				t.Errorf("transB=%v m=%d: %d packed forms kept, want 1", transB, m, n)
+			}
+			dev.Write(w, randSlice(rng, n*kk))
+			if got, want := product(m, x, w), product(m, x, dev.bufferOf(slices.Clone(w.f32))); !slices.Equal(got, want) {
+				t.Errorf("transB=%v m=%d: after a write, the product used the old weight", transB, m)
+			}
 		}
 	}
 }

@@ -15,8 +15,8 @@ func (k kernels) MatMul(p device.MatMulParams, c, a, b device.Buffer) {
 	noHalf("MatMul", c, a, b)
 	switch buf(c).dt {
 	case device.Float32:
-		if q, bt, ok := storedAsRead(k.d, p, buf(b)); ok {
-			matmul(k.d, q, buf(c).f32, buf(a).f32, bt)
+		if pb, ok := packedWeight(k.d, p, buf(b)); ok {
+			matmulPackedB(k.d, p, buf(c).f32, buf(a).f32, pb)
 			return
 		}
 		matmul(k.d, p, buf(c).f32, buf(a).f32, buf(b).f32)
