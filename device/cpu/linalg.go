@@ -631,7 +631,8 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 	y32, f32 := any(y).([]float32)
 	winograd := f32 && !s.depthwise() && useWinograd(s, wb.keepsForms())
 	direct := f32 && !s.depthwise() && !winograd && useDirect(s)
-	if res != nil && (s.depthwise() || direct || s.l < residualBlocks) {
+	positions := f32 && !s.depthwise() && !winograd && !direct && positionsMajor(dev, s, wb)
+	if res != nil && (s.depthwise() || direct || (s.l < residualBlocks && !positions)) {
 		conv2dBiasAct(dev, s, device.ActNone, y, x, w, bias, nil, wb)
 		launch(dev, len(y), 1, addActArgs[T]{act, y, y, res})
 		return
@@ -643,6 +644,8 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 		winogradForward(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), any(res).([]float32), wb)
 	case direct:
 		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
+	case positions:
+		conv2dPositionsMajor(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), any(res).([]float32), wb)
 	default:
 		conv2dIm2col(dev, s, act, y, x, w, bias, res, wb)
 	}

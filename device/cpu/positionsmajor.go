@@ -1,0 +1,137 @@
+package cpu
+
+import (
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/gemm"
+)
+
+// Positions-major convolution. The im2col path multiplies the OutC×ckk
+// filter matrix by the ckk×l column matrix: the output channels are the
+// GEMM's rows (tiles of mr = 14) and the plane's positions its columns
+// (strips of nr = 32). A small plane fills its strips badly: a 7×7 plane's
+// 49 positions take two strips, 77% full. Computed the other way round,
+// the product's rows are the positions (49 in four tiles of 14, 88% full)
+// and its columns the output channels (whole strips in every ResNet and
+// MobileNet layer), reading the column matrix transposed and the filters
+// as a packed op(B) (gemm.PackB, kept with the constant weights): resnet18's
+// 512-channel 7×7 3×3 layer at batch 1 ran in 0.50 ms against 0.65, near
+// the GEMM's peak (2 Zen 5 threads). The product, positions × channels,
+// is then transposed into the output planes, where the bias, the residual
+// and the activation are applied as on the im2col path, so the bits are
+// the same.
+
+// positionsMajor reports whether conv2dBiasAct computes s positions-major
+// rather than through im2col: one float32 image, one group, constant
+// weights multiplied by Hora's kernel, a plane whose positions fill the
+// GEMM's tiles of rows better than its strips of columns (7×7 and 14×14
+// planes, not 28×28), and at least minPositionsMajorDepth values per sum.
+func positionsMajor(dev *Device, s convShape, wb *Buffer) bool {
+	if s.N != 1 || s.Groups != 1 || s.l == 0 || s.ckk < minPositionsMajorDepth || !wb.keepsForms() || wb.dt != device.Float32 ||
+		dev.Float32GEMM(s.l, s.OutC, s.ckk) != "hora" {
+		return false
+	}
+	b := gemm.Blocking()
+	return tileFill(s.l, b.MR) > tileFill(s.l, b.NR)+0.05
+}
+
+// minPositionsMajorDepth is the least ckk (values per sum) for which
+// positionsMajor transposes the product: with fewer, transposing it and
+// the separate pass of the bias and activation cost about what the fuller
+// tiles save. With a bias and ReLU6, 2 Zen 5 threads, positions-major ran
+// resnet18's 7×7 3×3 layer (ckk 4608) 1.35× as fast as im2col, its
+// stride-2 3×3 layers into 14×14 and 7×7 planes (1152, 2304) 1.21× and
+// 1.34×, mobilenet_v2's 960 → 320 and 960 → 160 layers on 7×7 1.30× and
+// 1.12×, 576 → 96 on 14×14 1.08×; 384 → 64 on 14×14 1.0×, 320 → 1280 on
+// 7×7 1.03× alone and 0.96× in the model, 64 → 384 on 14×14 0.7×.
+const minPositionsMajorDepth = 512
+
+// tileFill is the share of n rows or columns in tiles of t that holds
+// values.
+func tileFill(n, t int) float64 { return float64(n) / float64((n+t-1)/t*t) }
+
+// conv2dPositionsMajor computes y = act(conv(x, w) + bias + res) for a
+// convolution positionsMajor takes (res may be nil): the column matrix
+// (im2col, the channels split over the workers; a 1×1 convolution reads
+// the image in place), then, split by blocks of positions or of output
+// channels, the product positions × channels into scratch, transposed
+// into y, with the bias, residual and activation.
+func conv2dPositionsMajor(dev *Device, s convShape, act device.Activation, y, x, w, bias, res []float32, wb *Buffer) {
+	pb, release := derived(wb, derivedKey{kind: packedMatrix, outC: s.OutC, inC: s.ckk, alt: 1}, gemm.PackedBSize(s.ckk, s.OutC),
+		func(pb []float32) { gemm.PackB(pb, true, w, s.ckk, s.ckk, s.OutC) })
+	defer release()
+	col := x
+	if !s.pointwise() {
+		sc := getScratch[float32](s.ckk * s.l)
+		defer putScratch(sc)
+		col = sc.s
+		launch(dev, s.C, s.KH*s.KW*s.l, im2colChannelsArgs{s: s, col: col, x: x})
+	}
+	sc := getScratch[float32](s.l * s.OutC)
+	defer putScratch(sc)
+	args := positionsMajorArgs{s: s, act: act, y: y, col: col, pb: pb, yt: sc.s, bias: bias, res: res}
+	b := gemm.Blocking()
+	if panels := (s.OutC + b.NR - 1) / b.NR; panels >= 4*dev.numWorkers() {
+		args.unit = b.NR // blocks of output channels, whole panels
+		launch(dev, panels, b.NR*s.l*s.ckk, args)
+		return
+	}
+	args.byPositions, args.unit = true, b.MR
+	launch(dev, (s.l+b.MR-1)/b.MR, b.MR*s.OutC*s.ckk, args)
+}
+
+// im2colChannelsArgs unfold input channels [lo, hi) of one image: rows
+// [lo·KH·KW, hi·KH·KW) of its column matrix, as im2col of the image cut
+// to those channels.
+type im2colChannelsArgs struct {
+	s      convShape
+	col, x []float32
+}
+
+func (a *im2colChannelsArgs) run(lo, hi int) {
+	sub := a.s
+	sub.C, sub.cg = hi-lo, hi-lo
+	sub.ckk = sub.cg * sub.KH * sub.KW
+	sub.imgIn = sub.C * sub.inPlane
+	im2col(sub, a.col[lo*a.s.KH*a.s.KW*a.s.l:], a.s.l, a.x[lo*a.s.inPlane:], 0)
+}
+
+// positionsMajorArgs compute blocks of conv2dPositionsMajor's product:
+// task index i is positions [i·unit, (i+1)·unit) (byPositions) or output
+// channels [i·unit, (i+1)·unit).
+type positionsMajorArgs struct {
+	s              convShape
+	act            device.Activation
+	y, col, pb, yt []float32
+	bias, res      []float32
+	byPositions    bool
+	unit           int
+}
+
+func (a *positionsMajorArgs) run(lo, hi int) {
+	s := a.s
+	ws := workspaces.Get().(*gemm.Workspace)
+	defer workspaces.Put(ws)
+	bandAct := a.act // with a residual, the activation follows it
+	if a.res != nil {
+		bandAct = device.ActNone
+	}
+	if a.byPositions {
+		q0, q1 := lo*a.unit, min(hi*a.unit, s.l)
+		yt := a.yt[q0*s.OutC:]
+		gemm.SgemmPackedB(ws, true, q1-q0, s.OutC, s.ckk, 0, s.OutC, 1, a.col[q0:], s.l, a.pb, 0, yt, s.OutC, gemm.Epilogue{})
+		gemm.Transpose(a.y[q0:], s.l, yt, s.OutC, q1-q0, s.OutC)
+		convEpilogue(bandAct, a.bias, a.y, s.l, s.OutC, 0, q0, q1)
+		if a.res != nil {
+			residualRows(a.act, a.y[q0:], a.res[q0:], s.l, s.OutC, q1-q0)
+		}
+		return
+	}
+	c0, c1 := lo*a.unit, min(hi*a.unit, s.OutC)
+	gemm.SgemmPackedB(ws, true, s.l, s.OutC, s.ckk, c0, c1, 1, a.col, s.l, a.pb, 0, a.yt, s.OutC, gemm.Epilogue{})
+	y := a.y[c0*s.l:]
+	gemm.Transpose(y, s.l, a.yt[c0:], s.OutC, s.l, c1-c0)
+	convEpilogue(bandAct, a.bias, y, s.l, c1-c0, c0, 0, s.l)
+	if a.res != nil {
+		residualRows(a.act, y, a.res[c0*s.l:], s.l, c1-c0, s.l)
+	}
+}
