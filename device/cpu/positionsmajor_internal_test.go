@@ -21,7 +21,8 @@ func constantBuffer(dev *Device) *Buffer {
 // positions-major (constant weights) give the bits of the same
 // convolutions through im2col (the weights as they are): 1×1 layers read
 // in place, 3×3 and 5×5 ones through im2col, stride 2, split by positions
-// and by channels, a partial panel of channels, with and without bias,
+// and by channels, a partial panel of channels, batches of images side by
+// side, with and without bias,
 // residual and activation, on one and two workers.
 func TestPositionsMajorSameBits(t *testing.T) {
 	if New().Float32GEMM(1, 1, 1) != "hora" {
@@ -36,6 +37,9 @@ func TestPositionsMajorSameBits(t *testing.T) {
 		convCase(1, 64, 14, 14, 96, 3, 2, 1, 1),   // stride 2
 		convCase(1, 24, 9, 9, 40, 5, 1, 0, 1),     // 5×5 kernels on 5×5 planes
 		convCase(1, 512, 14, 14, 256, 1, 2, 0, 1), // 1×1 stride 2
+		convCase(3, 64, 7, 7, 96, 3, 1, 1, 1),     // a batch: two images side by side, then one
+		convCase(5, 640, 7, 7, 64, 1, 1, 0, 1),    // 1×1 images side by side, the last read in place
+		convCase(2, 64, 14, 14, 40, 3, 2, 1, 1),   // stride 2, two images side by side
 	}
 	for _, threads := range []int{1, 2} {
 		dev := New()
@@ -46,18 +50,18 @@ func TestPositionsMajorSameBits(t *testing.T) {
 			if !positionsMajor(dev, s, constantBuffer(dev)) {
 				t.Fatalf("%+v: not positions-major", p)
 			}
-			x := dev.bufferOf(randSlice(rng, s.imgIn))
+			x := dev.bufferOf(randSlice(rng, s.N*s.imgIn))
 			wv := randSlice(rng, s.OutC*s.ckk)
 			plain, constant := dev.bufferOf(wv), dev.bufferOf(slices.Clone(wv))
 			dev.MarkConstant(constant)
-			res := dev.bufferOf(randSlice(rng, s.imgOut))
+			res := dev.bufferOf(randSlice(rng, s.N*s.imgOut))
 			bias := dev.bufferOf(randSlice(rng, s.OutC))
 			for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
 				for _, b := range []device.Buffer{nil, bias} {
 					for _, r := range []device.Buffer{nil, res} {
 						name := fmt.Sprintf("%d threads, %+v, %v, bias %v, residual %v", threads, p, act, b != nil, r != nil)
 						run := func(w device.Buffer) []float32 {
-							y := dev.bufferOf(make([]float32, s.imgOut))
+							y := dev.bufferOf(make([]float32, s.N*s.imgOut))
 							if r == nil {
 								k.Conv2DBiasAct(p, act, y, x, w, b)
 							} else {
