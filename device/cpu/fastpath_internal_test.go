@@ -180,7 +180,7 @@ func maxPoolRef[T float](p device.PoolParams, y []T, arg []int64, x []T) {
 		for i := 0; i < oh; i++ {
 			for j := 0; j < ow; j++ {
 				o := (plane*oh+i)*ow + j
-				y[o], arg[o] = maxPoolWindow(p, x[plane*il:(plane+1)*il], i, j)
+				y[o], arg[o] = maxPoolWindow(&p, x[plane*il:(plane+1)*il], i, j)
 			}
 		}
 	}

@@ -81,15 +81,17 @@ func maxPoolRows[T float](p device.PoolParams, y []T, arg []int64, x []T, lo, hi
 					continue
 				}
 			}
-			yr[j], ar[j] = maxPoolWindow(p, xp, i, j)
+			yr[j], ar[j] = maxPoolWindow(&p, xp, i, j)
 		}
 	}
 }
 
 // maxPoolWindow is the reference loop of MaxPool2D for the window of
 // output (i, j) of plane x: the first maximum in row-major window order
-// wins, and so does every NaN (the last NaN is kept).
-func maxPoolWindow[T float](p device.PoolParams, x []T, i, j int) (T, int64) {
+// wins, and so does every NaN (the last NaN is kept). p is a pointer: a
+// copy of the PoolParams per window cost more than the window (see
+// windowMax).
+func maxPoolWindow[T float](p *device.PoolParams, x []T, i, j int) (T, int64) {
 	best, where := T(0), int64(-1)
 	for kh := 0; kh < p.KH; kh++ {
 		h := i*p.StrideH - p.PadH + kh

@@ -94,18 +94,18 @@ func maxPoolValuesRows[T float](p device.PoolParams, y, x, vm []T, lo, hi int) {
 			}
 		}
 		for j := 0; j < j0; j++ {
-			yr[j] = maxPoolValuesEdge(p, vm, j)
+			yr[j] = maxPoolValuesEdge(&p, vm, j)
 		}
 		for j := j1; j < ow; j++ {
-			yr[j] = maxPoolValuesEdge(p, vm, j)
+			yr[j] = maxPoolValuesEdge(&p, vm, j)
 		}
 	}
 }
 
 // maxPoolValuesEdge is the maximum of the columns of vm in the window of
 // output column j, which reaches into the padding.
-func maxPoolValuesEdge[T float](p device.PoolParams, vm []T, j int) T {
-	w0, w1 := windowCols(p, j)
+func maxPoolValuesEdge[T float](p *device.PoolParams, vm []T, j int) T {
+	w0, w1 := windowCols(*p, j)
 	if w0 >= w1 {
 		return 0
 	}
