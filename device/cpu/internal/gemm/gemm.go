@@ -162,12 +162,25 @@ func sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []f
 		smallSgemm(ws, kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, e)
 		return true
 	}
+	kc, nc := blockSize(k, kern.kc, 1), blockSize(n, kern.nc, kern.nr)
+	ws.reserve(blockSize(m, kern.mc, kern.mr)*kc, kc*nc, kern.mr*kern.nr)
+	return packedLoop(ws, kern, transA, m, n, k, alpha, a, lda, beta, c, ldc, e, func(pc, jc, kb, nb int) []float32 {
+		packB(ws.b, transB, b, ldb, pc, jc, kb, nb, kern.nr, kern.trans)
+		return ws.b
+	})
+}
+
+// packedLoop is the packed path's loop nest: blocks of mc rows of op(A),
+// packed into ws (which must hold an mc×kc block and a tile), by blocks of
+// kc k steps and of nc columns of op(B), whose packed kb×nb block blockB
+// returns, each block of C then computed by macroKernel; the epilogue e (a
+// nil Bias: none) goes to each block of C after its last k block, while
+// it is in L2. It reports whether it applied e.
+func packedLoop(ws *Workspace, kern *kernelInfo, transA bool, m, n, k int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int, e Epilogue, blockB func(pc, jc, kb, nb int) []float32) bool {
 	mr, nr := kern.mr, kern.nr
 	kc := blockSize(k, kern.kc, 1)
 	mc := blockSize(m, kern.mc, mr)
 	nc := blockSize(n, kern.nc, nr)
-	ws.reserve(mc*kc, kc*nc, mr*nr)
-
 	for ic := 0; ic < m; ic += mc {
 		mb := min(mc, m-ic)
 		for pc := 0; pc < k; pc += kc {
@@ -180,8 +193,7 @@ func sgemm(ws *Workspace, transA, transB bool, m, n, k int, alpha float32, a []f
 			last := e.Bias != nil && pc+kb == k
 			for jc := 0; jc < n; jc += nc {
 				nb := min(nc, n-jc)
-				packB(ws.b, transB, b, ldb, pc, jc, kb, nb, nr, kern.trans)
-				macroKernel(kern, mb, nb, kb, alpha, bet, ws.a, ws.b, c[ic*ldc+jc:], ldc, ws.tile)
+				macroKernel(kern, mb, nb, kb, alpha, bet, ws.a, blockB(pc, jc, kb, nb), c[ic*ldc+jc:], ldc, ws.tile)
 				if last {
 					// The block of C is still in L2.
 					for i := range mb {

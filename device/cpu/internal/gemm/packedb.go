@@ -1,10 +1,6 @@
 package gemm
 
-import (
-	"fmt"
-
-	"github.com/hora-dl/hora/device/cpu/internal/vec"
-)
+import "fmt"
 
 // Products with op(B) packed once. A Linear layer's weight at inference
 // never changes, yet every call would copy it into micro-panels (the
@@ -107,55 +103,17 @@ func SgemmPackedB(ws *Workspace, transA bool, m, n, k, j0, j1 int, alpha float32
 		scale(m, nb, beta, c, ldc)
 		return false
 	}
-	kc := blockSize(k, kern.kc, 1)
 	// The small path when packing op(A) does not pay, by useSmall's rule
 	// for a B as stored with rows of nb floats.
 	if kern.small != nil && takeSmall(kern, transA, false, m, nb, k, lda, nb) {
-		ars, aks := lda, 1
-		if transA {
-			ars, aks = 1, lda
-		}
-		for pc := 0; pc < k; pc += kc {
-			kb := min(kc, k-pc)
-			bet := beta
-			if pc > 0 {
-				bet = 1
-			}
-			var last Epilogue
-			if pc+kb == k {
-				last = e
-			}
-			bk := bOperand{b: pb[packedBlock(pc, n, nr)+j0*kb:], ks: nr, js: kb}
-			smallBlock(kern, m, nb, kb, alpha, a[pc*aks:], ars, aks, bk, bet, c, ldc, last)
-		}
+		smallLoop(kern, transA, m, nb, k, alpha, a, lda, beta, c, ldc, e, func(pc, kb int) bOperand {
+			return bOperand{b: pb[packedBlock(pc, n, nr)+j0*kb:], ks: nr, js: kb}
+		})
 		return true
 	}
-	mr := kern.mr
-	mc := blockSize(m, kern.mc, mr)
-	nc := blockSize(nb, kern.nc, nr)
-	ws.reserve(mc*kc, 0, mr*nr)
-	for ic := 0; ic < m; ic += mc {
-		mb := min(mc, m-ic)
-		for pc := 0; pc < k; pc += kc {
-			kb := min(kc, k-pc)
-			packA(ws.a, transA, a, lda, ic, pc, mb, kb, mr, kern.trans)
-			bet := beta
-			if pc > 0 {
-				bet = 1
-			}
-			last := e.Bias != nil && pc+kb == k
-			block := pb[packedBlock(pc, n, nr):]
-			for jc := 0; jc < nb; jc += nc {
-				w := min(nc, nb-jc)
-				macroKernel(kern, mb, w, kb, alpha, bet, ws.a, block[(j0+jc)*kb:], c[ic*ldc+jc:], ldc, ws.tile)
-				if last {
-					for i := range mb {
-						row := c[(ic+i)*ldc+jc:][:w]
-						vec.AddScalarClamp(row, row, e.Bias[ic+i], e.Lo, e.Hi)
-					}
-				}
-			}
-		}
-	}
-	return e.Bias != nil
+	kc := blockSize(k, kern.kc, 1)
+	ws.reserve(blockSize(m, kern.mc, kern.mr)*kc, 0, kern.mr*nr)
+	return packedLoop(ws, kern, transA, m, nb, k, alpha, a, lda, beta, c, ldc, e, func(pc, jc, kb, _ int) []float32 {
+		return pb[packedBlock(pc, n, nr)+(j0+jc)*kb:]
+	})
 }

@@ -124,6 +124,18 @@ const smallBands = 3
 // With an epilogue e (a nil Bias: none), the last k block applies it to
 // each tile as it writes it.
 func smallSgemm(ws *Workspace, kern *kernelInfo, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, e Epilogue) {
+	smallLoop(kern, transA, m, n, k, alpha, a, lda, beta, c, ldc, e, func(pc, kb int) bOperand {
+		if transB {
+			return packSmallB(ws, kern, b, ldb, pc, kb, n)
+		}
+		return bOperand{b: b[pc*ldb:], ks: ldb, js: 1} // op(B)[p][j] = B[p][j]
+	})
+}
+
+// smallLoop is the small path's loop over the k blocks of a product, each
+// block's op(B) as blockB returns it; the last block applies the epilogue
+// e (a nil Bias: none).
+func smallLoop(kern *kernelInfo, transA bool, m, n, k int, alpha float32, a []float32, lda int, beta float32, c []float32, ldc int, e Epilogue, blockB func(pc, kb int) bOperand) {
 	kc := blockSize(k, kern.kc, 1)
 	ars, aks := lda, 1 // op(A)[i][p] = A[i][p]
 	if transA {
@@ -135,17 +147,11 @@ func smallSgemm(ws *Workspace, kern *kernelInfo, transA, transB bool, m, n, k in
 		if pc > 0 {
 			bet = 1
 		}
-		var bk bOperand
-		if transB {
-			bk = packSmallB(ws, kern, b, ldb, pc, kb, n)
-		} else {
-			bk = bOperand{b: b[pc*ldb:], ks: ldb, js: 1} // op(B)[p][j] = B[p][j]
-		}
 		var last Epilogue
 		if pc+kb == k {
 			last = e
 		}
-		smallBlock(kern, m, n, kb, alpha, a[pc*aks:], ars, aks, bk, bet, c, ldc, last)
+		smallBlock(kern, m, n, kb, alpha, a[pc*aks:], ars, aks, blockB(pc, kb), bet, c, ldc, last)
 	}
 }
 
