@@ -19,6 +19,12 @@
 // SgemmEpilogue adds a convolution's bias and activation (a per-row bias
 // and a clamp) to each tile of C as its small-product kernels write it.
 //
+// An op(B) that many products share (a model's constant weight) can be
+// packed once: PackB lays it out in the micro-panels B̃ described below,
+// every k block after the other, and SgemmPackedB reads them in place on
+// both paths, for all of C's columns or for a range of whole panels (a
+// worker's share), with the bits of Sgemm.
+//
 // # Algorithm
 //
 // The classic Goto/BLIS scheme. C is computed in tiles of MR×NR elements by

@@ -24,3 +24,19 @@ func ExampleSgemm() {
 	// [4 5 10 11]
 	// [0 0 0 0]
 }
+
+func ExampleSgemmPackedB() {
+	var ws gemm.Workspace
+	// B (3×2) packed once, then multiplied by two different A (2×3).
+	b := []float32{1, 0, 0, 1, 1, 1}
+	pb := make([]float32, gemm.PackedBSize(3, 2))
+	gemm.PackB(pb, false, b, 2, 3, 2)
+	c := make([]float32, 4)
+	for _, a := range [][]float32{{1, 2, 3, 4, 5, 6}, {1, 0, 0, 0, 1, 0}} {
+		gemm.SgemmPackedB(&ws, false, 2, 2, 3, 0, 2, 1, a, 3, pb, 0, c, 2, gemm.Epilogue{})
+		fmt.Println(c)
+	}
+	// Output:
+	// [4 5 10 11]
+	// [1 0 0 1]
+}
