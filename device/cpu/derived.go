@@ -85,22 +85,29 @@ func derived(wb *Buffer, key derivedKey, n int, fill func(form []float32)) (form
 
 // packedWeight returns, for a float32 product whose B is a whole constant
 // buffer (a Linear layer's weight at inference, or a MatMul's constant
-// operand), op(B) packed once into the micro-panels Hora's kernel reads
-// (gemm.PackB) and kept with the buffer, so that no call repacks it or
-// reads it a row's stride apart. Only where the product runs Hora's
-// vector kernel, which gives the same bits from the panels (a BLAS
-// library reads B as stored).
+// operand), its op(B) packed once (packedOperand). Only where the product
+// runs Hora's vector kernel, which gives the same bits from the panels (a
+// BLAS library reads B as stored).
 func packedWeight(d *Device, p device.MatMulParams, b *Buffer) ([]float32, bool) {
 	if p.Batch != 1 || !b.keepsForms() || p.BOff != 0 || len(b.f32) != p.N*p.K || d.Float32GEMM(p.M, p.N, p.K) != "hora" {
 		return nil, false
 	}
-	key := derivedKey{kind: packedMatrix, outC: p.N, inC: p.K}
-	ldb := p.N
-	if p.TransB {
-		key.alt, ldb = 1, p.K
+	return packedOperand(b, p.TransB, p.K, p.N), true
+}
+
+// packedOperand returns op(B) (k×n; the constant buffer b holds B, n×k
+// when transB) packed into the micro-panels Hora's kernel reads
+// (gemm.PackB) and kept with b, so that no product repacks it or reads it
+// a row's stride apart: a Linear weight (packedWeight) and a convolution's
+// filters read positions-major (conv2dPositionsMajor) share the form.
+func packedOperand(b *Buffer, transB bool, k, n int) []float32 {
+	key := derivedKey{kind: packedMatrix, outC: n, inC: k}
+	ldb := n
+	if transB {
+		key.alt, ldb = 1, k
 	}
-	pb, _ := derived(b, key, gemm.PackedBSize(p.K, p.N), func(pb []float32) {
-		gemm.PackB(pb, p.TransB, b.f32, ldb, p.K, p.N)
-	})
-	return pb, true
+	pb, _ := derived(b, key, gemm.PackedBSize(k, n), func(pb []float32) {
+		gemm.PackB(pb, transB, b.f32, ldb, k, n)
+	}) // kept with b: nothing to release
+	return pb
 }

@@ -61,10 +61,8 @@ func tileFill(n, t int) float64 { return float64(n) / float64((n+t-1)/t*t) }
 // transposed into y, with the bias, residual and activation. Several
 // images: the same for groups of images side by side (positionsMajorImages),
 // a group per task.
-func conv2dPositionsMajor(dev *Device, s convShape, act device.Activation, y, x, w, bias, res []float32, wb *Buffer) {
-	pb, release := derived(wb, derivedKey{kind: packedMatrix, outC: s.OutC, inC: s.ckk, alt: 1}, gemm.PackedBSize(s.ckk, s.OutC),
-		func(pb []float32) { gemm.PackB(pb, true, w, s.ckk, s.ckk, s.OutC) })
-	defer release()
+func conv2dPositionsMajor(dev *Device, s convShape, act device.Activation, y, x, bias, res []float32, wb *Buffer) {
+	pb := packedOperand(wb, true, s.ckk, s.OutC) // the filters, OutC×ckk, read transposed
 	if s.N > 1 {
 		gi := positionsMajorImages(s)
 		launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, positionsMajorImagesArgs{s: s, act: act, y: y, x: x, pb: pb, bias: bias, res: res, gi: gi})
@@ -115,17 +113,12 @@ type positionsMajorImagesArgs struct {
 
 func (a *positionsMajorImagesArgs) run(lo, hi int) {
 	s := a.s
-	n := min(a.gi, s.N)
-	ld := n * s.l // the column matrix's positions: the group's images side by side
+	ld := a.gi * s.l // the column matrix's positions: a group's images side by side
 	sc := getScratch[float32](s.ckk*ld + ld*s.OutC)
 	defer putScratch(sc)
 	col, yt := sc.s[:s.ckk*ld], sc.s[s.ckk*ld:]
 	ws := workspaces.Get().(*gemm.Workspace)
 	defer workspaces.Put(ws)
-	bandAct := a.act // with a residual, the activation follows it
-	if a.res != nil {
-		bandAct = device.ActNone
-	}
 	for grp := lo; grp < hi; grp++ {
 		n0, n1 := grp*a.gi, min((grp+1)*a.gi, s.N)
 		m := (n1 - n0) * s.l
@@ -141,10 +134,7 @@ func (a *positionsMajorImagesArgs) run(lo, hi int) {
 		for i := n0; i < n1; i++ {
 			y := a.y[i*s.imgOut:]
 			gemm.Transpose(y, s.l, yt[(i-n0)*s.l*s.OutC:], s.OutC, s.l, s.OutC)
-			convEpilogue(bandAct, a.bias, y, s.l, s.OutC, 0, 0, s.l)
-			if a.res != nil {
-				residualRows(a.act, y, a.res[i*s.imgOut:], s.l, s.OutC, s.l)
-			}
+			planesEpilogue(a.act, a.bias, y, offset(a.res, i*s.imgOut), s.l, s.OutC, 0, 0, s.l)
 		}
 	}
 }
@@ -181,27 +171,31 @@ func (a *positionsMajorArgs) run(lo, hi int) {
 	s := a.s
 	ws := workspaces.Get().(*gemm.Workspace)
 	defer workspaces.Put(ws)
-	bandAct := a.act // with a residual, the activation follows it
-	if a.res != nil {
-		bandAct = device.ActNone
-	}
 	if a.byPositions {
 		q0, q1 := lo*a.unit, min(hi*a.unit, s.l)
 		yt := a.yt[q0*s.OutC:]
 		gemm.SgemmPackedB(ws, true, q1-q0, s.OutC, s.ckk, 0, s.OutC, 1, a.col[q0:], s.l, a.pb, 0, yt, s.OutC, gemm.Epilogue{})
 		gemm.Transpose(a.y[q0:], s.l, yt, s.OutC, q1-q0, s.OutC)
-		convEpilogue(bandAct, a.bias, a.y, s.l, s.OutC, 0, q0, q1)
-		if a.res != nil {
-			residualRows(a.act, a.y[q0:], a.res[q0:], s.l, s.OutC, q1-q0)
-		}
+		planesEpilogue(a.act, a.bias, a.y, a.res, s.l, s.OutC, 0, q0, q1)
 		return
 	}
 	c0, c1 := lo*a.unit, min(hi*a.unit, s.OutC)
 	gemm.SgemmPackedB(ws, true, s.l, s.OutC, s.ckk, c0, c1, 1, a.col, s.l, a.pb, 0, a.yt, s.OutC, gemm.Epilogue{})
 	y := a.y[c0*s.l:]
 	gemm.Transpose(y, s.l, a.yt[c0:], s.OutC, s.l, c1-c0)
-	convEpilogue(bandAct, a.bias, y, s.l, c1-c0, c0, 0, s.l)
-	if a.res != nil {
-		residualRows(a.act, y, a.res[c0*s.l:], s.l, c1-c0, s.l)
+	planesEpilogue(a.act, a.bias, y, offset(a.res, c0*s.l), s.l, c1-c0, c0, 0, s.l)
+}
+
+// planesEpilogue sets out = act(out + bias + res) on columns [c0, c1) of
+// rows [0, rows) (rows ld apart, output channels oc0…; res, nil for none,
+// laid out as out), in the im2col path's operations: the bias (and, without
+// a residual, the activation) in convEpilogue's pass, then the residual and
+// the activation in residualRows'.
+func planesEpilogue(act device.Activation, bias, out, res []float32, ld, rows, oc0, c0, c1 int) {
+	if res == nil {
+		convEpilogue(act, bias, out, ld, rows, oc0, c0, c1)
+		return
 	}
+	convEpilogue(device.ActNone, bias, out, ld, rows, oc0, c0, c1)
+	residualRows(act, out[c0:], res[c0:], ld, rows, c1-c0)
 }
