@@ -25,7 +25,7 @@ type derivedKey struct {
 type derivedKind int
 
 const (
-	winogradFilters derivedKind = iota + 1 // winoFilterArgs's 16·OutC·C transformed filters
+	winogradFilters derivedKind = iota + 1 // winoFilterArgs's Matrices·OutC·C transformed filters (taps = Matrices)
 	directFilters                          // directGeom.packFilters's blocks
 	packedMatrix                           // packedWeight's panels of op(B) (outC = N, inC = K, alt = 1 when B is read transposed)
 	bandedWeights                          // weightPanels' bands of rows (inC = a group's columns, taps = rows per band)

@@ -54,7 +54,7 @@ func TestDirectMatchesReference(t *testing.T) {
 				for i := range want {
 					want[i] = min(max(want[i], 0), 6)
 				}
-				requireConvClose(t, "forward", y, want, scale)
+				requireConvClose(t, "forward", y, want, scale, 1e-6)
 				dyw := randSlice(rng, s.N*s.imgOut)
 				dw := make([]float32, s.OutC*s.ckk)
 				for i := range dw {
@@ -62,7 +62,7 @@ func TestDirectMatchesReference(t *testing.T) {
 				}
 				conv2dDirectGradWeight(dev, s, dw, dyw, x)
 				wantDw, scaleDw := convGradWeightNaive(s, dyw, x)
-				requireConvClose(t, "weight gradient", dw, wantDw, scaleDw)
+				requireConvClose(t, "weight gradient", dw, wantDw, scaleDw, 1e-6)
 
 				if !s.gradInputIsConv() {
 					if s.StrideH == 1 {
@@ -77,7 +77,7 @@ func TestDirectMatchesReference(t *testing.T) {
 				}
 				conv2dDirectGradInput(dev, s, dx, dy, w)
 				wantDx, scaleDx := convGradInputNaive(s, dy, w)
-				requireConvClose(t, "input gradient", dx, wantDx, scaleDx)
+				requireConvClose(t, "input gradient", dx, wantDx, scaleDx, 1e-6)
 			})
 		}
 	}

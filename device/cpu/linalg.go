@@ -629,7 +629,11 @@ var residualBlocks = 512 // a variable so that the tests can reach the blocks of
 // whose derived forms the kernel may keep when it is constant (nil: none).
 func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias, res []T, wb *Buffer) {
 	y32, f32 := any(y).([]float32)
-	winograd := f32 && !s.depthwise() && useWinograd(s, wb.keepsForms())
+	var wino *winogradAlgo
+	if f32 && !s.depthwise() {
+		wino = winogradTransform(s, wb.keepsForms())
+	}
+	winograd := wino != nil
 	direct := f32 && !s.depthwise() && !winograd && useDirect(s)
 	positions := f32 && !s.depthwise() && !winograd && !direct && positionsMajor(dev, s, wb)
 	if res != nil && (s.depthwise() || direct || (s.l < residualBlocks && !positions)) {
@@ -641,7 +645,7 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 	case s.depthwise():
 		conv2dDepthwise(dev, s, act, y, x, w, bias)
 	case winograd:
-		winogradForward(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), any(res).([]float32), wb)
+		winogradForward(dev, s, wino, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), any(res).([]float32), wb)
 	case direct:
 		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
 	case positions:
@@ -899,7 +903,7 @@ func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
 		return
 	}
 	if dx32, ok := any(dx).([]float32); ok && s.gradInputIsConv() && useWinograd(s.gradInputShape(), false) {
-		winogradGradInput(dev, s, dx32, any(dy).([]float32), any(w).([]float32))
+		winogradGradInput(dev, s, winogradTransform(s.gradInputShape(), false), dx32, any(dy).([]float32), any(w).([]float32))
 		return
 	}
 	if dx32, ok := any(dx).([]float32); ok && s.directGradInput() {

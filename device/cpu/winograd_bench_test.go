@@ -6,10 +6,12 @@ import (
 	"testing"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/winograd"
 )
 
 // BenchmarkWinograd times resnet18's and ResNet-20's 3×3 convolutions
-// through im2col and through Winograd (forward and input gradient), in
+// through im2col and through both Winograd algorithms (forward and input
+// gradient), in
 // GFLOP/s of the direct convolution's 2·N·OutC·OH·OW·C·9 operations.
 func BenchmarkWinograd(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -35,9 +37,11 @@ func BenchmarkWinograd(b *testing.B) {
 			f    func()
 		}{
 			{"im2col", func() { conv2dIm2col(dev, s, device.ActReLU, y, x, w, nil, nil, nil) }},
-			{"winograd", func() { winogradForward(dev, s, device.ActReLU, y, x, w, nil, nil, nil) }},
+			{"winogradF2", func() { winogradForward(dev, s, winograd.F2, device.ActReLU, y, x, w, nil, nil, nil) }},
+			{"winogradF4", func() { winogradForward(dev, s, winograd.F4, device.ActReLU, y, x, w, nil, nil, nil) }},
 			{"im2colGradInput", func() { conv2dGradInputIm2col(dev, s, x, y, w) }},
-			{"winogradGradInput", func() { winogradGradInput(dev, s, x, y, w) }},
+			{"winogradF2GradInput", func() { winogradGradInput(dev, s, winograd.F2, x, y, w) }},
+			{"winogradF4GradInput", func() { winogradGradInput(dev, s, winograd.F4, x, y, w) }},
 		} {
 			b.Run(name+"/"+path.name, func(b *testing.B) {
 				for b.Loop() {

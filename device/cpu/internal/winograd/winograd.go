@@ -4,14 +4,32 @@ package winograd
 // Output always process a multiple of Lanes tiles (see their contracts).
 const Lanes = 16
 
-// RowLen is the length the four input rows given to Input must have for a
-// row of tiles tiles: two columns per tile, rounded up to whole steps of
-// Lanes tiles, plus the two columns of the last tile's overlap.
-func RowLen(tiles int) int { return 2*roundUp(tiles) + 2 }
+// A Transform is one Winograd algorithm F(m×m, 3×3): a tile of Tile×Tile
+// outputs is computed from a Patch×Patch patch of the input (Tile plus the
+// filter's overlap of two); patch and filter are transformed into
+// Matrices values each, multiplied value by value and summed over the
+// input channels (Matrices matrix products, which the caller computes with
+// its GEMM), and transformed back.
+type Transform struct {
+	Tile, Patch, Matrices int
 
-// OutLen is the length of the two output rows Output writes for a row of
+	name   string
+	g      [][3]float64 // the filter transform G, Patch×3
+	input  func(v []float32, stride int, rows [][]float32, n int)
+	output func(y [][]float32, m []float32, stride int, n int)
+}
+
+// String names the algorithm, e.g. "F(4×4, 3×3)".
+func (t *Transform) String() string { return t.name }
+
+// RowLen is the length the input rows given to Input must have for a row
+// of tiles tiles: Tile columns per tile, rounded up to whole steps of Lanes
+// tiles, plus the two columns of the last tile's overlap.
+func (t *Transform) RowLen(tiles int) int { return t.Tile*roundUp(tiles) + 2 }
+
+// OutLen is the length of the output rows Output writes for a row of
 // tiles tiles.
-func OutLen(tiles int) int { return 2 * roundUp(tiles) }
+func (t *Transform) OutLen(tiles int) int { return t.Tile * roundUp(tiles) }
 
 // Span is how many elements of each matrix Input writes (and Output reads)
 // for a row of tiles tiles: the tiles rounded up to whole steps.
@@ -19,124 +37,77 @@ func Span(tiles int) int { return roundUp(tiles) }
 
 func roundUp(tiles int) int { return (tiles + Lanes - 1) / Lanes * Lanes }
 
-// FilterMatrix returns the 16×9 matrix T (row-major) that maps a 3×3
-// filter g, as a vector of its 9 elements in row-major order, to its
-// transform: (G·g·Gᵀ)[ξ] = Σₖ T[ξ][k]·g[k], T[4i+j][3a+b] = G[i][a]·G[j][b].
-// With flip, T maps g to the transform of g rotated by 180°, the filter of
-// the convolution that computes the input gradient. Its entries (0, ±¼,
-// ±½, 1) are exact in float32, so the transform of many filters is one
-// matrix product.
-func FilterMatrix(flip bool) []float32 {
-	G := [4][3]float32{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}}
-	t := make([]float32, 16*9)
-	for i := range 4 {
-		for j := range 4 {
+// FilterMatrix returns the Matrices×9 matrix T (row-major) that maps a 3×3
+// filter w, as a vector of its 9 elements in row-major order, to its
+// transform: (G·w·Gᵀ)[ξ] = Σₖ T[ξ][k]·w[k], T[Patch·i+j][3a+b] =
+// G[i][a]·G[j][b], each entry rounded to float32 once. With flip, T maps w
+// to the transform of w rotated by 180°, the filter of the convolution
+// that computes the input gradient. The transform of many filters is then
+// one matrix product.
+func (t *Transform) FilterMatrix(flip bool) []float32 {
+	m := make([]float32, t.Matrices*9)
+	for i := range t.Patch {
+		for j := range t.Patch {
 			for a := range 3 {
 				for b := range 3 {
 					k := 3*a + b
 					if flip {
 						k = 8 - k
 					}
-					t[(4*i+j)*9+k] = G[i][a] * G[j][b]
+					m[(t.Patch*i+j)*9+k] = float32(t.g[i][a] * t.g[j][b])
 				}
 			}
 		}
 	}
-	return t
+	return m
 }
 
-// Input transforms a row of tiles: rows are the four input rows the tiles
-// cover, each at least RowLen(tiles) long, tile t reading columns 2t to
-// 2t+3 (the caller zero-pads them). It sets v[ξ·stride + t] = (Bᵀ·d_t·B)[ξ]
-// for t < Span(tiles), so v must hold 15·stride + Span(tiles) elements;
-// the values past tiles come from the padding.
-func Input(v []float32, stride int, rows *[4][]float32, tiles int) {
+// Input transforms a row of tiles: rows are the Patch input rows the tiles
+// cover, each at least RowLen(tiles) long, tile t reading columns Tile·t to
+// Tile·t+Patch-1 (the caller zero-pads them). It sets v[ξ·stride + t] =
+// (Bᵀ·d_t·B)[ξ] for t < Span(tiles), so v must hold (Matrices-1)·stride +
+// Span(tiles) elements; the values past tiles come from the padding.
+func (t *Transform) Input(v []float32, stride int, rows [][]float32, tiles int) {
 	n := roundUp(tiles)
 	if n == 0 {
 		return
 	}
-	need := 2*n + 2
+	if len(rows) != t.Patch {
+		panic("winograd: Input needs Patch rows")
+	}
+	need := t.RowLen(tiles)
 	for _, r := range rows {
 		if len(r) < need {
 			panic("winograd: Input row shorter than RowLen(tiles)")
 		}
 	}
-	if len(v) < 15*stride+n || stride < n {
+	if len(v) < (t.Matrices-1)*stride+n || stride < n {
 		panic("winograd: Input matrices too short")
 	}
-	if haveAsm {
-		inputAVX512(&v[0], stride, &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n/Lanes)
-		return
-	}
-	inputGo(v, stride, rows, n)
-}
-
-// inputGo is Input for n tiles, n a multiple of Lanes.
-func inputGo(v []float32, stride int, rows *[4][]float32, n int) {
-	for t := range n {
-		var d [4][4]float32
-		for i := range 4 {
-			copy(d[i][:], rows[i][2*t:2*t+4])
-		}
-		for i := range 4 {
-			// Row i of Bᵀ·d, then that row times B.
-			var s [4]float32
-			for j := range 4 {
-				switch i {
-				case 0:
-					s[j] = d[0][j] - d[2][j]
-				case 1:
-					s[j] = d[1][j] + d[2][j]
-				case 2:
-					s[j] = d[2][j] - d[1][j]
-				case 3:
-					s[j] = d[1][j] - d[3][j]
-				}
-			}
-			v[(4*i+0)*stride+t] = s[0] - s[2]
-			v[(4*i+1)*stride+t] = s[1] + s[2]
-			v[(4*i+2)*stride+t] = s[2] - s[1]
-			v[(4*i+3)*stride+t] = s[1] - s[3]
-		}
-	}
+	t.input(v, stride, rows, n)
 }
 
 // Output transforms a row of tiles back: m[ξ·stride + t] holds position ξ
-// of tile t's product matrix, for t < Span(tiles) (15·stride + Span(tiles)
-// elements). It sets y0[2t], y0[2t+1] and y1[2t], y1[2t+1] to tile t's
-// 2×2 outputs Aᵀ·m_t·A; y0 and y1 must be at least OutLen(tiles) long.
-func Output(y0, y1, m []float32, stride int, tiles int) {
+// of tile t's product matrix, for t < Span(tiles) ((Matrices-1)·stride +
+// Span(tiles) elements). It sets y[r][Tile·t+c] to tile t's output (r, c)
+// of Aᵀ·m_t·A; y holds Tile rows, each at least OutLen(tiles) long.
+func (t *Transform) Output(y [][]float32, m []float32, stride int, tiles int) {
 	n := roundUp(tiles)
 	if n == 0 {
 		return
 	}
-	if len(y0) < 2*n || len(y1) < 2*n {
-		panic("winograd: Output rows shorter than OutLen(tiles)")
+	if len(y) != t.Tile {
+		panic("winograd: Output needs Tile rows")
 	}
-	if len(m) < 15*stride+n || stride < n {
+	for _, r := range y {
+		if len(r) < t.Tile*n {
+			panic("winograd: Output rows shorter than OutLen(tiles)")
+		}
+	}
+	if len(m) < (t.Matrices-1)*stride+n || stride < n {
 		panic("winograd: Output matrices too short")
 	}
-	if haveAsm {
-		outputAVX512(&y0[0], &y1[0], &m[0], stride, n/Lanes)
-		return
-	}
-	outputGo(y0, y1, m, stride, n)
-}
-
-// outputGo is Output for n tiles, n a multiple of Lanes.
-func outputGo(y0, y1, m []float32, stride int, n int) {
-	for t := range n {
-		var u0, u1 [4]float32
-		for j := range 4 {
-			m0, m1, m2, m3 := m[j*stride+t], m[(4+j)*stride+t], m[(8+j)*stride+t], m[(12+j)*stride+t]
-			u0[j] = m0 + m1 + m2
-			u1[j] = m1 - m2 - m3
-		}
-		y0[2*t] = u0[0] + u0[1] + u0[2]
-		y0[2*t+1] = u0[1] - u0[2] - u0[3]
-		y1[2*t] = u1[0] + u1[1] + u1[2]
-		y1[2*t+1] = u1[1] - u1[2] - u1[3]
-	}
+	t.output(y, m, stride, n)
 }
 
 // Fast reports whether the transforms run in vector assembly on this

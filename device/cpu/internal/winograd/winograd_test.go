@@ -6,58 +6,78 @@ import (
 	"testing"
 )
 
-// TestTransformsConvolve checks the three transforms against the direct
-// 3×3 correlation in float64: for a row of tiles over random rows and a
-// random filter, Aᵀ·(U ⊙ V)·A must be each tile's 2×2 outputs, for the
-// filter and for its 180° rotation.
+// transforms are the algorithms under test, with the Go code of each.
+var transforms = []struct {
+	t             *Transform
+	inputGo       func(v []float32, stride int, rows [][]float32, n int)
+	outputGo      func(y [][]float32, m []float32, stride int, n int)
+	convolveBound float64
+}{
+	{F2, input2Go, output2Go, 1e-5},
+	{F4, input4Go, output4Go, 2e-5},
+}
+
+func newRows(n, length int) [][]float32 {
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = make([]float32, length)
+	}
+	return rows
+}
+
+// TestTransformsConvolve checks the three transforms of each algorithm
+// against the direct 3×3 correlation in float64: for a row of tiles over
+// random rows and a random filter, Aᵀ·(U ⊙ V)·A must be each tile's
+// Tile×Tile outputs, for the filter and for its 180° rotation.
 func TestTransformsConvolve(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, tiles := range []int{1, 5, 16, 17, 40} {
-		for _, flip := range []bool{false, true} {
-			var rows [4][]float32
-			for i := range rows {
-				rows[i] = make([]float32, RowLen(tiles))
-				for j := range 2*tiles + 2 {
-					rows[i][j] = r.Float32()*2 - 1
+	for _, tr := range transforms {
+		w := tr.t
+		for _, tiles := range []int{1, 5, 16, 17, 40} {
+			for _, flip := range []bool{false, true} {
+				rows := newRows(w.Patch, w.RowLen(tiles))
+				for i := range rows {
+					for j := range w.Tile*tiles + 2 {
+						rows[i][j] = r.Float32()*2 - 1
+					}
 				}
-			}
-			g := make([]float32, 9)
-			for i := range g {
-				g[i] = r.Float32()*2 - 1
-			}
-			stride := Span(tiles) + 3
-			u := make([]float32, 16)
-			T := FilterMatrix(flip)
-			for x := range 16 {
-				for k := range 9 {
-					u[x] += T[x*9+k] * g[k]
+				g := make([]float32, 9)
+				for i := range g {
+					g[i] = r.Float32()*2 - 1
 				}
-			}
-			v := make([]float32, 16*stride)
-			Input(v, stride, &rows, tiles)
-			for x := range 16 {
-				for tt := range Span(tiles) {
-					v[x*stride+tt] *= u[x]
+				stride := Span(tiles) + 3
+				u := make([]float32, w.Matrices)
+				T := w.FilterMatrix(flip)
+				for x := range w.Matrices {
+					for k := range 9 {
+						u[x] += T[x*9+k] * g[k]
+					}
 				}
-			}
-			y0, y1 := make([]float32, OutLen(tiles)), make([]float32, OutLen(tiles))
-			Output(y0, y1, v, stride, tiles)
-			for tt := range tiles {
-				for dy := range 2 {
-					for dx := range 2 {
-						want := 0.0
-						for kh := range 3 {
-							for kw := range 3 {
-								k := kh*3 + kw
-								if flip {
-									k = 8 - k
+				v := make([]float32, w.Matrices*stride)
+				w.Input(v, stride, rows, tiles)
+				for x := range w.Matrices {
+					for tt := range Span(tiles) {
+						v[x*stride+tt] *= u[x]
+					}
+				}
+				y := newRows(w.Tile, w.OutLen(tiles))
+				w.Output(y, v, stride, tiles)
+				for tt := range tiles {
+					for dy := range w.Tile {
+						for dx := range w.Tile {
+							want := 0.0
+							for kh := range 3 {
+								for kw := range 3 {
+									k := kh*3 + kw
+									if flip {
+										k = 8 - k
+									}
+									want += float64(rows[dy+kh][w.Tile*tt+dx+kw]) * float64(g[k])
 								}
-								want += float64(rows[dy+kh][2*tt+dx+kw]) * float64(g[k])
 							}
-						}
-						got := []float32{y0[2*tt+dx], y1[2*tt+dx]}[dy]
-						if math.Abs(float64(got)-want) > 1e-5 {
-							t.Fatalf("tiles %d flip %v: tile %d output (%d,%d) = %g, want %g", tiles, flip, tt, dy, dx, got, want)
+							if got := y[dy][w.Tile*tt+dx]; math.Abs(float64(got)-want) > tr.convolveBound {
+								t.Fatalf("%v, tiles %d flip %v: tile %d output (%d,%d) = %g, want %g", w, tiles, flip, tt, dy, dx, got, want)
+							}
 						}
 					}
 				}
@@ -73,34 +93,37 @@ func TestAssemblyMatchesGo(t *testing.T) {
 		t.Skip("no assembly transforms on this machine")
 	}
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, tiles := range []int{1, 16, 33, 64} {
-		n := Span(tiles)
-		var rows [4][]float32
-		for i := range rows {
-			rows[i] = make([]float32, RowLen(tiles))
-			for j := range rows[i] {
-				rows[i][j] = r.Float32()*2 - 1
+	for _, tr := range transforms {
+		w := tr.t
+		for _, tiles := range []int{1, 16, 33, 64} {
+			n := Span(tiles)
+			rows := newRows(w.Patch, w.RowLen(tiles))
+			for i := range rows {
+				for j := range rows[i] {
+					rows[i][j] = r.Float32()*2 - 1
+				}
 			}
-		}
-		stride := n + 5
-		got, want := make([]float32, 16*stride), make([]float32, 16*stride)
-		Input(got, stride, &rows, tiles)
-		inputGo(want, stride, &rows, n)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("Input, %d tiles: element %d = %g, Go gives %g", tiles, i, got[i], want[i])
+			stride := n + 5
+			got, want := make([]float32, w.Matrices*stride), make([]float32, w.Matrices*stride)
+			w.Input(got, stride, rows, tiles)
+			tr.inputGo(want, stride, rows, n)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%v Input, %d tiles: element %d = %g, Go gives %g", w, tiles, i, got[i], want[i])
+				}
 			}
-		}
-		for i := range got {
-			got[i] = r.Float32()*2 - 1
-		}
-		a0, a1 := make([]float32, OutLen(tiles)), make([]float32, OutLen(tiles))
-		b0, b1 := make([]float32, OutLen(tiles)), make([]float32, OutLen(tiles))
-		Output(a0, a1, got, stride, tiles)
-		outputGo(b0, b1, got, stride, n)
-		for i := range a0 {
-			if a0[i] != b0[i] || a1[i] != b1[i] {
-				t.Fatalf("Output, %d tiles: column %d = %g %g, Go gives %g %g", tiles, i, a0[i], a1[i], b0[i], b1[i])
+			for i := range got {
+				got[i] = r.Float32()*2 - 1
+			}
+			a, b := newRows(w.Tile, w.OutLen(tiles)), newRows(w.Tile, w.OutLen(tiles))
+			w.Output(a, got, stride, tiles)
+			tr.outputGo(b, got, stride, n)
+			for r := range a {
+				for i := range a[r] {
+					if math.Float32bits(a[r][i]) != math.Float32bits(b[r][i]) {
+						t.Fatalf("%v Output, %d tiles: row %d column %d = %g, Go gives %g", w, tiles, r, i, a[r][i], b[r][i])
+					}
+				}
 			}
 		}
 	}
@@ -109,13 +132,16 @@ func TestAssemblyMatchesGo(t *testing.T) {
 // TestShortBuffersPanic checks that the transforms refuse buffers too
 // short for the tiles instead of writing past them.
 func TestShortBuffersPanic(t *testing.T) {
-	var rows [4][]float32
-	for i := range rows {
-		rows[i] = make([]float32, RowLen(16)-1)
+	for _, tr := range transforms {
+		w := tr.t
+		rows := newRows(w.Patch, w.RowLen(16)-1)
+		mustPanic(t, "short rows", func() { w.Input(make([]float32, w.Matrices*16), 16, rows, 16) })
+		mustPanic(t, "too few rows", func() { w.Input(make([]float32, w.Matrices*16), 16, newRows(w.Patch-1, w.RowLen(16)), 16) })
+		y := newRows(w.Tile, w.OutLen(16))
+		mustPanic(t, "short products", func() { w.Output(y, make([]float32, (w.Matrices-1)*16), 16, 16) })
+		y[w.Tile-1] = y[w.Tile-1][:w.OutLen(16)-1]
+		mustPanic(t, "short output", func() { w.Output(y, make([]float32, w.Matrices*16), 16, 16) })
 	}
-	mustPanic(t, "short rows", func() { Input(make([]float32, 16*16), 16, &rows, 16) })
-	mustPanic(t, "short output", func() { Output(make([]float32, 31), make([]float32, 32), make([]float32, 16*16), 16, 16) })
-	mustPanic(t, "short products", func() { Output(make([]float32, 32), make([]float32, 32), make([]float32, 15*16), 16, 16) })
 }
 
 func mustPanic(t *testing.T, what string, f func()) {

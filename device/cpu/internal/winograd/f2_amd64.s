@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// The AVX-512 transforms of winograd.go: 16 tiles (one zmm register of
-// each value) per step, with the operations of inputGo and outputGo in
+// The AVX-512 transforms of F(2×2, 3×3) (f2.go): 16 tiles (one zmm register of
+// each value) per step, with the operations of input2Go and output2Go in
 // the same order.
 
 DATA ·evenIdx+0(SB)/4, $0
@@ -110,10 +110,10 @@ GLOBL ·hiIdx(SB), RODATA|NOPTR, $64
 	VSUBPS Z17, Z18, Z22; \
 	VSUBPS Z19, Z17, Z23
 
-// func inputAVX512(v *float32, stride int, r0, r1, r2, r3 *float32, blocks int)
+// func input2AVX512(v *float32, stride int, r0, r1, r2, r3 *float32, blocks int)
 //
 // d[i][j] (row i, column j of the tiles' patches) is Z(4i+j).
-TEXT ·inputAVX512(SB), NOSPLIT, $0-56
+TEXT ·input2AVX512(SB), NOSPLIT, $0-56
 	MOVQ    v+0(FP), DI
 	MOVQ    stride+8(FP), R8
 	SHLQ    $2, R8
@@ -175,11 +175,11 @@ inloop:
 	VZEROUPPER
 	RET
 
-// func outputAVX512(y0, y1, m *float32, stride int, blocks int)
+// func output2AVX512(y0, y1, m *float32, stride int, blocks int)
 //
 // m[4i+j] is loaded into Z(4i+j); u0[j] = m0j + m1j + m2j in Z(16+j),
 // u1[j] = m1j - m2j - m3j in Z(20+j).
-TEXT ·outputAVX512(SB), NOSPLIT, $0-40
+TEXT ·output2AVX512(SB), NOSPLIT, $0-40
 	MOVQ    y0+0(FP), DI
 	MOVQ    y1+8(FP), SI
 	MOVQ    m+16(FP), AX
