@@ -11,10 +11,11 @@ import (
 	"github.com/hora-dl/hora/device/cpu/internal/gemm"
 )
 
-// TestConstantFiltersKept checks that the Winograd and direct
-// convolutions keep the filters they derive from a constant weight buffer,
-// give the same bits as when they derive them on every call, concurrently
-// too, and derive them again once the buffer is written.
+// TestConstantFiltersKept checks that the Winograd (both algorithms) and
+// direct convolutions keep the filters they derive from a constant weight
+// buffer (the Winograd ones in bands of rows), give the same bits as when
+// they derive them on every call, concurrently too, and derive them again
+// once the buffer is written.
 func TestConstantFiltersKept(t *testing.T) {
 	if !useWinograd(newConvShape(convCase(2, 64, 16, 16, 64, 3, 1, 1, 1)), false) || !direct.Fast() {
 		t.Skip("no vector Winograd or direct kernel on this CPU")
@@ -27,7 +28,8 @@ func TestConstantFiltersKept(t *testing.T) {
 		p    device.ConvParams
 		kind derivedKind
 	}{
-		{"winograd", convCase(2, 64, 16, 16, 64, 3, 1, 1, 1), winogradFilters},
+		{"winogradF2", convCase(2, 64, 16, 16, 64, 3, 1, 1, 1), winogradFilters},
+		{"winogradF4", convCase(8, 64, 16, 16, 64, 3, 1, 1, 1), winogradFilters},
 		{"direct", convCase(2, 16, 12, 12, 16, 3, 1, 1, 1), directFilters},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

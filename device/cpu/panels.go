@@ -36,18 +36,24 @@ func weightPanels[T float](dev *Device, s convShape, w []T, wb *Buffer) (panels 
 	key := derivedKey{kind: bandedWeights, outC: s.OutC, inC: s.ckk, taps: mr, alt: s.Groups}
 	return derived(wb, key, s.OutC*s.ckk, func(p []float32) {
 		for g := range s.Groups {
-			for b0 := 0; b0 < s.ocg; b0 += mr {
-				rows := min(mr, s.ocg-b0)
-				band := p[(g*s.ocg+b0)*s.ckk:][:rows*s.ckk]
-				for i := range rows {
-					src := w32[(g*s.ocg+b0+i)*s.ckk:][:s.ckk]
-					for q, v := range src {
-						band[q*rows+i] = v
-					}
-				}
-			}
+			toBands(p[g*s.wGroup:], w32[g*s.wGroup:], s.ocg, s.ckk, mr)
 		}
 	})
+}
+
+// toBands writes the m×k row-major matrix src into dst in bands of mr
+// rows, each band k-major: row b0+i, column q of band b0 at b0·k + q·rows
+// + i, rows the band's height (mr, or what is left of the matrix).
+func toBands(dst, src []float32, m, k, mr int) {
+	for b0 := 0; b0 < m; b0 += mr {
+		rows := min(mr, m-b0)
+		band := dst[b0*k:][:rows*k]
+		for i := range rows {
+			for q, v := range src[(b0+i)*k:][:k] {
+				band[q*rows+i] = v
+			}
+		}
+	}
 }
 
 // groupPanels returns the bands of group g from its row i0 (a multiple of

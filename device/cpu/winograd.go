@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/gemm"
 	"github.com/hora-dl/hora/device/cpu/internal/winograd"
 )
 
@@ -133,11 +134,32 @@ func winogradTransform(s convShape, kept bool) *winograd.Transform {
 // constant (see derived).
 func winogradForward(dev *Device, s convShape, t *winogradAlgo, act device.Activation, y, x, w, bias, res []float32, wb *Buffer) {
 	key := derivedKey{kind: winogradFilters, outC: s.OutC, inC: s.C, taps: t.Matrices}
-	u, release := derived(wb, key, t.Matrices*s.OutC*s.C, func(u []float32) {
-		launch(dev, s.OutC, t.Matrices*9*s.C, winoFilterArgs{dev: dev, t: t, u: u, w: w, outC: s.OutC, inC: s.C})
+	// Kept filters are laid out in bands of rows, as weightPanels lays out
+	// an im2col GEMM's weights, so that a tile reads them as one stream
+	// (an inference reads them from memory): resnet18 at batch 1 9.6 →
+	// 8.7 ms, at batch 32 210 → 197 ms (2 Zen 5 threads).
+	mr := gemm.Blocking().MR
+	if !wb.keepsForms() || !dev.ownKernelOnly() || mr < 8 {
+		mr = 0
+	}
+	key.alt = mr
+	n := t.Matrices * s.OutC * s.C
+	u, release := derived(wb, key, n, func(u []float32) {
+		plain := u
+		if mr > 0 {
+			sc := getScratch[float32](n)
+			defer putScratch(sc)
+			plain = sc.s
+		}
+		launch(dev, s.OutC, t.Matrices*9*s.C, winoFilterArgs{dev: dev, t: t, u: plain, w: w, outC: s.OutC, inC: s.C})
+		if mr > 0 {
+			for xi := range t.Matrices {
+				toBands(u[xi*s.OutC*s.C:], plain[xi*s.OutC*s.C:], s.OutC, s.C, mr)
+			}
+		}
 	})
 	defer release()
-	winogradRun(dev, newWinoGeom(s, t, dev.numWorkers()), act, y, x, u, bias, res)
+	winogradRun(dev, newWinoGeom(s, t, dev.numWorkers()), act, y, x, u, mr, bias, res)
 }
 
 // winogradGradInput computes the input gradient dx of a 3×3 unit-stride
@@ -148,7 +170,7 @@ func winogradGradInput(dev *Device, s convShape, t *winogradAlgo, dx, dy, w []fl
 	u := getScratch[float32](t.Matrices * s.OutC * s.C)
 	defer putScratch(u)
 	launch(dev, s.C, t.Matrices*9*s.OutC, winoFilterArgs{dev: dev, t: t, u: u.s, w: w, outC: s.OutC, inC: s.C, grad: true})
-	winogradRun(dev, newWinoGeom(gs, t, dev.numWorkers()), device.ActNone, dx, dy, u.s, nil, nil)
+	winogradRun(dev, newWinoGeom(gs, t, dev.numWorkers()), device.ActNone, dx, dy, u.s, 0, nil, nil)
 }
 
 // filterMatrices holds each algorithm's FilterMatrix(false) and (true).
@@ -182,10 +204,11 @@ func (a *winoFilterArgs) run(lo, hi int) {
 }
 
 // winogradRun runs the convolution of geometry g with the transformed
-// filters u, one task per chunk of tile rows.
-func winogradRun(dev *Device, g winoGeom, act device.Activation, y, x, u, bias, res []float32) {
+// filters u (each matrix in bands of mr rows, see toBands, or row-major
+// when mr is 0), one task per chunk of tile rows.
+func winogradRun(dev *Device, g winoGeom, act device.Activation, y, x, u []float32, mr int, bias, res []float32) {
 	launch(dev, g.chunks, g.rowsPerChunk*g.tw*g.C*g.OutC*g.t.Matrices,
-		winoArgs{dev: dev, g: g, act: act, y: y, x: x, u: u, bias: bias, res: res})
+		winoArgs{dev: dev, g: g, act: act, y: y, x: x, u: u, mr: mr, bias: bias, res: res})
 }
 
 // winoArgs are the arguments of winogradRun; task index i is tile rows
@@ -195,6 +218,7 @@ type winoArgs struct {
 	g                  winoGeom
 	act                device.Activation
 	y, x, u, bias, res []float32 // res: the residual added to y, or nil
+	mr                 int       // u's matrices in bands of mr rows, or row-major (0)
 }
 
 func (a *winoArgs) run(lo, hi int) {
@@ -202,6 +226,8 @@ func (a *winoArgs) run(lo, hi int) {
 	patch, tile := g.t.Patch, g.t.Tile
 	sc := getScratch[float32](g.workSize())
 	defer putScratch(sc)
+	ws := workspaces.Get().(*gemm.Workspace)
+	defer workspaces.Put(ws)
 	v := sc.s[:g.t.Matrices*g.C*g.ld]
 	m := sc.s[len(v) : len(v)+g.t.Matrices*g.OutC*g.ld]
 	rest := sc.s[len(v)+len(m):]
@@ -237,8 +263,15 @@ func (a *winoArgs) run(lo, hi int) {
 		}
 		// The products: matrix ξ is outC × lanes.
 		for xi := range g.t.Matrices {
-			gemmOn(a.dev, false, false, g.OutC, lanes, g.C, 1, a.u[xi*g.OutC*g.C:], g.C,
-				v[xi*g.C*g.ld:], g.ld, 0, m[xi*g.OutC*g.ld:], g.ld)
+			u, vx, mx := a.u[xi*g.OutC*g.C:], v[xi*g.C*g.ld:], m[xi*g.OutC*g.ld:]
+			if a.mr == 0 {
+				gemmOn(a.dev, false, false, g.OutC, lanes, g.C, 1, u, g.C, vx, g.ld, 0, mx, g.ld)
+				continue
+			}
+			for r0 := 0; r0 < g.OutC; r0 += a.mr {
+				rows := min(a.mr, g.OutC-r0)
+				gemm.Sgemm(ws, true, false, rows, lanes, g.C, 1, u[r0*g.C:], rows, vx, g.ld, 0, mx[r0*g.ld:], g.ld)
+			}
 		}
 		// Back to tile×tile outputs per tile, then bias, residual and
 		// activation over the rows of each plane just written.
