@@ -84,17 +84,18 @@ func useWinograd(s convShape, kept bool) bool { return winogradTransform(s, kept
 // tile row: the columns of its GEMMs) each needs. F(4×4, 3×3) reads 36
 // transformed filter matrices for each chunk of tiles, 2.25 times F(2×2,
 // 3×3)'s 16: over few tiles it spends its time fetching filters from
-// memory (at batch 1, resnet18's 28×28 layers, 56 tiles, ran 6% slower
-// in F(4×4, 3×3), its 14×14 ones, 20 tiles, 2× slower), while over many
-// it does 1.78× fewer multiply-adds (BenchmarkWinograd, 2 Zen 5 threads:
-// at batch 32, 56×56 16.5 → 12.2 ms, 28×28 12.3 → 8.8, 14×14 12.6 →
-// 10.5; 7×7, which F(2×2, 3×3) does not take, 12.7 against im2col's 17.3;
-// at batch 1, 56×56, 210 tiles, 0.38 → 0.30).
+// memory (at batch 1, resnet18's 14×14 layers, 20 tiles, ran 2× slower in
+// F(4×4, 3×3); its 28×28 ones, 56 tiles, 4% faster for the model once the
+// kept filters were in bands), while over many it does 1.78× fewer
+// multiply-adds (BenchmarkWinograd, 2 Zen 5 threads: at batch 32, 56×56
+// 16.5 → 12.2 ms, 28×28 12.3 → 8.8, 14×14 12.6 → 10.5; 7×7, which F(2×2,
+// 3×3) does not take, 12.7 against im2col's 17.3; at batch 1, 56×56, 210
+// tiles, 0.38 → 0.30).
 var winogradChoices = []struct {
 	t        *winograd.Transform
 	minLanes int
 }{
-	{winograd.F4, 128},
+	{winograd.F4, 48},
 	{winograd.F2, 0},
 }
 
