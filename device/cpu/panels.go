@@ -64,34 +64,27 @@ func groupPanels(panels []float32, s convShape, g, i0 int) []float32 {
 
 // panelProduct is convProduct with the weights in bands (see
 // weightPanels): rows [oc0, oc0+m) of the output channels, m·k weights
-// from panels on, one product of op(A) = a band read transposed per band,
-// each with the bias and activation applied to its tiles, or, with a
+// from panels on, one gemm.SgemmBands (every band of rows over a strip of
+// the column matrix before the next strip, when that matrix is larger
+// than L2), with the bias and activation applied to its tiles, or, with a
 // residual res (rows ldo apart, like out's), the bias to its tiles and
-// the residual and activation to the band as soon as it is written.
+// the residual and activation to the rows once they are written.
 func panelProduct(act device.Activation, bias []float32, oc0, m, n, k int, panels, col []float32, ldb int, out []float32, ldo int, res []float32) {
 	bandAct := act // what the tiles get: with a residual, the activation follows it
 	if res != nil {
 		bandAct = device.ActNone
 	}
-	mr := gemm.Blocking().MR
 	lo, hi := clampOf(bandAct)
 	ws := workspaces.Get().(*gemm.Workspace)
 	defer workspaces.Put(ws)
-	for r0 := 0; r0 < m; r0 += mr {
-		rows := min(mr, m-r0)
-		a, c := panels[r0*k:], out[r0*ldo:]
-		done := false // the bias and activation applied to the tiles
-		if bias != nil {
-			e := gemm.Epilogue{Bias: bias[oc0+r0 : oc0+r0+rows], Lo: lo, Hi: hi}
-			done = gemm.SgemmEpilogue(ws, true, false, rows, n, k, 1, a, rows, col, ldb, 0, c, ldo, e)
-		} else {
-			gemm.Sgemm(ws, true, false, rows, n, k, 1, a, rows, col, ldb, 0, c, ldo)
-		}
-		if !done {
-			convEpilogue(bandAct, bias, c, ldo, rows, oc0+r0, 0, n)
-		}
-		if res != nil {
-			residualRows(act, c, res[r0*ldo:], ldo, rows, n)
-		}
+	var e gemm.Epilogue
+	if bias != nil {
+		e = gemm.Epilogue{Bias: bias[oc0 : oc0+m], Lo: lo, Hi: hi}
+	}
+	if done := gemm.SgemmBands(ws, m, n, k, panels, col, ldb, out, ldo, e); !done || bias == nil {
+		convEpilogue(bandAct, bias, out, ldo, m, oc0, 0, n)
+	}
+	if res != nil {
+		residualRows(act, out, res, ldo, m, n)
 	}
 }
