@@ -94,9 +94,18 @@ func useWinograd(s convShape, kept bool) bool { return winogradTransform(s, kept
 var winogradChoices = []struct {
 	t        *winograd.Transform
 	minLanes int
+	// narrowSaving is the least saving of multiplications (im2col's over
+	// the algorithm's, see winogradTransform) it needs when a side has
+	// fewer than 128 channels: its transforms, per output, then weigh
+	// more against the GEMMs. ResNet-20's 64-channel 7×7 layers at batch
+	// 128 (a saving of 2.0) ran forward in 1.67 ms in F(4×4, 3×3) against
+	// im2col's 1.32; resnet18's 512-channel ones, the same saving, 12.7
+	// against 17.3 ms; its 64-channel 56×56 ones (a saving of 3.7) 12.2
+	// against F(2×2, 3×3)'s 16.5.
+	narrowSaving float64
 }{
-	{winograd.F4, 48},
-	{winograd.F2, 0},
+	{winograd.F4, 48, 3},
+	{winograd.F2, 0, 0},
 }
 
 // winogradTransform returns the Winograd algorithm the convolution s (a
@@ -106,10 +115,11 @@ var winogradChoices = []struct {
 //   - at least 64 channels on each side: with fewer, the transforms cost as
 //     much as the GEMMs save (ResNet-20's 16 and 32 channels ran at 0.8–1.1×
 //     of im2col);
-//   - at least 1.67× fewer multiplications than im2col, counting the tiles'
-//     padding and the unused lane of each tile row (Matrices·th·(tw+1)
-//     against 9·oh·ow per channel pair): 7×7 planes in F(2×2, 3×3) (1.38×)
-//     ran at 0.7–1.0×;
+//   - at least 1.67× fewer multiplications than im2col (the saving),
+//     counting the tiles' padding and the unused lane of each tile row
+//     (Matrices·th·(tw+1) against 9·oh·ow per channel pair): 7×7 planes in
+//     F(2×2, 3×3) (1.38×) ran at 0.7–1.0×; more with fewer channels (see
+//     winogradChoices);
 //   - the algorithm's fewest tiles (winogradChoices);
 //   - at least 512 outputs in the batch, over which the transform of the
 //     filters, done on every call, is spread, unless the transformed
@@ -122,7 +132,11 @@ func winogradTransform(s convShape, kept bool) *winograd.Transform {
 	}
 	for _, c := range winogradChoices {
 		th, tw := ceilDiv(s.oh, c.t.Tile), ceilDiv(s.ow, c.t.Tile)
-		if c.t.Matrices*th*(tw+1)*10 <= 9*s.oh*s.ow*6 && s.N*th*(tw+1) >= c.minLanes {
+		saving := float64(9*s.oh*s.ow) / float64(c.t.Matrices*th*(tw+1))
+		if min(s.C, s.OutC) < 128 && saving < c.narrowSaving {
+			continue
+		}
+		if saving >= 1.67 && s.N*th*(tw+1) >= c.minLanes {
 			return c.t
 		}
 	}

@@ -79,7 +79,8 @@ func TestWinogradMatchesReference(t *testing.T) {
 // convolutions (and their input gradients) go through F(4×4, 3×3) where a
 // batch has many tiles, through F(2×2, 3×3) at batch 1 on 14×14 planes
 // with kept filters, and through neither on its 7×7 planes at batch
-// 1, on a single 14×14 image without kept filters, with 32 channels, or
+// 1, on ResNet-20's 64-channel 7×7 ones, on a single 14×14 image without
+// kept filters, with 32 channels, or
 // for 5×5, strided, dilated or widely padded convolutions. Without the
 // vector transforms nothing does.
 func TestConvChoosesWinograd(t *testing.T) {
@@ -97,6 +98,7 @@ func TestConvChoosesWinograd(t *testing.T) {
 		{convCase(1, 64, 56, 56, 64, 3, 1, 1, 1), false, winograd.F4},
 		{convCase(8, 256, 14, 14, 256, 3, 1, 1, 1), false, winograd.F4},
 		{convCase(32, 512, 7, 7, 512, 3, 1, 1, 1), false, winograd.F4},
+		{convCase(128, 64, 7, 7, 64, 3, 1, 1, 1), false, nil},
 		{convCase(1, 128, 28, 28, 128, 3, 1, 1, 1), true, winograd.F4},
 		{convCase(1, 256, 14, 14, 256, 3, 1, 1, 1), true, winograd.F2},
 		{convCase(1, 512, 7, 7, 512, 3, 1, 1, 1), true, nil},
