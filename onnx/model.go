@@ -134,6 +134,9 @@ type graphNode struct {
 	subgraphs map[string]*subgraph
 	implicit  []string
 	attrs     map[string]*onnxpb.AttributeProto // by name
+	// cache keeps what the node's op derived from its attributes for the
+	// input shapes it last saw (see nodeCache).
+	cache nodeCache
 }
 
 // Option changes how a model is imported.

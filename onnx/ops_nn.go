@@ -263,10 +263,6 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 		return nil, err
 	}
 	xs, ws := x.Shape(), w.Shape()
-	group := int(c.AttrInt("group", 1))
-	if group < 1 || xs[1]%group != 0 || ws[0]%group != 0 || ws[1]*group != xs[1] {
-		return nil, c.Errorf("input X %v and weight W %v do not match with group = %d (W needs C/group input channels)", xs, ws, group)
-	}
 	if b != nil {
 		if err := nnSameType(c, x, b, "B"); err != nil {
 			return nil, err
@@ -275,32 +271,17 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 			return nil, err
 		}
 	}
-	kernel, err := kernelAttr(c, n, ws[2:])
+	ca, err := convAttrsFor(c, n, xs, ws)
 	if err != nil {
 		return nil, err
-	}
-	win, err := windowAttrs(c, xs, kernel)
-	if err != nil {
-		return nil, err
-	}
-	for i := range n {
-		if ext := (kernel[i]-1)*win.dil[i] + 1; ext > xs[2+i]+win.padBegin[i]+win.padEnd[i] {
-			return nil, c.Errorf("kernel %v (dilations %v) does not fit input X %v with pads %v/%v", kernel, win.dil, xs, win.padBegin, win.padEnd)
-		}
 	}
 	if n == 1 {
 		x, w = autograd.Unsqueeze(x, 2), autograd.Unsqueeze(w, 2)
 	}
-	pb, pe := to2D(win.padBegin, 0), to2D(win.padEnd, 0)
-	sym := [2]int{min(pb[0], pe[0]), min(pb[1], pe[1])}
 	for i := range 2 {
-		x = padAxis(c, x, 2+i, pb[i]-sym[i], pe[i]-sym[i], 0)
+		x = padAxis(c, x, 2+i, ca.extraBegin[i], ca.extraEnd[i], 0)
 	}
-	stride, dil := to2D(win.stride, 1), to2D(win.dil, 1)
-	opts := tensor.ConvOptions{
-		StrideH: stride[0], StrideW: stride[1], PadH: sym[0], PadW: sym[1],
-		DilH: dil[0], DilW: dil[1], Groups: group,
-	}
+	opts := ca.opts
 	if r := c.residual; r != nil && n == 2 && r.Value.DType() == x.Value.DType() {
 		oh, ow := tensor.ConvOutSize(x.Value, w.Value, opts)
 		if slices.Equal(r.Shape(), []int{xs[0], ws[0], oh, ow}) {
@@ -315,6 +296,59 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 		return c.addResidual(y)
 	}
 	return []*autograd.Var{y}, nil
+}
+
+// convAttrs is what a Conv node's attributes give for inputs of shapes xs
+// (X) and ws (W): the convolution's options (the symmetric part of its
+// pads) and the padding each spatial axis needs beyond that.
+type convAttrs struct {
+	xs, ws               []int
+	opts                 tensor.ConvOptions
+	extraBegin, extraEnd [2]int
+}
+
+// convAttrsFor reads and checks a Conv node's group, kernel_shape,
+// strides, dilations, pads and auto_pad for an n-D convolution of X (shape
+// xs) by W (ws), or returns what the node's cache kept for those shapes.
+func convAttrsFor(c *nodeCtx, n int, xs, ws []int) (*convAttrs, error) {
+	if c.cache != nil {
+		if ca := c.cache.conv.Load(); ca != nil && slices.Equal(ca.xs, xs) && slices.Equal(ca.ws, ws) {
+			return ca, nil
+		}
+	}
+	group := int(c.AttrInt("group", 1))
+	if group < 1 || xs[1]%group != 0 || ws[0]%group != 0 || ws[1]*group != xs[1] {
+		return nil, c.Errorf("input X %v and weight W %v do not match with group = %d (W needs C/group input channels)", xs, ws, group)
+	}
+	kernel, err := kernelAttr(c, n, ws[2:])
+	if err != nil {
+		return nil, err
+	}
+	win, err := windowAttrs(c, xs, kernel)
+	if err != nil {
+		return nil, err
+	}
+	for i := range n {
+		if ext := (kernel[i]-1)*win.dil[i] + 1; ext > xs[2+i]+win.padBegin[i]+win.padEnd[i] {
+			return nil, c.Errorf("kernel %v (dilations %v) does not fit input X %v with pads %v/%v", kernel, win.dil, xs, win.padBegin, win.padEnd)
+		}
+	}
+	pb, pe := to2D(win.padBegin, 0), to2D(win.padEnd, 0)
+	sym := [2]int{min(pb[0], pe[0]), min(pb[1], pe[1])}
+	stride, dil := to2D(win.stride, 1), to2D(win.dil, 1)
+	ca := &convAttrs{
+		xs: slices.Clone(xs), ws: slices.Clone(ws),
+		opts: tensor.ConvOptions{
+			StrideH: stride[0], StrideW: stride[1], PadH: sym[0], PadW: sym[1],
+			DilH: dil[0], DilW: dil[1], Groups: group,
+		},
+		extraBegin: [2]int{pb[0] - sym[0], pb[1] - sym[1]},
+		extraEnd:   [2]int{pe[0] - sym[0], pe[1] - sym[1]},
+	}
+	if c.cache != nil {
+		c.cache.conv.Store(ca)
+	}
+	return ca, nil
 }
 
 // opConvTranspose is ConvTranspose, 1-D or 2-D, as autograd.ConvTranspose2D.

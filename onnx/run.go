@@ -414,7 +414,7 @@ func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(strin
 // budget is what remains of the run's maxUnrolledNodes, for the subgraphs
 // of If, Loop and Scan (both nil while folding constants).
 func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool, lookup func(string) *autograd.Var, budget *int) (outs []*autograd.Var, err error) {
-	c := &nodeCtx{node: n.proto, in: in, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs, graphs: n.subgraphs}
+	c := &nodeCtx{node: n.proto, in: in, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs, graphs: n.subgraphs, cache: &n.cache}
 	if n.subgraphs != nil && lookup != nil {
 		c.runGraph = func(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
 			sg := n.subgraphs[attr]
