@@ -2,6 +2,14 @@ package gemm
 
 import "fmt"
 
+// stripBands is the most bands of rows SgemmBands runs strip after strip.
+// mobilenet_v2 at batch 32 on 2 Zen 5 threads: its 32→16 layer on 112×112
+// (two bands, of 14 rows and 2) 2.9 → 2.3 ms and its 144→24 layer on
+// 56×56 3.0 → 2.8; but its stem (3→32, three bands over a 1.35 MB column
+// matrix) 3.7 → 4.2 ms and its 16→96 layer (seven bands) 6.4 → 7.0: a
+// strip then writes a tile into each of many rows of C far apart.
+const stripBands = 2
+
 // SgemmBands computes C (m×n, row stride ldc) = A·B followed by the
 // epilogue e (a nil Bias: none), with A (m×k) laid out in bands of
 // Blocking().MR rows, each band k-major: element (b0+i, p) of the band
@@ -16,14 +24,6 @@ import "fmt"
 // band runs over a strip of B before the next strip, so B streams from
 // memory once instead of once per band. It reports whether it applied e
 // (see SgemmEpilogue), and panics on bad arguments.
-// stripBands is the most bands of rows SgemmBands runs strip after strip.
-// mobilenet_v2 at batch 32 on 2 Zen 5 threads: its 32→16 layer on 112×112
-// (two bands, of 14 rows and 2) 2.9 → 2.3 ms and its 144→24 layer on
-// 56×56 3.0 → 2.8; but its stem (3→32, three bands over a 1.35 MB column
-// matrix) 3.7 → 4.2 ms and its 16→96 layer (seven bands) 6.4 → 7.0: a
-// strip then writes a tile into each of many rows of C far apart.
-const stripBands = 2
-
 func SgemmBands(ws *Workspace, m, n, k int, a []float32, b []float32, ldb int, c []float32, ldc int, e Epilogue) bool {
 	setupBlocking()
 	kern := active
