@@ -29,8 +29,8 @@ import (
 // whole bands).
 func weightPanels[T float](dev *Device, s convShape, w []T, wb *Buffer) (panels []float32, release func()) {
 	w32, ok := any(w).([]float32)
-	mr := gemm.Blocking().MR
-	if !ok || !wb.keepsForms() || mr < 8 || !dev.ownKernelOnly() || len(w32) < s.OutC*s.ckk {
+	mr := keptBandRows(dev, wb)
+	if !ok || mr == 0 || len(w32) < s.OutC*s.ckk {
 		return nil, func() {}
 	}
 	key := derivedKey{kind: bandedWeights, outC: s.OutC, inC: s.ckk, taps: mr, alt: s.Groups}
@@ -39,6 +39,19 @@ func weightPanels[T float](dev *Device, s convShape, w []T, wb *Buffer) (panels 
 			toBands(p[g*s.wGroup:], w32[g*s.wGroup:], s.ocg, s.ckk, mr)
 		}
 	})
+}
+
+// keptBandRows is the height of the bands of rows in which forms derived
+// from the constant weight buffer wb are kept (weightPanels, Winograd's
+// transformed filters), or 0 where they are not: wb is not constant, a
+// float32 product may run a BLAS library (which reads A as stored), or
+// Hora's tile has fewer than 8 rows.
+func keptBandRows(dev *Device, wb *Buffer) int {
+	mr := gemm.Blocking().MR
+	if !wb.keepsForms() || !dev.ownKernelOnly() || mr < 8 {
+		return 0
+	}
+	return mr
 }
 
 // toBands writes the m×k row-major matrix src into dst in bands of mr

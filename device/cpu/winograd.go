@@ -153,10 +153,7 @@ func winogradForward(dev *Device, s convShape, t *winogradAlgo, act device.Activ
 	// an im2col GEMM's weights, so that a tile reads them as one stream
 	// (an inference reads them from memory): resnet18 at batch 1 9.6 →
 	// 8.7 ms, at batch 32 210 → 197 ms (2 Zen 5 threads).
-	mr := gemm.Blocking().MR
-	if !wb.keepsForms() || !dev.ownKernelOnly() || mr < 8 {
-		mr = 0
-	}
+	mr := keptBandRows(dev, wb)
 	key.alt = mr
 	n := t.Matrices * s.OutC * s.C
 	u, release := derived(wb, key, n, func(u []float32) {
@@ -174,7 +171,7 @@ func winogradForward(dev *Device, s convShape, t *winogradAlgo, act device.Activ
 		}
 	})
 	defer release()
-	winogradRun(dev, newWinoGeom(s, t, dev.numWorkers()), act, y, x, u, mr, bias, res)
+	winogradRun(dev, newWinoGeom(s, t, dev.numWorkers()), act, y, x, u, mr > 0, bias, res)
 }
 
 // winogradGradInput computes the input gradient dx of a 3×3 unit-stride
@@ -185,7 +182,7 @@ func winogradGradInput(dev *Device, s convShape, t *winogradAlgo, dx, dy, w []fl
 	u := getScratch[float32](t.Matrices * s.OutC * s.C)
 	defer putScratch(u)
 	launch(dev, s.C, t.Matrices*9*s.OutC, winoFilterArgs{dev: dev, t: t, u: u.s, w: w, outC: s.OutC, inC: s.C, grad: true})
-	winogradRun(dev, newWinoGeom(gs, t, dev.numWorkers()), device.ActNone, dx, dy, u.s, 0, nil, nil)
+	winogradRun(dev, newWinoGeom(gs, t, dev.numWorkers()), device.ActNone, dx, dy, u.s, false, nil, nil)
 }
 
 // filterMatrices holds each algorithm's FilterMatrix(false) and (true).
@@ -219,11 +216,11 @@ func (a *winoFilterArgs) run(lo, hi int) {
 }
 
 // winogradRun runs the convolution of geometry g with the transformed
-// filters u (each matrix in bands of mr rows, see toBands, or row-major
-// when mr is 0), one task per chunk of tile rows.
-func winogradRun(dev *Device, g winoGeom, act device.Activation, y, x, u []float32, mr int, bias, res []float32) {
+// filters u (each matrix in keptBandRows' bands when banded, see toBands,
+// else row-major), one task per chunk of tile rows.
+func winogradRun(dev *Device, g winoGeom, act device.Activation, y, x, u []float32, banded bool, bias, res []float32) {
 	launch(dev, g.chunks, g.rowsPerChunk*g.tw*g.C*g.OutC*g.t.Matrices,
-		winoArgs{dev: dev, g: g, act: act, y: y, x: x, u: u, mr: mr, bias: bias, res: res})
+		winoArgs{dev: dev, g: g, act: act, y: y, x: x, u: u, banded: banded, bias: bias, res: res})
 }
 
 // winoArgs are the arguments of winogradRun; task index i is tile rows
@@ -233,7 +230,7 @@ type winoArgs struct {
 	g                  winoGeom
 	act                device.Activation
 	y, x, u, bias, res []float32 // res: the residual added to y, or nil
-	mr                 int       // u's matrices in bands of mr rows, or row-major (0)
+	banded             bool      // u's matrices in bands of rows (gemm.SgemmBands reads them)
 }
 
 func (a *winoArgs) run(lo, hi int) {
@@ -279,14 +276,11 @@ func (a *winoArgs) run(lo, hi int) {
 		// The products: matrix ξ is outC × lanes.
 		for xi := range g.t.Matrices {
 			u, vx, mx := a.u[xi*g.OutC*g.C:], v[xi*g.C*g.ld:], m[xi*g.OutC*g.ld:]
-			if a.mr == 0 {
-				gemmOn(a.dev, false, false, g.OutC, lanes, g.C, 1, u, g.C, vx, g.ld, 0, mx, g.ld)
+			if a.banded {
+				gemm.SgemmBands(ws, g.OutC, lanes, g.C, u, vx, g.ld, mx, g.ld, gemm.Epilogue{})
 				continue
 			}
-			for r0 := 0; r0 < g.OutC; r0 += a.mr {
-				rows := min(a.mr, g.OutC-r0)
-				gemm.Sgemm(ws, true, false, rows, lanes, g.C, 1, u[r0*g.C:], rows, vx, g.ld, 0, mx[r0*g.ld:], g.ld)
-			}
+			gemmOn(a.dev, false, false, g.OutC, lanes, g.C, 1, u, g.C, vx, g.ld, 0, mx, g.ld)
 		}
 		// Back to tile×tile outputs per tile, then bias, residual and
 		// activation over the rows of each plane just written.
