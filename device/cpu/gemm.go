@@ -349,20 +349,26 @@ func parallelGemm[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, 
 	defer putGemmTask(t)
 	*t = gemmTask[T]{d: d, tA: tA, tB: tB, m: m, n: n, k: k, alpha: alpha, beta: beta,
 		a: a, b: b, c: c, lda: lda, ldb: ldb, ldc: ldc}
-	const rowUnit, colUnit = 8, 32
-	if m >= n { // split the larger side: each part packs only its share of it
-		t.byRows, t.unit = true, rowUnit
-		d.parallel((m+rowUnit-1)/rowUnit, 1<<20, t)
-		return
+	var tasks int
+	t.byRows, t.unit, tasks = gemmSplit(m, n, 32)
+	d.parallel(tasks, 1<<20, t)
+}
+
+// gemmSplit is how a product whose C is m×n splits across the workers: by
+// blocks of 8 rows of C when C is at least as tall as wide, else by
+// blocks of colUnit columns (the larger side, so that each part packs
+// only its share of it). It returns the split and the number of blocks.
+func gemmSplit(m, n, colUnit int) (byRows bool, unit, blocks int) {
+	const rowUnit = 8
+	if m >= n {
+		return true, rowUnit, (m + rowUnit - 1) / rowUnit
 	}
-	t.unit = colUnit
-	d.parallel((n+colUnit-1)/colUnit, 1<<20, t)
+	return false, colUnit, (n + colUnit - 1) / colUnit
 }
 
 // matmulPackedB is matmul for one float32 product whose op(B) is packed
-// (packedWeight), split across the workers as parallelGemm splits: by
-// blocks of rows of C (each reads all of B's panels) or, when C has fewer
-// rows than columns, by whole panels of columns.
+// (packedWeight), split across the workers as parallelGemm splits
+// (gemmSplit), its blocks of columns whole panels.
 func matmulPackedB(d *Device, p device.MatMulParams, c, a, pb []float32) {
 	t := packedGemmTask{tA: p.TransA, m: p.M, n: p.N, k: p.K, alpha: float32(p.Alpha), beta: float32(p.Beta),
 		a: a[p.AOff:], pb: pb, c: c[p.COff:], lda: p.K}
@@ -374,13 +380,9 @@ func matmulPackedB(d *Device, p device.MatMulParams, c, a, pb []float32) {
 		t.run(0, 1)
 		return
 	}
-	if p.M >= p.N {
-		t.byRows, t.unit = true, 8
-		launch(d, (p.M+7)/8, 1<<20, t)
-		return
-	}
-	t.unit = gemm.PanelWidth()
-	launch(d, (p.N+t.unit-1)/t.unit, 1<<20, t)
+	var blocks int
+	t.byRows, t.unit, blocks = gemmSplit(p.M, p.N, gemm.PanelWidth())
+	launch(d, blocks, 1<<20, t)
 }
 
 // packedSplitMin is the size of op(B), in floats, from which
