@@ -52,6 +52,34 @@ type ConvAddActKernels interface {
 	Conv2DBiasAddAct(p ConvParams, act Activation, y, x, w, bias, res Buffer)
 }
 
+// ChannelsLastConvKernels is an optional kernel of a device whose
+// Kernels() value implements it: convolutions whose input or output is in
+// channels-last order, an N×C×H×W image stored as a dense N×H×W×C array
+// (PyTorch's channels_last memory format). In that order a depthwise
+// convolution is one vector multiply-add per tap for 16 channels at once,
+// with no masks at the plane's edges, and a 1×1 convolution is a product
+// whose rows are the positions, which fills a GEMM's tiles on small
+// planes. A chain of such layers (MobileNet's blocks) keeps the order
+// from one layer to the next. Callers find it by type assertion, ask
+// ChannelsLastConv first and otherwise use the other convolution kernels
+// on contiguous N×C×H×W buffers.
+type ChannelsLastConvKernels interface {
+	// ChannelsLastConv reports whether Conv2DChannelsLast computes the
+	// convolution p with the weights w (their buffer, OutC×C/groups×KH×KW,
+	// which gives the element type) for an input in channels-last order
+	// (inCL) or not, into an output in channels-last order (outCL) or
+	// not. It is false when neither is.
+	ChannelsLastConv(p ConvParams, w Buffer, inCL, outCL bool) bool
+
+	// Conv2DChannelsLast computes y = act((conv(x, w) + bias) + res) for
+	// a convolution ChannelsLastConv(p, w, inCL, outCL) takes: x is in
+	// channels-last order when inCL, else N×C×H×W; y and res (nil: none)
+	// are in channels-last order when outCL, else N×OutC×OH×OW; bias
+	// (OutC) may be nil. The values are those of Conv2DBiasAddAct up to
+	// the rounding of the sums' order.
+	Conv2DChannelsLast(p ConvParams, inCL, outCL bool, act Activation, y, x, w, bias, res Buffer)
+}
+
 // AddActKernels is an optional kernel of a device whose Kernels() value
 // implements it: the sum of two tensors of one shape and its activation in
 // one pass, a residual block's act(branch + shortcut). Callers find it by

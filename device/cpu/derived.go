@@ -29,6 +29,7 @@ const (
 	directFilters                          // directGeom.packFilters's blocks
 	packedMatrix                           // packedWeight's panels of op(B) (outC = N, inC = K, alt = 1 when B is read transposed)
 	bandedWeights                          // weightPanels' bands of rows (inC = a group's columns, taps = rows per band)
+	channelsLastTaps                       // a depthwise convolution's weights tap-major for depthwiseChannelsLast (outC = channels, taps = KH·KW)
 )
 
 // derivedForms are the forms derived from one constant buffer.
@@ -101,13 +102,19 @@ func packedWeight(d *Device, p device.MatMulParams, b *Buffer) ([]float32, bool)
 // a row's stride apart: a Linear weight (packedWeight) and a convolution's
 // filters read positions-major (conv2dPositionsMajor) share the form.
 func packedOperand(b *Buffer, transB bool, k, n int) []float32 {
+	pb, _ := packedForm(b, transB, k, n) // kept with b: nothing to release
+	return pb
+}
+
+// packedForm is packedOperand for any buffer b: with b not constant, op(B)
+// is packed into scratch that release gives back.
+func packedForm(b *Buffer, transB bool, k, n int) (pb []float32, release func()) {
 	key := derivedKey{kind: packedMatrix, outC: n, inC: k}
 	ldb := n
 	if transB {
 		key.alt, ldb = 1, k
 	}
-	pb, _ := derived(b, key, gemm.PackedBSize(k, n), func(pb []float32) {
+	return derived(b, key, gemm.PackedBSize(k, n), func(pb []float32) {
 		gemm.PackB(pb, transB, b.f32, ldb, k, n)
-	}) // kept with b: nothing to release
-	return pb
+	})
 }

@@ -296,6 +296,9 @@ func BenchmarkDepthwise(b *testing.B) {
 		{"112x112x32-s1", depthwiseParams(1, 32, 112, 112, 3, 1, 1, 1)},
 		{"112x112x96-s2", depthwiseParams(1, 96, 112, 112, 3, 2, 1, 1)},
 		{"14x14x384-s1", depthwiseParams(1, 384, 14, 14, 3, 1, 1, 1)},
+		{"56x56x144-s1", depthwiseParams(1, 144, 56, 56, 3, 1, 1, 1)},
+		{"28x28x192-s1", depthwiseParams(1, 192, 28, 28, 3, 1, 1, 1)},
+		{"14x14x576-s1", depthwiseParams(1, 576, 14, 14, 3, 1, 1, 1)},
 		{"7x7x960-s1", depthwiseParams(1, 960, 7, 7, 3, 1, 1, 1)},
 		// mobilenet_v2 at batch 32: planes that stream from memory
 		{"b32-112x112x96-s2", depthwiseParams(32, 96, 112, 112, 3, 2, 1, 1)},

@@ -649,7 +649,7 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 	case direct:
 		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
 	case positions:
-		conv2dPositionsMajor(dev, s, act, y32, any(x).([]float32), any(bias).([]float32), any(res).([]float32), wb)
+		conv2dPositionsMajor(dev, s, pmLayout{}, act, y32, any(x).([]float32), any(bias).([]float32), any(res).([]float32), wb)
 	default:
 		conv2dIm2col(dev, s, act, y, x, w, bias, res, wb)
 	}

@@ -53,39 +53,56 @@ const minPositionsMajorDepth = 512
 // values.
 func tileFill(n, t int) float64 { return float64(n) / float64((n+t-1)/t*t) }
 
+// pmLayout is where a positions-major convolution reads its input and
+// writes its output: N×C×H×W planes, or channels-last order (inCL, only
+// for 1×1 convolutions: the images are then the column matrix, positions ×
+// channels, read as they lie; outCL: the product, positions × output
+// channels, is the output and is not transposed into planes).
+type pmLayout struct{ inCL, outCL bool }
+
 // conv2dPositionsMajor computes y = act(conv(x, w) + bias + res) for a
-// convolution positionsMajor takes (res may be nil). One image: the column
+// convolution positionsMajor takes (res may be nil), or one that
+// Conv2DChannelsLast computes with the layout lay. Channels-last input:
+// one product for all images' positions. One image of planes: the column
 // matrix (im2col, the channels split over the workers; a 1×1 convolution
 // reads the image in place), then, split by blocks of positions or of
 // output channels, the product positions × channels into scratch,
-// transposed into y, with the bias, residual and activation. Several
-// images: the same for groups of images side by side (positionsMajorImages),
-// a group per task.
-func conv2dPositionsMajor(dev *Device, s convShape, act device.Activation, y, x, bias, res []float32, wb *Buffer) {
-	pb := packedOperand(wb, true, s.ckk, s.OutC) // the filters, OutC×ckk, read transposed
-	if s.N > 1 {
+// transposed into y (or written to y in channels-last order), with the
+// bias, residual and activation. Several images: the same for groups of
+// images side by side (positionsMajorImages), a group per task.
+func conv2dPositionsMajor(dev *Device, s convShape, lay pmLayout, act device.Activation, y, x, bias, res []float32, wb *Buffer) {
+	pb, release := packedForm(wb, true, s.ckk, s.OutC) // the filters, OutC×ckk, read transposed
+	defer release()
+	args := positionsMajorArgs{s: s, act: act, y: y, pb: pb, bias: bias, res: res, outCL: lay.outCL}
+	switch {
+	case lay.inCL:
+		args.col, args.lda, args.m = x, s.C, s.N*s.l
+	case s.N > 1:
 		gi := positionsMajorImages(s)
-		launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, positionsMajorImagesArgs{s: s, act: act, y: y, x: x, pb: pb, bias: bias, res: res, gi: gi})
+		launch(dev, (s.N+gi-1)/gi, gi*s.imgOut*s.ckk, positionsMajorImagesArgs{s: s, act: act, y: y, x: x, pb: pb, bias: bias, res: res, gi: gi, outCL: lay.outCL})
 		return
+	default:
+		args.col, args.transA, args.lda, args.m = x, true, s.l, s.l
+		if !s.pointwise() {
+			sc := getScratch[float32](s.ckk * s.l)
+			defer putScratch(sc)
+			args.col = sc.s
+			launch(dev, s.C, s.KH*s.KW*s.l, im2colChannelsArgs{s: s, col: args.col, x: x})
+		}
 	}
-	col := x
-	if !s.pointwise() {
-		sc := getScratch[float32](s.ckk * s.l)
+	if !lay.outCL {
+		sc := getScratch[float32](args.m * s.OutC)
 		defer putScratch(sc)
-		col = sc.s
-		launch(dev, s.C, s.KH*s.KW*s.l, im2colChannelsArgs{s: s, col: col, x: x})
+		args.yt = sc.s
 	}
-	sc := getScratch[float32](s.l * s.OutC)
-	defer putScratch(sc)
-	args := positionsMajorArgs{s: s, act: act, y: y, col: col, pb: pb, yt: sc.s, bias: bias, res: res}
 	b := gemm.Blocking()
-	if panels := (s.OutC + b.NR - 1) / b.NR; panels >= 4*dev.numWorkers() {
+	if panels := (s.OutC + b.NR - 1) / b.NR; panels >= 4*dev.numWorkers() && s.N == 1 {
 		args.unit = b.NR // blocks of output channels, whole panels
-		launch(dev, panels, b.NR*s.l*s.ckk, args)
+		launch(dev, panels, b.NR*args.m*s.ckk, args)
 		return
 	}
 	args.byPositions, args.unit = true, b.MR
-	launch(dev, (s.l+b.MR-1)/b.MR, b.MR*s.OutC*s.ckk, args)
+	launch(dev, (args.m+b.MR-1)/b.MR, b.MR*s.OutC*s.ckk, args)
 }
 
 // positionsMajorImages is the number of images side by side in one
@@ -109,6 +126,7 @@ type positionsMajorImagesArgs struct {
 	act                 device.Activation
 	y, x, pb, bias, res []float32
 	gi                  int
+	outCL               bool // y in channels-last order
 }
 
 func (a *positionsMajorImagesArgs) run(lo, hi int) {
@@ -129,6 +147,12 @@ func (a *positionsMajorImagesArgs) run(lo, hi int) {
 			for i := n0; i < n1; i++ {
 				im2col(s, col[(i-n0)*s.l:], m, a.x[i*s.imgIn:], 0)
 			}
+		}
+		if a.outCL { // the group's images' positions are consecutive rows of y
+			out := a.y[n0*s.imgOut:]
+			gemm.SgemmPackedB(ws, true, m, s.OutC, s.ckk, 0, s.OutC, 1, a0, lda, a.pb, 0, out, s.OutC, gemm.Epilogue{})
+			rowsEpilogue(a.act, a.bias, out, offset(a.res, n0*s.imgOut), m, s.OutC, 0, s.OutC)
+			continue
 		}
 		gemm.SgemmPackedB(ws, true, m, s.OutC, s.ckk, 0, s.OutC, 1, a0, lda, a.pb, 0, yt, s.OutC, gemm.Epilogue{})
 		for i := n0; i < n1; i++ {
@@ -155,14 +179,18 @@ func (a *im2colChannelsArgs) run(lo, hi int) {
 	im2col(sub, a.col[lo*a.s.KH*a.s.KW*a.s.l:], a.s.l, a.x[lo*a.s.inPlane:], 0)
 }
 
-// positionsMajorArgs compute blocks of conv2dPositionsMajor's product:
-// task index i is positions [i·unit, (i+1)·unit) (byPositions) or output
-// channels [i·unit, (i+1)·unit).
+// positionsMajorArgs compute blocks of conv2dPositionsMajor's product of
+// m positions: task index i is positions [i·unit, (i+1)·unit)
+// (byPositions) or output channels [i·unit, (i+1)·unit). The column matrix
+// col is ckk×m (transA, the planes' im2col) or m×ckk, lda apart.
 type positionsMajorArgs struct {
 	s              convShape
 	act            device.Activation
 	y, col, pb, yt []float32
 	bias, res      []float32
+	transA         bool
+	lda, m         int
+	outCL          bool // y in channels-last order: the product itself, no yt
 	byPositions    bool
 	unit           int
 }
@@ -171,19 +199,33 @@ func (a *positionsMajorArgs) run(lo, hi int) {
 	s := a.s
 	ws := workspaces.Get().(*gemm.Workspace)
 	defer workspaces.Put(ws)
+	q0, q1, c0, c1 := 0, a.m, 0, s.OutC
 	if a.byPositions {
-		q0, q1 := lo*a.unit, min(hi*a.unit, s.l)
-		yt := a.yt[q0*s.OutC:]
-		gemm.SgemmPackedB(ws, true, q1-q0, s.OutC, s.ckk, 0, s.OutC, 1, a.col[q0:], s.l, a.pb, 0, yt, s.OutC, gemm.Epilogue{})
-		gemm.Transpose(a.y[q0:], s.l, yt, s.OutC, q1-q0, s.OutC)
-		planesEpilogue(a.act, a.bias, a.y, a.res, s.l, s.OutC, 0, q0, q1)
+		q0, q1 = lo*a.unit, min(hi*a.unit, a.m)
+	} else {
+		c0, c1 = lo*a.unit, min(hi*a.unit, s.OutC)
+	}
+	col := a.col[q0:] // column q0 of the ckk×m matrix
+	if !a.transA {
+		col = a.col[q0*a.lda:] // its row q0
+	}
+	out := a.yt
+	if a.outCL {
+		out = a.y
+	}
+	gemm.SgemmPackedB(ws, a.transA, q1-q0, s.OutC, s.ckk, c0, c1, 1, col, a.lda, a.pb, 0, out[q0*s.OutC:], s.OutC, gemm.Epilogue{})
+	if a.outCL {
+		rowsEpilogue(a.act, a.bias, a.y[q0*s.OutC:], offset(a.res, q0*s.OutC), q1-q0, s.OutC, c0, c1)
 		return
 	}
-	c0, c1 := lo*a.unit, min(hi*a.unit, s.OutC)
-	gemm.SgemmPackedB(ws, true, s.l, s.OutC, s.ckk, c0, c1, 1, a.col, s.l, a.pb, 0, a.yt, s.OutC, gemm.Epilogue{})
-	y := a.y[c0*s.l:]
-	gemm.Transpose(y, s.l, a.yt[c0:], s.OutC, s.l, c1-c0)
-	planesEpilogue(a.act, a.bias, y, offset(a.res, c0*s.l), s.l, c1-c0, c0, 0, s.l)
+	for q := q0; q < q1; { // the rows of each image into its planes
+		n := q / s.l
+		e := min(q1, (n+1)*s.l)
+		p0, y := q-n*s.l, a.y[n*s.imgOut+c0*s.l:]
+		gemm.Transpose(y[p0:], s.l, a.yt[q*s.OutC+c0:], s.OutC, e-q, c1-c0)
+		planesEpilogue(a.act, a.bias, y, offset(a.res, n*s.imgOut+c0*s.l), s.l, c1-c0, c0, p0, e-n*s.l)
+		q = e
+	}
 }
 
 // planesEpilogue sets out = act(out + bias + res) on columns [c0, c1) of

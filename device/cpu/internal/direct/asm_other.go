@@ -64,3 +64,7 @@ func samePlanesAVX512(out *float32, ldo int, in *float32, ldi int, taps *int, nt
 func sameDotsImagesAVX512(acc *float64, dy *float32, ldy int, in *float32, ldi, images int, taps *int, ntaps int, masks *uint16, nv4, nv int) {
 	panic("direct: no assembly on this platform")
 }
+
+func rowChannelsLastAVX512(out, in, w, bias *float32, inOff, wOff *int, ntaps, n, inStep, ldo, channels int, lo, hi float32) {
+	panic("direct: no assembly on this platform")
+}

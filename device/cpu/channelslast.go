@@ -1,0 +1,224 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/direct"
+	"github.com/hora-dl/hora/device/cpu/internal/vec"
+)
+
+// Convolutions in channels-last order (device.ChannelsLastConvKernels):
+// an image's positions one after another, each holding its channels side
+// by side. MobileNet's blocks are a 1×1 convolution, a depthwise one and
+// a 1×1 one; in this order a depthwise convolution multiplies 16 channels
+// of a position by a tap's 16 weights in one vector operation, with no
+// masks at the edges of a 14×14 or 7×7 plane (whose rows fill a vector of
+// the plane kernels badly), and a 1×1 convolution is the product
+// positions × channels that positions-major computes, without the
+// transpose into planes. A chain of such layers passes the order on, so
+// only its first layer reads planes (an N×C×H×W image unfolds into a
+// column matrix read transposed, any one-group convolution) and its last
+// writes them.
+
+var _ device.ChannelsLastConvKernels = kernels{}
+
+// maxChannelsLastTaps is the most taps (KH·KW) of a depthwise convolution
+// in channels-last order: a row's list of the taps inside the image lives
+// on the stack.
+const maxChannelsLastTaps = 25
+
+// ChannelsLastConv implements device.ChannelsLastConvKernels: float32
+// only; depthwise convolutions of up to maxChannelsLastTaps taps from and
+// to channels-last order; 1×1 convolutions (unit stride, no padding) from
+// channels-last order to either; any one-group convolution from
+// N×C×H×W images into channels-last order.
+func (k kernels) ChannelsLastConv(p device.ConvParams, w device.Buffer, inCL, outCL bool) bool {
+	wb, ok := w.(*Buffer)
+	if !ok || wb.dt != device.Float32 || !(inCL || outCL) {
+		return false
+	}
+	s := newConvShape(p)
+	switch {
+	case s.depthwise():
+		return inCL && outCL && s.KH*s.KW <= maxChannelsLastTaps
+	case s.Groups != 1:
+		return false
+	case inCL:
+		return s.pointwise()
+	}
+	return true
+}
+
+// Conv2DChannelsLast implements device.ChannelsLastConvKernels. It panics
+// on a convolution ChannelsLastConv does not take or on buffers of
+// another type.
+func (k kernels) Conv2DChannelsLast(p device.ConvParams, inCL, outCL bool, act device.Activation, y, x, w, bias, res device.Buffer) {
+	if !k.ChannelsLastConv(p, w, inCL, outCL) {
+		panic(fmt.Sprintf("cpu: Conv2DChannelsLast of %+v (input channels-last %v, output %v) on %v weights: not a convolution ChannelsLastConv takes",
+			p, inCL, outCL, buf(w).dt))
+	}
+	for _, b := range []device.Buffer{y, x, bias, res} {
+		if b != nil && buf(b).dt != device.Float32 {
+			panic(fmt.Sprintf("cpu: Conv2DChannelsLast of float32 weights with a %v buffer", buf(b).dt))
+		}
+	}
+	s := newConvShape(p)
+	if s.N == 0 || s.l == 0 || s.OutC == 0 {
+		return
+	}
+	var b, r []float32
+	if bias != nil {
+		b = buf(bias).f32[:s.OutC]
+	}
+	if res != nil {
+		r = buf(res).f32[:s.N*s.imgOut]
+	}
+	if s.depthwise() {
+		depthwiseChannelsLast(k.d, s, act, buf(y).f32, buf(x).f32, buf(w), b, r)
+		return
+	}
+	conv2dPositionsMajor(k.d, s, pmLayout{inCL: inCL, outCL: outCL}, act, buf(y).f32, buf(x).f32, b, r, buf(w))
+}
+
+// depthwiseChannelsLast computes y = act(conv(x, w) + bias + res) for a
+// depthwise convolution from and to channels-last order (bias and res may
+// be nil): a task is one output row of an image for a group of blocks of
+// 16 channels (groups only when the rows are too few to share the
+// workers evenly), its positions cut where the taps inside the image
+// change (a 3×3 layer's first and last column), each piece one
+// direct.RowChannelsLast call. The weights are read tap-major (the KH·KW
+// taps, each C values), kept so with constant weights.
+func depthwiseChannelsLast(dev *Device, s convShape, act device.Activation, y, x []float32, wb *Buffer, bias, res []float32) {
+	kk := s.KH * s.KW
+	taps, release := derived(wb, derivedKey{kind: channelsLastTaps, outC: s.C, taps: kk}, kk*s.C, func(f []float32) {
+		for c := range s.C {
+			for t := range kk {
+				f[t*s.C+c] = wb.f32[c*kk+t]
+			}
+		}
+	})
+	defer release()
+	if bias == nil {
+		sc := getScratch[float32](s.C)
+		defer putScratch(sc)
+		clear(sc.s)
+		bias = sc.s
+	}
+	rows, blocks := s.N*s.oh, (s.C+direct.Lanes-1)/direct.Lanes
+	groups := 1
+	if w := dev.numWorkers(); w > 1 && rows < 8*w {
+		groups = min(blocks, (8*w+rows-1)/rows)
+	}
+	perGroup := (blocks + groups - 1) / groups
+	groups = (blocks + perGroup - 1) / perGroup
+	convAct := act
+	if res != nil {
+		convAct = device.ActNone
+	}
+	launch(dev, rows*groups, s.ow*kk*perGroup*direct.Lanes, depthwiseCLArgs{s: s, act: convAct, y: y, x: x, taps: taps, bias: bias,
+		groups: groups, perGroup: perGroup * direct.Lanes})
+	if res != nil {
+		launch(dev, len(y), 1, addActArgs[float32]{act, y, y, res})
+	}
+}
+
+// depthwiseCLArgs compute depthwiseChannelsLast: task index u is output
+// row u/groups (of all images' rows) for channels [g·perGroup,
+// (g+1)·perGroup), g = u%groups.
+type depthwiseCLArgs struct {
+	s                 convShape
+	act               device.Activation
+	y, x, taps, bias  []float32
+	groups, perGroup int
+}
+
+// clSegment is a run [j0, j1) of an output row's positions whose taps
+// inside the image are the columns kw with bit kw of kw set.
+type clSegment struct {
+	j0, j1 int
+	kw     uint64
+}
+
+// columnSegments appends to segs the runs of an output row's positions
+// that read the same columns of taps.
+func columnSegments(s convShape, segs []clSegment) []clSegment {
+	for j := range s.ow {
+		var m uint64
+		for kw := range s.KW {
+			if iw := j*s.StrideW + kw*s.DilW - s.PadW; iw >= 0 && iw < s.W {
+				m |= 1 << kw
+			}
+		}
+		if k := len(segs); k > 0 && segs[k-1].kw == m {
+			segs[k-1].j1 = j + 1
+		} else {
+			segs = append(segs, clSegment{j, j + 1, m})
+		}
+	}
+	return segs
+}
+
+func (a *depthwiseCLArgs) run(lo, hi int) {
+	s := a.s
+	var segBuf [2*maxChannelsLastTaps + 1]clSegment
+	segs := columnSegments(s, segBuf[:0])
+	var inOff, wOff [maxChannelsLastTaps]int
+	clo, chi := clampOf(a.act)
+	for u := lo; u < hi; u++ {
+		row, g := u/a.groups, u%a.groups
+		n, i := row/s.oh, row%s.oh
+		c0 := g * a.perGroup
+		c1 := min(s.C, c0+a.perGroup)
+		img := a.x[n*s.imgIn:]
+		for _, sg := range segs {
+			nt := 0
+			for kh := range s.KH {
+				ih := i*s.StrideH + kh*s.DilH - s.PadH
+				if ih < 0 || ih >= s.H {
+					continue
+				}
+				for kw := range s.KW {
+					if sg.kw&(1<<kw) == 0 {
+						continue
+					}
+					iw := sg.j0*s.StrideW + kw*s.DilW - s.PadW
+					inOff[nt] = (ih*s.W+iw)*s.C + c0
+					wOff[nt] = (kh*s.KW+kw)*s.C + c0
+					nt++
+				}
+			}
+			out := a.y[((n*s.oh+i)*s.ow+sg.j0)*s.OutC+c0:]
+			direct.RowChannelsLast(out, s.OutC, img, s.StrideW*s.C, a.taps, a.bias[c0:], inOff[:nt], wOff[:nt], sg.j1-sg.j0, c1-c0, clo, chi)
+		}
+	}
+}
+
+// rowsEpilogue sets out = act(out + bias + res) on columns [c0, c1) of
+// rows [0, rows) of out, ld apart, where column c is output channel c
+// (channels-last outputs); res (nil: none) is laid out as out. The
+// operations are planesEpilogue's, in its order: the bias, the residual,
+// then the activation.
+func rowsEpilogue(act device.Activation, bias, out, res []float32, rows, ld, c0, c1 int) {
+	if c0 == 0 && c1 == ld { // whole rows: the block in one call per operation
+		blk := out[:rows*ld]
+		if bias != nil {
+			vec.AddRows(blk, blk, bias[:ld])
+		}
+		if res != nil {
+			vec.Add(blk, blk, res[:rows*ld])
+		}
+		actInPlace(act, blk)
+		return
+	}
+	for r := range rows {
+		row := out[r*ld+c0 : r*ld+c1]
+		if bias != nil {
+			vec.Add(row, row, bias[c0:c1])
+		}
+		if res != nil {
+			vec.Add(row, row, res[r*ld+c0:r*ld+c1])
+		}
+		actInPlace(act, row)
+	}
+}
