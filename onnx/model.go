@@ -128,6 +128,9 @@ type graphNode struct {
 	// output was the Add's second input.
 	add     *graphNode
 	convIsB bool
+	// channelsLast marks a Conv whose output an inference run asks for
+	// in channels-last order (see planChannelsLast).
+	channelsLast bool
 	// subgraphs are the graph attributes (If's branches, Loop's and
 	// Scan's body) by attribute name; implicit lists the values of this
 	// graph they read.
@@ -283,6 +286,7 @@ func build(mp *onnxpb.ModelProto, src string, o importOptions) (*Model, error) {
 	}
 	m.fuseActivations()
 	m.fuseResiduals()
+	m.planChannelsLast()
 	m.markShapeOnly()
 	m.planRelease()
 	return m, nil
@@ -687,7 +691,7 @@ func (m *Model) fold() error {
 				in[k] = autograd.Constant(m.consts[name])
 			}
 		}
-		outs, err := m.runNode(n, in, cpu, false, nil, nil)
+		outs, err := m.runNode(n, in, cpu, false, false, nil, nil)
 		if err != nil {
 			return err
 		}

@@ -147,6 +147,9 @@ type nodeCtx struct {
 	// cache is the node's nodeCache, or nil where the node has none (a
 	// node built for one call).
 	cache *nodeCache
+	// channelsLast asks a Conv for its output in channels-last order (an
+	// inference run of a node planChannelsLast marked).
+	channelsLast bool
 }
 
 // nodeCache keeps what an op derived from a node's attributes for the

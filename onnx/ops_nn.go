@@ -282,6 +282,7 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 		x = padAxis(c, x, 2+i, ca.extraBegin[i], ca.extraEnd[i], 0)
 	}
 	opts := ca.opts
+	opts.ChannelsLast = c.channelsLast && n == 2
 	if r := c.residual; r != nil && n == 2 && r.Value.DType() == x.Value.DType() {
 		oh, ow := tensor.ConvOutSize(x.Value, w.Value, opts)
 		if slices.Equal(r.Shape(), []int{xs[0], ws[0], oh, ow}) {

@@ -90,7 +90,7 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 		if n.shapeOnly && memoOK {
 			continue // its outputs are in memo
 		}
-		outs, err := m.evalNode(n, lookup, dev, &budget)
+		outs, err := m.evalNode(n, lookup, dev, &budget, arena != nil)
 		if err != nil {
 			return nil, err
 		}
@@ -330,7 +330,7 @@ func (m *Model) constsOn(dev device.Device) map[string]*autograd.Var {
 // evalNode reads node n's inputs with lookup and evaluates it; the
 // result has an entry for every named output. budget is what remains of
 // the run's maxUnrolledNodes.
-func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev device.Device, budget *int) ([]*autograd.Var, error) {
+func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev device.Device, budget *int, inference bool) ([]*autograd.Var, error) {
 	in := make([]*autograd.Var, len(n.inputs))
 	for k, name := range n.inputs {
 		if name == "" {
@@ -340,7 +340,7 @@ func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev de
 			return nil, m.nodeError(n, fmt.Errorf("input %d %q has no value", k, name))
 		}
 	}
-	outs, err := m.runNode(n, in, dev, m.training, lookup, budget)
+	outs, err := m.runNode(n, in, dev, m.training, inference, lookup, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +390,7 @@ func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(strin
 		return outer(name)
 	}
 	for _, n := range sg.nodes {
-		outs, err := m.evalNode(n, lookup, dev, budget)
+		outs, err := m.evalNode(n, lookup, dev, budget, false)
 		if err != nil {
 			return nil, err
 		}
@@ -413,8 +413,9 @@ func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(strin
 // error naming the node. lookup reads the values of the node's scope, and
 // budget is what remains of the run's maxUnrolledNodes, for the subgraphs
 // of If, Loop and Scan (both nil while folding constants).
-func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training bool, lookup func(string) *autograd.Var, budget *int) (outs []*autograd.Var, err error) {
-	c := &nodeCtx{node: n.proto, in: in, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs, graphs: n.subgraphs, cache: &n.cache}
+func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training, inference bool, lookup func(string) *autograd.Var, budget *int) (outs []*autograd.Var, err error) {
+	c := &nodeCtx{node: n.proto, in: in, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs, graphs: n.subgraphs, cache: &n.cache,
+		channelsLast: n.channelsLast && inference}
 	if n.subgraphs != nil && lookup != nil {
 		c.runGraph = func(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
 			sg := n.subgraphs[attr]
@@ -437,7 +438,7 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 			if n.convIsB {
 				pair[0], pair[1] = pair[1], pair[0]
 			}
-			return m.runNode(n.add, pair, dev, training, lookup, budget)
+			return m.runNode(n.add, pair, dev, training, inference, lookup, budget)
 		}
 	}
 	c.frozen = func(k int) bool {

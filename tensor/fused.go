@@ -106,6 +106,12 @@ func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Te
 	sameFloat("Conv2DBiasAct", x, w)
 	p := convParams("Conv2DBiasAct", x.shape, w.shape, o)
 	checkConvBias("Conv2DBiasAct", bias, w, p)
+	if y := convChannelsLast(x, w, bias, nil, p, o, act); y != nil {
+		return y
+	}
+	if x.channelsLastOnly() {
+		x = x.Contiguous()
+	}
 	ck, ok := x.kernels().(device.ConvBiasActKernels)
 	if !ok || fused(x, w, bias) == nil {
 		y := Conv2D(x, w, o)
@@ -134,6 +140,15 @@ func Conv2DBiasAddAct(x, w, bias, res *Tensor, o ConvOptions, act device.Activat
 	shape := []int{p.N, p.OutC, p.OutH(), p.OutW()}
 	if !sameDims(res.shape, shape) || res.DType() != x.DType() {
 		panic(fmt.Sprintf("tensor: Conv2DBiasAddAct: residual %v %v does not match the convolution's output %v %v", res.DType(), res.shape, x.DType(), shape))
+	}
+	if y := convChannelsLast(x, w, bias, res, p, o, act); y != nil {
+		return y
+	}
+	if x.channelsLastOnly() {
+		x = x.Contiguous()
+	}
+	if res.channelsLastOnly() {
+		res = res.Contiguous()
 	}
 	ck, ok := x.kernels().(device.ConvAddActKernels)
 	if !ok || fused(x, w, bias, res) == nil {

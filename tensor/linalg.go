@@ -131,6 +131,13 @@ type ConvOptions struct {
 	PadH, PadW       int
 	DilH, DilW       int
 	Groups           int
+	// ChannelsLast asks Conv2DBiasAct and Conv2DBiasAddAct for their
+	// output in channels-last order (see IsChannelsLast) where the device
+	// has a kernel that writes it (device.ChannelsLastConvKernels): a
+	// hint, for a chain of depthwise and 1×1 layers at inference, that
+	// changes how the values lie in memory and the rounding of the sums'
+	// order, not the values. Without a kernel the output is N×C×H×W.
+	ChannelsLast bool
 }
 
 func orOne(v int) int {

@@ -28,6 +28,13 @@ var _ device.ChannelsLastConvKernels = kernels{}
 // on the stack.
 const maxChannelsLastTaps = 25
 
+// maxChannelsLastPlane is the largest output plane (OH·OW) written in
+// channels-last order. On larger planes the N×C×H×W kernels fill their
+// vectors and were faster: MobileNetV2 at batch 1, one Zen 5 thread, its
+// 112×112 and 56×56 layers took 0.79 ms more in channels-last order, its
+// 28×28 ones 0.06 ms more, its 14×14 and 7×7 ones 0.19 ms less.
+const maxChannelsLastPlane = 256
+
 // ChannelsLastConv implements device.ChannelsLastConvKernels: float32
 // only; depthwise convolutions of up to maxChannelsLastTaps taps from and
 // to channels-last order; 1×1 convolutions (unit stride, no padding) from
@@ -39,6 +46,9 @@ func (k kernels) ChannelsLastConv(p device.ConvParams, w device.Buffer, inCL, ou
 		return false
 	}
 	s := newConvShape(p)
+	if outCL && s.l > maxChannelsLastPlane {
+		return false
+	}
 	switch {
 	case s.depthwise():
 		return inCL && outCL && s.KH*s.KW <= maxChannelsLastTaps

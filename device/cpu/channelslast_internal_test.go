@@ -148,3 +148,37 @@ func TestConv2DChannelsLast(t *testing.T) {
 		t.Error("ChannelsLastConv takes float64 weights")
 	}
 }
+
+// BenchmarkDepthwiseChannelsLast times MobileNetV2's depthwise layers at
+// batch 1 in channels-last order, next to BenchmarkDepthwise's planes.
+func BenchmarkDepthwiseChannelsLast(b *testing.B) {
+	dev := New()
+	rng := rand.New(rand.NewPCG(5, 6))
+	ck := dev.Kernels().(device.ChannelsLastConvKernels)
+	for _, c := range []struct {
+		name string
+		p    device.ConvParams
+	}{
+		{"112x112x32-s1", depthwiseParams(1, 32, 112, 112, 3, 1, 1, 1)},
+		{"112x112x96-s2", depthwiseParams(1, 96, 112, 112, 3, 2, 1, 1)},
+		{"56x56x144-s1", depthwiseParams(1, 144, 56, 56, 3, 1, 1, 1)},
+		{"28x28x192-s1", depthwiseParams(1, 192, 28, 28, 3, 1, 1, 1)},
+		{"14x14x384-s1", depthwiseParams(1, 384, 14, 14, 3, 1, 1, 1)},
+		{"14x14x576-s2", depthwiseParams(1, 576, 14, 14, 3, 2, 1, 1)},
+		{"7x7x960-s1", depthwiseParams(1, 960, 7, 7, 3, 1, 1, 1)},
+	} {
+		s := newConvShape(c.p)
+		x := dev.bufferOf(randVals[float32](rng, s.N*s.imgIn, -1, 1))
+		wb := dev.bufferOf(randVals[float32](rng, s.OutC*9, -1, 1))
+		dev.MarkConstant(wb)
+		bias := dev.bufferOf(randVals[float32](rng, s.OutC, -1, 1))
+		y := dev.bufferOf(make([]float32, s.N*s.imgOut))
+		flop := float64(2 * s.N * s.imgOut * 9)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				ck.Conv2DChannelsLast(c.p, true, true, device.ActReLU6, y, x, wb, bias, nil)
+			}
+			b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -96,7 +96,7 @@ func conv2dPositionsMajor(dev *Device, s convShape, lay pmLayout, act device.Act
 		args.yt = sc.s
 	}
 	b := gemm.Blocking()
-	if panels := (s.OutC + b.NR - 1) / b.NR; panels >= 4*dev.numWorkers() && s.N == 1 {
+	if panels := (s.OutC + b.NR - 1) / b.NR; panels >= 4*dev.numWorkers() && s.N == 1 && !lay.outCL {
 		args.unit = b.NR // blocks of output channels, whole panels
 		launch(dev, panels, b.NR*args.m*s.ckk, args)
 		return
@@ -104,6 +104,11 @@ func conv2dPositionsMajor(dev *Device, s convShape, lay pmLayout, act device.Act
 	args.byPositions, args.unit = true, b.MR
 	launch(dev, (args.m+b.MR-1)/b.MR, b.MR*s.OutC*s.ckk, args)
 }
+
+// clEpilogueFloats is about how much of a channels-last product (in
+// floats, 32 KiB) positions-major computes before it applies the bias,
+// residual and activation to it, while it is in L1.
+const clEpilogueFloats = 8192
 
 // positionsMajorImages is the number of images side by side in one
 // positions-major product of a batch: the fewest (up to 4) whose positions
@@ -209,15 +214,23 @@ func (a *positionsMajorArgs) run(lo, hi int) {
 	if !a.transA {
 		col = a.col[q0*a.lda:] // its row q0
 	}
-	out := a.yt
 	if a.outCL {
-		out = a.y
-	}
-	gemm.SgemmPackedB(ws, a.transA, q1-q0, s.OutC, s.ckk, c0, c1, 1, col, a.lda, a.pb, 0, out[q0*s.OutC:], s.OutC, gemm.Epilogue{})
-	if a.outCL {
-		rowsEpilogue(a.act, a.bias, a.y[q0*s.OutC:], offset(a.res, q0*s.OutC), q1-q0, s.OutC, c0, c1)
+		// Blocks of rows small enough that the bias, residual and
+		// activation find the product in cache.
+		mr := gemm.Blocking().MR
+		step := max(1, clEpilogueFloats/(s.OutC*mr)) * mr
+		for b0 := q0; b0 < q1; b0 += step {
+			b1 := min(q1, b0+step)
+			bcol := a.col[b0:]
+			if !a.transA {
+				bcol = a.col[b0*a.lda:]
+			}
+			gemm.SgemmPackedB(ws, a.transA, b1-b0, s.OutC, s.ckk, c0, c1, 1, bcol, a.lda, a.pb, 0, a.y[b0*s.OutC:], s.OutC, gemm.Epilogue{})
+			rowsEpilogue(a.act, a.bias, a.y[b0*s.OutC:], offset(a.res, b0*s.OutC), b1-b0, s.OutC, c0, c1)
+		}
 		return
 	}
+	gemm.SgemmPackedB(ws, a.transA, q1-q0, s.OutC, s.ckk, c0, c1, 1, col, a.lda, a.pb, 0, a.yt[q0*s.OutC:], s.OutC, gemm.Epilogue{})
 	for q := q0; q < q1; { // the rows of each image into its planes
 		n := q / s.l
 		e := min(q1, (n+1)*s.l)

@@ -4,62 +4,96 @@
 
 // func rowChannelsLastAVX512(out, in, w, bias *float32, inOff, wOff *int, ntaps, n, inStep, ldo, channels int, lo, hi float32)
 //
-// RowChannelsLast in AVX-512: for each block of 16 channels (the last one
-// masked), the positions eight, then four, then one at a time, each
-// position's taps summed in one register in tap order, then the bias and
-// the clamp.
+// RowChannelsLast in AVX-512: the positions eight, then four, then one at
+// a time, and for each group every block of 16 channels (the last one
+// masked), each position's taps summed in one register in tap order, then
+// the bias and the clamp. Going through a group's channels before the
+// next group reads the input position after position, each position's
+// channels one run of memory, which the hardware prefetcher follows from
+// L3; a sweep of one block of 16 channels over every position at a time
+// left the loads waiting (MobileNetV2's 56×56×144 layer, one Zen 5
+// thread: 98 µs with its input in L2, 178 µs from L3).
+//
+// Registers: R8 w, R10 inOff, R11 wOff, R13 input bytes per position, SI
+// three of those, R14 output bytes per position, AX positions left, BX the
+// group's first output, CX its first input (before the taps' offsets), DX
+// the block's first channel, R15 the tap, K1 the block's mask, K2 the last
+// block's, K3 all lanes; Z29 the bias, Z30 and Z31 the clamp.
 TEXT ·rowChannelsLastAVX512(SB), NOSPLIT, $0-96
 	MOVQ         w+16(FP), R8
 	MOVQ         inOff+32(FP), R10
 	MOVQ         wOff+40(FP), R11
 	MOVQ         inStep+64(FP), R13
-	SHLQ         $2, R13               // bytes from one position's inputs to the next's
-	LEAQ         (R13)(R13*2), SI      // three of those
+	SHLQ         $2, R13
+	LEAQ         (R13)(R13*2), SI
 	MOVQ         ldo+72(FP), R14
-	SHLQ         $2, R14               // bytes from one position's outputs to the next's
+	SHLQ         $2, R14
 	VBROADCASTSS lo+88(FP), Z30
 	VBROADCASTSS hi+92(FP), Z31
-	XORQ         DX, DX                // first channel of the block
+	MOVL         $0xFFFF, BX
+	KMOVW        BX, K3
+	MOVQ         channels+80(FP), CX
+	ANDQ         $15, CX
+	JZ           lastMask
+	MOVL         $1, BX
+	SHLL         CX, BX
+	DECL         BX
 
-block:
-	MOVQ channels+80(FP), CX
-	SUBQ DX, CX
-	JLE  done
-	MOVL $0xFFFF, BX
-	CMPQ CX, $16
-	JGE  full
-	MOVL $1, BX
-	SHLL CX, BX
-	DECL BX
-
-full:
-	KMOVW     BX, K1
-	MOVQ      bias+24(FP), BX
-	VMOVUPS.Z (BX)(DX*4), K1, Z29
-	MOVQ      out+0(FP), BX
-	LEAQ      (BX)(DX*4), BX           // the block's outputs of position 0
-	MOVQ      in+8(FP), CX
-	LEAQ      (CX)(DX*4), CX           // its inputs of position 0 (before the taps' offsets)
-	MOVQ      n+56(FP), AX             // positions left
+lastMask:
+	KMOVW BX, K2
+	MOVQ  out+0(FP), BX
+	MOVQ  in+8(FP), CX
+	MOVQ  n+56(FP), AX
 
 eight:
-	CMPQ   AX, $8
-	JLT    four
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	VXORPS Z4, Z4, Z4
-	VXORPS Z5, Z5, Z5
-	VXORPS Z6, Z6, Z6
-	VXORPS Z7, Z7, Z7
-	XORQ   R15, R15
+	CMPQ AX, $8
+	JLT  four
+	XORQ DX, DX
 
-tap8:
+eightBlock:
+	MOVQ  channels+80(FP), R9
+	SUBQ  DX, R9
+	JLE   eightNext
+	KMOVW K3, K1
+	CMPQ  R9, $16
+	JGE   eightWhole
+	KMOVW K2, K1
+
+eightWhole:
+	// Prefetch the next group's inputs of the last tap (the row
+	// below, which the rows above have not read yet).
+	MOVQ       ntaps+48(FP), R9
+	MOVQ       -8(R10)(R9*8), R12
+	ADDQ       DX, R12
+	LEAQ       (CX)(R12*4), R12
+	LEAQ       (R12)(R13*8), R12
+	LEAQ       (R12)(R13*4), R9
+	PREFETCHT0 (R12)
+	PREFETCHT0 (R12)(R13*1)
+	PREFETCHT0 (R12)(R13*2)
+	PREFETCHT0 (R12)(SI*1)
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R9)(R13*1)
+	PREFETCHT0 (R9)(R13*2)
+	PREFETCHT0 (R9)(SI*1)
+	MOVQ      bias+24(FP), R9
+	VMOVUPS.Z (R9)(DX*4), K1, Z29
+	VXORPS    Z0, Z0, Z0
+	VXORPS    Z1, Z1, Z1
+	VXORPS    Z2, Z2, Z2
+	VXORPS    Z3, Z3, Z3
+	VXORPS    Z4, Z4, Z4
+	VXORPS    Z5, Z5, Z5
+	VXORPS    Z6, Z6, Z6
+	VXORPS    Z7, Z7, Z7
+	XORQ      R15, R15
+
+eightTap:
 	MOVQ        (R11)(R15*8), R9
 	ADDQ        DX, R9
 	VMOVUPS.Z   (R8)(R9*4), K1, Z16
 	MOVQ        (R10)(R15*8), R12
+	ADDQ        DX, R12
 	LEAQ        (CX)(R12*4), R12
 	LEAQ        (R12)(R13*4), R9
 	VMOVUPS.Z   (R12), K1, Z8
@@ -80,7 +114,7 @@ tap8:
 	VFMADD231PS Z15, Z16, Z7
 	INCQ        R15
 	CMPQ        R15, ntaps+48(FP)
-	JLT         tap8
+	JLT         eightTap
 
 	VADDPS  Z29, Z0, Z0
 	VADDPS  Z29, Z1, Z1
@@ -106,35 +140,54 @@ tap8:
 	VMINPS  Z5, Z31, Z5
 	VMINPS  Z6, Z31, Z6
 	VMINPS  Z7, Z31, Z7
+	LEAQ    (BX)(DX*4), R12
 	LEAQ    (R14)(R14*2), R9
-	LEAQ    (BX)(R14*4), R12
-	VMOVUPS Z0, K1, (BX)
-	VMOVUPS Z1, K1, (BX)(R14*1)
-	VMOVUPS Z2, K1, (BX)(R14*2)
-	VMOVUPS Z3, K1, (BX)(R9*1)
-	VMOVUPS Z4, K1, (R12)
-	VMOVUPS Z5, K1, (R12)(R14*1)
-	VMOVUPS Z6, K1, (R12)(R14*2)
-	VMOVUPS Z7, K1, (R12)(R9*1)
-	LEAQ    (BX)(R14*8), BX
-	LEAQ    (CX)(R13*8), CX
-	SUBQ    $8, AX
-	JMP     eight
+	LEAQ    (R12)(R14*4), DI
+	VMOVUPS Z0, K1, (R12)
+	VMOVUPS Z1, K1, (R12)(R14*1)
+	VMOVUPS Z2, K1, (R12)(R14*2)
+	VMOVUPS Z3, K1, (R12)(R9*1)
+	VMOVUPS Z4, K1, (DI)
+	VMOVUPS Z5, K1, (DI)(R14*1)
+	VMOVUPS Z6, K1, (DI)(R14*2)
+	VMOVUPS Z7, K1, (DI)(R9*1)
+	ADDQ    $16, DX
+	JMP     eightBlock
 
+eightNext:
+	LEAQ (BX)(R14*8), BX
+	LEAQ (CX)(R13*8), CX
+	SUBQ $8, AX
+	JMP  eight
 four:
-	CMPQ   AX, $4
-	JLT    one
-	VXORPS Z0, Z0, Z0
-	VXORPS Z1, Z1, Z1
-	VXORPS Z2, Z2, Z2
-	VXORPS Z3, Z3, Z3
-	XORQ   R15, R15
+	CMPQ AX, $4
+	JLT  one
+	XORQ DX, DX
 
-tap4:
+fourBlock:
+	MOVQ  channels+80(FP), R9
+	SUBQ  DX, R9
+	JLE   fourNext
+	KMOVW K3, K1
+	CMPQ  R9, $16
+	JGE   fourWhole
+	KMOVW K2, K1
+
+fourWhole:
+	MOVQ      bias+24(FP), R9
+	VMOVUPS.Z (R9)(DX*4), K1, Z29
+	VXORPS    Z0, Z0, Z0
+	VXORPS    Z1, Z1, Z1
+	VXORPS    Z2, Z2, Z2
+	VXORPS    Z3, Z3, Z3
+	XORQ      R15, R15
+
+fourTap:
 	MOVQ        (R11)(R15*8), R9
 	ADDQ        DX, R9
 	VMOVUPS.Z   (R8)(R9*4), K1, Z16
 	MOVQ        (R10)(R15*8), R12
+	ADDQ        DX, R12
 	LEAQ        (CX)(R12*4), R12
 	VMOVUPS.Z   (R12), K1, Z8
 	VMOVUPS.Z   (R12)(R13*1), K1, Z9
@@ -146,7 +199,7 @@ tap4:
 	VFMADD231PS Z11, Z16, Z3
 	INCQ        R15
 	CMPQ        R15, ntaps+48(FP)
-	JLT         tap4
+	JLT         fourTap
 
 	VADDPS  Z29, Z0, Z0
 	VADDPS  Z29, Z1, Z1
@@ -160,46 +213,66 @@ tap4:
 	VMINPS  Z1, Z31, Z1
 	VMINPS  Z2, Z31, Z2
 	VMINPS  Z3, Z31, Z3
+	LEAQ    (BX)(DX*4), R12
 	LEAQ    (R14)(R14*2), R9
-	VMOVUPS Z0, K1, (BX)
-	VMOVUPS Z1, K1, (BX)(R14*1)
-	VMOVUPS Z2, K1, (BX)(R14*2)
-	VMOVUPS Z3, K1, (BX)(R9*1)
-	LEAQ    (BX)(R14*4), BX
-	LEAQ    (CX)(R13*4), CX
-	SUBQ    $4, AX
-	JMP     four
+	VMOVUPS Z0, K1, (R12)
+	VMOVUPS Z1, K1, (R12)(R14*1)
+	VMOVUPS Z2, K1, (R12)(R14*2)
+	VMOVUPS Z3, K1, (R12)(R9*1)
+	ADDQ    $16, DX
+	JMP     fourBlock
 
+fourNext:
+	LEAQ (BX)(R14*4), BX
+	LEAQ (CX)(R13*4), CX
+	SUBQ $4, AX
+	JMP  four
 one:
-	CMPQ   AX, $1
-	JLT    next
-	VXORPS Z0, Z0, Z0
-	XORQ   R15, R15
+	CMPQ AX, $1
+	JLT  done
+	XORQ DX, DX
 
-tap1:
+oneBlock:
+	MOVQ  channels+80(FP), R9
+	SUBQ  DX, R9
+	JLE   oneNext
+	KMOVW K3, K1
+	CMPQ  R9, $16
+	JGE   oneWhole
+	KMOVW K2, K1
+
+oneWhole:
+	MOVQ      bias+24(FP), R9
+	VMOVUPS.Z (R9)(DX*4), K1, Z29
+	VXORPS    Z0, Z0, Z0
+	XORQ      R15, R15
+
+oneTap:
 	MOVQ        (R11)(R15*8), R9
 	ADDQ        DX, R9
 	VMOVUPS.Z   (R8)(R9*4), K1, Z16
 	MOVQ        (R10)(R15*8), R12
-	VMOVUPS.Z   (CX)(R12*4), K1, Z8
+	ADDQ        DX, R12
+	LEAQ        (CX)(R12*4), R12
+	VMOVUPS.Z   (R12), K1, Z8
 	VFMADD231PS Z8, Z16, Z0
 	INCQ        R15
 	CMPQ        R15, ntaps+48(FP)
-	JLT         tap1
+	JLT         oneTap
 
 	VADDPS  Z29, Z0, Z0
 	VMAXPS  Z0, Z30, Z0
 	VMINPS  Z0, Z31, Z0
-	VMOVUPS Z0, K1, (BX)
-	ADDQ    R14, BX
-	ADDQ    R13, CX
-	DECQ    AX
-	JMP     one
+	LEAQ    (BX)(DX*4), R12
+	VMOVUPS Z0, K1, (R12)
+	ADDQ    $16, DX
+	JMP     oneBlock
 
-next:
-	ADDQ $16, DX
-	JMP  block
-
+oneNext:
+	ADDQ R14, BX
+	ADDQ R13, CX
+	SUBQ $1, AX
+	JMP  one
 done:
 	VZEROUPPER
 	RET
