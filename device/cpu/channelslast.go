@@ -137,9 +137,9 @@ func depthwiseChannelsLast(dev *Device, s convShape, act device.Activation, y, x
 // row u/groups (of all images' rows) for channels [g·perGroup,
 // (g+1)·perGroup), g = u%groups.
 type depthwiseCLArgs struct {
-	s                 convShape
-	act               device.Activation
-	y, x, taps, bias  []float32
+	s                convShape
+	act              device.Activation
+	y, x, taps, bias []float32
 	groups, perGroup int
 }
 

@@ -25,11 +25,11 @@ type derivedKey struct {
 type derivedKind int
 
 const (
-	winogradFilters derivedKind = iota + 1 // winoFilterArgs's Matrices·OutC·C transformed filters (taps = Matrices)
-	directFilters                          // directGeom.packFilters's blocks
-	packedMatrix                           // packedWeight's panels of op(B) (outC = N, inC = K, alt = 1 when B is read transposed)
-	bandedWeights                          // weightPanels' bands of rows (inC = a group's columns, taps = rows per band)
-	channelsLastTaps                       // a depthwise convolution's weights tap-major for depthwiseChannelsLast (outC = channels, taps = KH·KW)
+	winogradFilters  derivedKind = iota + 1 // winoFilterArgs's Matrices·OutC·C transformed filters (taps = Matrices)
+	directFilters                           // directGeom.packFilters's blocks
+	packedMatrix                            // packedWeight's panels of op(B) (outC = N, inC = K, alt = 1 when B is read transposed)
+	bandedWeights                           // weightPanels' bands of rows (inC = a group's columns, taps = rows per band)
+	channelsLastTaps                        // a depthwise convolution's weights tap-major for depthwiseChannelsLast (outC = channels, taps = KH·KW)
 )
 
 // derivedForms are the forms derived from one constant buffer.
