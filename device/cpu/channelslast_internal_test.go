@@ -149,8 +149,9 @@ func TestConv2DChannelsLast(t *testing.T) {
 	}
 }
 
-// BenchmarkDepthwiseChannelsLast times MobileNetV2's depthwise layers at
-// batch 1 in channels-last order, next to BenchmarkDepthwise's planes.
+// BenchmarkDepthwiseChannelsLast times MobileNetV2's depthwise layers
+// into planes of up to maxChannelsLastPlane positions at batch 1 in
+// channels-last order, next to BenchmarkDepthwise's planes.
 func BenchmarkDepthwiseChannelsLast(b *testing.B) {
 	dev := New()
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -159,10 +160,7 @@ func BenchmarkDepthwiseChannelsLast(b *testing.B) {
 		name string
 		p    device.ConvParams
 	}{
-		{"112x112x32-s1", depthwiseParams(1, 32, 112, 112, 3, 1, 1, 1)},
-		{"112x112x96-s2", depthwiseParams(1, 96, 112, 112, 3, 2, 1, 1)},
-		{"56x56x144-s1", depthwiseParams(1, 144, 56, 56, 3, 1, 1, 1)},
-		{"28x28x192-s1", depthwiseParams(1, 192, 28, 28, 3, 1, 1, 1)},
+		{"28x28x192-s2", depthwiseParams(1, 192, 28, 28, 3, 2, 1, 1)},
 		{"14x14x384-s1", depthwiseParams(1, 384, 14, 14, 3, 1, 1, 1)},
 		{"14x14x576-s2", depthwiseParams(1, 576, 14, 14, 3, 2, 1, 1)},
 		{"7x7x960-s1", depthwiseParams(1, 960, 7, 7, 3, 1, 1, 1)},
