@@ -7,18 +7,23 @@
 // RowChannelsLast in AVX-512: the positions eight, then four, then one at
 // a time, and for each group every block of 16 channels (the last one
 // masked), each position's taps summed in one register in tap order, then
-// the bias and the clamp. Going through a group's channels before the
+// the bias and the clamp. Groups of four take two whole blocks, single
+// positions four, at a time while that many channels are left, so that
+// more multiply-add chains overlap (a 7×7 row is one group of four and
+// three single positions). Going through a group's channels before the
 // next group reads the input position after position, each position's
 // channels one run of memory, which the hardware prefetcher follows from
 // L3; a sweep of one block of 16 channels over every position at a time
 // left the loads waiting (MobileNetV2's 56×56×144 layer, one Zen 5
-// thread: 98 µs with its input in L2, 178 µs from L3).
+// thread: 98 µs with its input in L2, 178 µs from L3). Groups of eight
+// also prefetch the next group's row below.
 //
 // Registers: R8 w, R10 inOff, R11 wOff, R13 input bytes per position, SI
 // three of those, R14 output bytes per position, AX positions left, BX the
 // group's first output, CX its first input (before the taps' offsets), DX
 // the block's first channel, R15 the tap, K1 the block's mask, K2 the last
-// block's, K3 all lanes; Z29 the bias, Z30 and Z31 the clamp.
+// block's, K3 all lanes; Z29 (Z21–Z23 for the other whole blocks) the
+// bias, Z30 and Z31 the clamp.
 TEXT ·rowChannelsLastAVX512(SB), NOSPLIT, $0-96
 	MOVQ         w+16(FP), R8
 	MOVQ         inOff+32(FP), R10
