@@ -101,7 +101,10 @@ func composedAct(y *Tensor, act device.Activation) *Tensor {
 // Conv2DBiasAct returns act(Conv2D(x, w) + bias), bias (OutC) optional,
 // as one kernel call on devices with a fused convolution (a depthwise
 // convolution then applies the bias and activation while each output row
-// is in cache); else it composes Conv2D and BiasAct.
+// is in cache); else it composes Conv2D and BiasAct. Where the device has
+// a channels-last kernel for it (device.ChannelsLastConvKernels), x in
+// channels-last order (IsChannelsLast) is read as it lies, and the output
+// is in that order when o.ChannelsLast asks for it.
 func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Tensor {
 	sameFloat("Conv2DBiasAct", x, w)
 	p := convParams("Conv2DBiasAct", x.shape, w.shape, o)
@@ -132,7 +135,9 @@ func Conv2DBiasAct(x, w, bias *Tensor, o ConvOptions, act device.Activation) *Te
 // of the convolution's output shape and x's type). On a device with
 // device.ConvAddActKernels it is one kernel call, which adds res to each
 // block of the output while it is in cache; else it is Conv2DBiasAct
-// followed by AddAct. The values are the same either way.
+// followed by AddAct. The values are the same either way. Channels-last
+// order is handled as in Conv2DBiasAct (res is read in the output's
+// order, copied to it when it is not).
 func Conv2DBiasAddAct(x, w, bias, res *Tensor, o ConvOptions, act device.Activation) *Tensor {
 	sameFloat("Conv2DBiasAddAct", x, w)
 	p := convParams("Conv2DBiasAddAct", x.shape, w.shape, o)

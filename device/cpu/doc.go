@@ -24,7 +24,12 @@
 // GEMM over groups of images, with a shifted-copy im2col for "same"
 // convolutions. A single image's GEMM is split across the workers (bands
 // of output rows, or blocks of output channels for which each worker
-// unfolds the image into its own cache, convsplit.go).
+// unfolds the image into its own cache, convsplit.go). Kernels also
+// implements device.ChannelsLastConvKernels for inference (channelslast.go):
+// depthwise and 1×1 convolutions on small planes (up to 256 positions,
+// MobileNet's 14×14 and 7×7 ones) with each position's channels side by
+// side, where a depthwise layer is one vector multiply-add per tap for 16
+// channels and a 1×1 one a product whose rows are the positions.
 //
 // # Fused kernels
 //
