@@ -9,26 +9,22 @@ import (
 	"github.com/hora-dl/hora/device"
 )
 
-// toChannelsLast returns the N×C×H×W images x in channels-last order
-// (N×H×W×C), and fromChannelsLast the inverse.
-func toChannelsLast(x []float32, n, c, hw int) []float32 {
-	out := make([]float32, len(x))
-	for i := range n {
-		for ch := range c {
-			for q := range hw {
-				out[(i*hw+q)*c+ch] = x[(i*c+ch)*hw+q]
-			}
-		}
-	}
-	return out
-}
+// toChannelsLast returns the N×C×H×W images x (hw positions each) in
+// channels-last order (N×H×W×C), and fromChannelsLast the inverse.
+func toChannelsLast(x []float32, n, c, hw int) []float32   { return reorder(x, n, c, hw, true) }
+func fromChannelsLast(x []float32, n, c, hw int) []float32 { return reorder(x, n, c, hw, false) }
 
-func fromChannelsLast(x []float32, n, c, hw int) []float32 {
+func reorder(x []float32, n, c, hw int, toCL bool) []float32 {
 	out := make([]float32, len(x))
 	for i := range n {
 		for ch := range c {
 			for q := range hw {
-				out[(i*c+ch)*hw+q] = x[(i*hw+q)*c+ch]
+				planes, cl := (i*c+ch)*hw+q, (i*hw+q)*c+ch
+				if toCL {
+					out[cl] = x[planes]
+				} else {
+					out[planes] = x[cl]
+				}
 			}
 		}
 	}
