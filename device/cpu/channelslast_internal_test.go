@@ -38,8 +38,9 @@ func reorder(x []float32, n, c, hw int, toCL bool) []float32 {
 // from channels-last order into both orders, and one-group layers from
 // planes into channels-last order (a stem: 3 channels, 3×3, stride 2), at
 // batch 1 and 3, with and without bias, residual and activation, constant
-// weights or not, on one and two workers; and that ChannelsLastConv
-// refuses what it does not compute.
+// weights or not, on one and two workers; depthwise layers of random
+// geometry (strides, paddings, dilations, kernels up to 5×5); and that
+// ChannelsLastConv refuses what it does not compute.
 func TestConv2DChannelsLast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	type layout struct{ in, out bool }
@@ -119,6 +120,38 @@ func TestConv2DChannelsLast(t *testing.T) {
 			}
 		}
 	}
+	// Random geometries: strides, paddings, dilations and kernels that
+	// put taps outside the image on every side.
+	dev1 := New()
+	ck1 := dev1.Kernels().(device.ChannelsLastConvKernels)
+	for i := range 200 {
+		kh, kw := 1+rng.IntN(5), 1+rng.IntN(5)
+		p := device.ConvParams{N: 1 + rng.IntN(2), C: 2 + rng.IntN(40), H: 1 + rng.IntN(9), W: 1 + rng.IntN(9), KH: kh, KW: kw,
+			StrideH: 1 + rng.IntN(3), StrideW: 1 + rng.IntN(3), PadH: rng.IntN(4), PadW: rng.IntN(4), DilH: 1 + rng.IntN(2), DilW: 1 + rng.IntN(2)}
+		p.OutC, p.Groups = p.C, p.C
+		if p.DilH*(kh-1)+1 > p.H+2*p.PadH || p.DilW*(kw-1)+1 > p.W+2*p.PadW {
+			continue
+		}
+		s := newConvShape(p)
+		if s.l > maxChannelsLastPlane {
+			continue
+		}
+		x := randVals[float32](rng, s.N*s.imgIn, -1, 1)
+		w := randVals[float32](rng, s.OutC*s.ckk, -1, 1)
+		bias := randVals[float32](rng, s.OutC, -1, 1)
+		want := make([]float32, s.N*s.imgOut)
+		conv2dBiasAct(dev1, s, device.ActReLU, want, x, w, bias, nil, nil)
+		y := make([]float32, s.N*s.imgOut)
+		ck1.Conv2DChannelsLast(p, true, true, device.ActReLU, dev1.bufferOf(y), dev1.bufferOf(toChannelsLast(x, s.N, s.C, s.inPlane)),
+			dev1.bufferOf(w), dev1.bufferOf(bias), nil)
+		got := fromChannelsLast(y, s.N, s.OutC, s.l)
+		for j := range want {
+			if d := math.Abs(float64(got[j] - want[j])); d > 1e-5*float64(s.ckk) {
+				t.Fatalf("random case %d, %+v: output %d: got %v, want %v", i, p, j, got[j], want[j])
+			}
+		}
+	}
+
 	refused := []struct {
 		p       device.ConvParams
 		in, out bool
