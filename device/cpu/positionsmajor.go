@@ -102,7 +102,14 @@ func conv2dPositionsMajor(dev *Device, s convShape, lay pmLayout, act device.Act
 		return
 	}
 	args.byPositions, args.unit = true, b.MR
-	launch(dev, (args.m+b.MR-1)/b.MR, b.MR*s.OutC*s.ckk, args)
+	if lay.outCL {
+		// Positions one by one: the workers get equal shares (a 7×7
+		// plane's 49 as 25 and 24, not 28 and 21), and each tile's cost
+		// follows its rows. mobilenet_v2 at batch 1, 2 threads: 2.17 →
+		// 2.15 ms.
+		args.unit = 1
+	}
+	launch(dev, (args.m+args.unit-1)/args.unit, args.unit*s.OutC*s.ckk, args)
 }
 
 // clEpilogueFloats is about how much of a channels-last product (in
