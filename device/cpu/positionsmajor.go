@@ -217,10 +217,6 @@ func (a *positionsMajorArgs) run(lo, hi int) {
 	} else {
 		c0, c1 = lo*a.unit, min(hi*a.unit, s.OutC)
 	}
-	col := a.col[q0:] // column q0 of the ckk×m matrix
-	if !a.transA {
-		col = a.col[q0*a.lda:] // its row q0
-	}
 	if a.outCL {
 		// Blocks of rows small enough that the bias, residual and
 		// activation find the product in cache.
@@ -228,16 +224,12 @@ func (a *positionsMajorArgs) run(lo, hi int) {
 		step := max(1, clEpilogueFloats/(s.OutC*mr)) * mr
 		for b0 := q0; b0 < q1; b0 += step {
 			b1 := min(q1, b0+step)
-			bcol := a.col[b0:]
-			if !a.transA {
-				bcol = a.col[b0*a.lda:]
-			}
-			gemm.SgemmPackedB(ws, a.transA, b1-b0, s.OutC, s.ckk, c0, c1, 1, bcol, a.lda, a.pb, 0, a.y[b0*s.OutC:], s.OutC, gemm.Epilogue{})
+			gemm.SgemmPackedB(ws, a.transA, b1-b0, s.OutC, s.ckk, c0, c1, 1, a.colFrom(b0), a.lda, a.pb, 0, a.y[b0*s.OutC:], s.OutC, gemm.Epilogue{})
 			rowsEpilogue(a.act, a.bias, a.y[b0*s.OutC:], offset(a.res, b0*s.OutC), b1-b0, s.OutC, c0, c1)
 		}
 		return
 	}
-	gemm.SgemmPackedB(ws, a.transA, q1-q0, s.OutC, s.ckk, c0, c1, 1, col, a.lda, a.pb, 0, a.yt[q0*s.OutC:], s.OutC, gemm.Epilogue{})
+	gemm.SgemmPackedB(ws, a.transA, q1-q0, s.OutC, s.ckk, c0, c1, 1, a.colFrom(q0), a.lda, a.pb, 0, a.yt[q0*s.OutC:], s.OutC, gemm.Epilogue{})
 	for q := q0; q < q1; { // the rows of each image into its planes
 		n := q / s.l
 		e := min(q1, (n+1)*s.l)
@@ -246,6 +238,15 @@ func (a *positionsMajorArgs) run(lo, hi int) {
 		planesEpilogue(a.act, a.bias, y, offset(a.res, n*s.imgOut+c0*s.l), s.l, c1-c0, c0, p0, e-n*s.l)
 		q = e
 	}
+}
+
+// colFrom returns the column matrix from position q on: its column q
+// (transA, ckk×m) or its row q (m×ckk).
+func (a *positionsMajorArgs) colFrom(q int) []float32 {
+	if a.transA {
+		return a.col[q:]
+	}
+	return a.col[q*a.lda:]
 }
 
 // planesEpilogue sets out = act(out + bias + res) on columns [c0, c1) of
