@@ -18,7 +18,10 @@ import "slices"
 // or 1×1 Convs, as their input X or as the residual of a Conv that is
 // marked too, and is not a graph output; a depthwise Conv only when its
 // own input comes from a marked Conv (its kernel reads channels-last
-// order only).
+// order only). Removing a Conv's mark can take another's, so the marks
+// are removed until none changes. Whether a marked Conv runs so is the
+// device's choice at run time (the CPU's: planes of up to 256
+// positions); a Conv that does not passes planes on.
 func (m *Model) planChannelsLast() {
 	type read struct {
 		n        *graphNode
@@ -49,9 +52,13 @@ func (m *Model) planChannelsLast() {
 				ok = ok && marked[producer[n.inputs[0]]]
 			}
 			for _, r := range readers[n.outputs[0]] {
-				kind := m.convKind(r.n)
-				if r.n == nil || (r.residual && !marked[r.n]) || (!r.residual && (kind != depthwiseConv && kind != pointwiseConv || r.n.inputs[0] != n.outputs[0])) {
+				switch kind := m.convKind(r.n); {
+				case r.n == nil: // a graph output
 					ok = false
+				case r.residual:
+					ok = ok && marked[r.n]
+				default: // as the input X of a depthwise or 1×1 Conv
+					ok = ok && (kind == depthwiseConv || kind == pointwiseConv) && r.n.inputs[0] == n.outputs[0]
 				}
 			}
 			if !ok {
