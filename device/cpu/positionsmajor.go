@@ -163,7 +163,7 @@ func (a *positionsMajorImagesArgs) run(lo, hi int) {
 		if a.outCL { // the group's images' positions are consecutive rows of y
 			out := a.y[n0*s.imgOut:]
 			gemm.SgemmPackedB(ws, true, m, s.OutC, s.ckk, 0, s.OutC, 1, a0, lda, a.pb, 0, out, s.OutC, gemm.Epilogue{})
-			rowsEpilogue(a.act, a.bias, out, offset(a.res, n0*s.imgOut), m, s.OutC, 0, s.OutC)
+			rowsEpilogue(a.act, a.bias, out, offset(a.res, n0*s.imgOut), m, s.OutC)
 			continue
 		}
 		gemm.SgemmPackedB(ws, true, m, s.OutC, s.ckk, 0, s.OutC, 1, a0, lda, a.pb, 0, yt, s.OutC, gemm.Epilogue{})
@@ -202,7 +202,7 @@ type positionsMajorArgs struct {
 	bias, res      []float32
 	transA         bool
 	lda, m         int
-	outCL          bool // y in channels-last order: the product itself, no yt
+	outCL          bool // y in channels-last order: the product itself, no yt (split by positions only)
 	byPositions    bool
 	unit           int
 }
@@ -217,15 +217,15 @@ func (a *positionsMajorArgs) run(lo, hi int) {
 	} else {
 		c0, c1 = lo*a.unit, min(hi*a.unit, s.OutC)
 	}
-	if a.outCL {
+	if a.outCL { // always by positions: whole rows of y
 		// Blocks of rows small enough that the bias, residual and
 		// activation find the product in cache.
 		mr := gemm.Blocking().MR
 		step := max(1, clEpilogueFloats/(s.OutC*mr)) * mr
 		for b0 := q0; b0 < q1; b0 += step {
 			b1 := min(q1, b0+step)
-			gemm.SgemmPackedB(ws, a.transA, b1-b0, s.OutC, s.ckk, c0, c1, 1, a.colFrom(b0), a.lda, a.pb, 0, a.y[b0*s.OutC:], s.OutC, gemm.Epilogue{})
-			rowsEpilogue(a.act, a.bias, a.y[b0*s.OutC:], offset(a.res, b0*s.OutC), b1-b0, s.OutC, c0, c1)
+			gemm.SgemmPackedB(ws, a.transA, b1-b0, s.OutC, s.ckk, 0, s.OutC, 1, a.colFrom(b0), a.lda, a.pb, 0, a.y[b0*s.OutC:], s.OutC, gemm.Epilogue{})
+			rowsEpilogue(a.act, a.bias, a.y[b0*s.OutC:], offset(a.res, b0*s.OutC), b1-b0, s.OutC)
 		}
 		return
 	}
