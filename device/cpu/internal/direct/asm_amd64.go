@@ -2,6 +2,8 @@
 
 package direct
 
+//go:generate go run gen_channelslast.go
+
 import "golang.org/x/sys/cpu"
 
 // haveAsm reports whether Block runs in AVX-512 assembly (asm_amd64.s).
