@@ -171,3 +171,45 @@ func TestMatMulReleasesItsCopies(t *testing.T) {
 	assert.Equal(t, tensor.MatMul(x.Reshape(6, 20).T().Contiguous(), x.Reshape(6, 20)).Float32s(),
 		tensor.MatMul(m, x.Reshape(6, 20)).Float32s())
 }
+
+// A ShareSizes arena hands out the front of a larger free buffer, up to
+// twice the size asked for, the most recently freed first.
+func TestArenaShareSizes(t *testing.T) {
+	a := tensor.NewArena()
+	a.ShareSizes()
+	x := arange(4, 4).WithArena(a) // 16 values, not the arena's
+	m := a.Mark()
+	big := x.AddScalar(1)
+	bigBuf := big.Buffer()
+	other := x.AddScalar(2)
+	held := a.Bytes()
+	require.Equal(t, 2*16*4, held)
+	require.True(t, other.Release(m))
+	require.True(t, big.Release(m)) // freed last: taken first
+
+	small := arange(2, 5).WithArena(a).AddScalar(10) // 10 values: the front of big's buffer
+	assert.Equal(t, 10, small.Buffer().Len())
+	assert.Equal(t, []float32{10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, small.Float32s())
+	assert.Equal(t, held, a.Bytes(), "no new memory")
+	_, kept := small.Keep(nil)
+	assert.False(t, kept, "a front cannot leave the arena")
+
+	seven := arange(7).WithArena(a).AddScalar(0)
+	assert.Equal(t, held+7*4, a.Bytes(), "16 values are more than twice 7: a buffer of its own")
+	assert.Equal(t, []float32{0, 1, 2, 3, 4, 5, 6}, seven.Float32s())
+
+	m = a.Mark()
+	again := arange(2, 5).WithArena(a).AddScalar(0)
+	assert.Equal(t, held+7*4, a.Bytes(), "other's buffer, freed, holds the second 10")
+	require.True(t, again.Release(m))
+	full := x.AddScalar(3)
+	assert.NotSame(t, bigBuf, full.Buffer(), "big's buffer is still small's")
+	assert.Equal(t, held+7*4, a.Bytes())
+
+	fullBuf := full.Buffer()
+
+	a.Reset() // frees small's, seven's and full's buffers, in that order
+	assert.Equal(t, held+7*4, a.Bytes(), "Reset keeps the memory")
+	assert.Same(t, fullBuf, arange(4, 4).WithArena(a).AddScalar(4).Buffer(), "the last one freed that fits")
+	assert.Same(t, bigBuf, arange(4, 4).WithArena(a).AddScalar(5).Buffer(), "then big's, whole again")
+}
