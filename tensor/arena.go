@@ -26,8 +26,17 @@ type Arena struct {
 	// ShareSizes was called (free is then unused).
 	recent     []device.Buffer
 	shareSizes bool
-	used       []arenaUse // handed out since the last Reset, in that order
-	gen        uint64
+	// A ShareSizes arena's planned runs (arenaplan.go): this run's trace,
+	// the plan it follows, the planned values alive, whether the run left
+	// the plan, and the runs in a row that did.
+	trace   planTrace
+	plan    *arenaPlan
+	live    []plannedSpan
+	offPlan bool
+	noPlan  bool
+	misses  int
+	used    []arenaUse // handed out since the last Reset, in that order
+	gen     uint64
 	// handed counts the buffers handed out since the arena was made; it
 	// numbers them (arenaUse.n) for Mark and Release.
 	handed uint64
@@ -41,10 +50,13 @@ const slabSize = 64
 
 // arenaUse is a buffer handed out and its number: the arena's handed
 // count just after it was handed out. view is what the tensor holds: buf
-// itself, or the front of it (ShareSizes).
+// itself, or the front of it (ShareSizes), or a slice of a planned run's
+// slab (buf nil). take is its index among the run's buffers in a
+// ShareSizes arena (-1 in others).
 type arenaUse struct {
 	buf, view device.Buffer
 	n         uint64
+	take      int
 }
 
 type arenaKey struct {
@@ -74,6 +86,11 @@ const maxShareRatio = 2
 // imported models use it (their values are freed as soon as no later
 // node reads them); a tensor on such a front cannot be kept (Keep). Call
 // it before the arena hands out its first buffer.
+//
+// Such an arena also plans its runs (see arenaplan.go): from the second
+// Reset on, a run that takes the buffers its predecessor took, in the
+// same order, finds them in one slab, placed so that it holds no more
+// than the run's peak.
 func (a *Arena) ShareSizes() { a.shareSizes = true }
 
 // Reset makes every buffer handed out since the last Reset available again
@@ -82,10 +99,15 @@ func (a *Arena) ShareSizes() { a.shareSizes = true }
 // mistake can no longer be detected, so do not keep tensors across Reset.
 func (a *Arena) Reset() {
 	for _, u := range a.used {
-		a.putFree(u.buf)
+		if u.buf != nil {
+			a.putFree(u.buf)
+		}
 	}
 	clear(a.used)
 	a.used = a.used[:0]
+	if a.shareSizes {
+		a.replan()
+	}
 	for i := 0; i < a.next; i++ {
 		// Let go of the buffer; keep arena and gen so that using the
 		// stale tensor panics (until the Tensor is handed out again).
@@ -117,8 +139,15 @@ func (a *Arena) Bytes() int {
 	for _, b := range a.recent {
 		n += b.Len() * b.DType().Size()
 	}
+	if a.plan != nil {
+		for _, b := range a.plan.slabs {
+			n += b.Len() * b.DType().Size()
+		}
+	}
 	for _, u := range a.used {
-		n += u.buf.Len() * u.buf.DType().Size()
+		if u.buf != nil {
+			n += u.buf.Len() * u.buf.DType().Size()
+		}
 	}
 	return n
 }
@@ -126,6 +155,17 @@ func (a *Arena) Bytes() int {
 // alloc returns a buffer of n elements, reused when one is free. Its
 // contents are arbitrary.
 func (a *Arena) alloc(dev device.Device, dt device.DType, n int) device.Buffer {
+	take := -1
+	if a.shareSizes {
+		take = len(a.trace.takes)
+		a.trace.takes = append(a.trace.takes, arenaKey{dev, dt, n})
+		a.trace.events = append(a.trace.events, take)
+		if view := a.takePlanned(take, dev, dt, n); view != nil {
+			a.handed++
+			a.used = append(a.used, arenaUse{view: view, n: a.handed, take: take})
+			return view
+		}
+	}
 	b, view := a.takeFree(dev, dt, n)
 	if b == nil {
 		var err error
@@ -135,8 +175,21 @@ func (a *Arena) alloc(dev device.Device, dt device.DType, n int) device.Buffer {
 		view = b
 	}
 	a.handed++
-	a.used = append(a.used, arenaUse{buf: b, view: view, n: a.handed})
+	a.used = append(a.used, arenaUse{buf: b, view: view, n: a.handed, take: take})
 	return view
+}
+
+// giveBack makes the memory of u, handed out in this run, available
+// again (Release).
+func (a *Arena) giveBack(u arenaUse) {
+	if u.take >= 0 {
+		a.trace.events = append(a.trace.events, -(u.take + 1))
+	}
+	if u.buf == nil {
+		a.givePlanned(u.take)
+		return
+	}
+	a.putFree(u.buf)
 }
 
 // takeFree removes a free buffer for n elements from the free ones and
@@ -209,7 +262,7 @@ func (t *Tensor) Release(m ArenaMark) bool {
 	// Keep's swap keeps an entry's number): look back to the mark only.
 	for i := len(a.used) - 1; i >= 0 && a.used[i].n > m.n; i-- {
 		if a.used[i].view == t.buf {
-			a.putFree(a.used[i].buf)
+			a.giveBack(a.used[i])
 			a.used = slices.Delete(a.used, i, i+1)
 			t.gen = 0 // a generation no arena has: using t panics
 			return true

@@ -206,10 +206,60 @@ func TestArenaShareSizes(t *testing.T) {
 	assert.NotSame(t, bigBuf, full.Buffer(), "big's buffer is still small's")
 	assert.Equal(t, held+7*4, a.Bytes())
 
-	fullBuf := full.Buffer()
+}
 
-	a.Reset() // frees small's, seven's and full's buffers, in that order
-	assert.Equal(t, held+7*4, a.Bytes(), "Reset keeps the memory")
-	assert.Same(t, fullBuf, arange(4, 4).WithArena(a).AddScalar(4).Buffer(), "the last one freed that fits")
-	assert.Same(t, bigBuf, arange(4, 4).WithArena(a).AddScalar(5).Buffer(), "then big's, whole again")
+// From its second run on, a ShareSizes arena hands out slices of a slab
+// planned from the run before: as little memory as the run's peak, no
+// value's memory shared with a live one, and a run that strays from the
+// plan gets correct values and a new plan.
+func TestArenaPlannedRuns(t *testing.T) {
+	a := tensor.NewArena()
+	a.ShareSizes()
+	// run takes three 16-value results, the first given back before the
+	// third is taken (when release) and two 6-value ones.
+	run := func(release bool, extra float32) (first, third *tensor.Tensor, sum []float32) {
+		x := arange(4, 4).WithArena(a)
+		m := a.Mark()
+		first = x.AddScalar(1)
+		second := first.AddScalar(float64(extra))
+		if release {
+			require.True(t, first.Release(m))
+		}
+		third = second.MulScalar(2)
+		y := arange(2, 3).WithArena(a).AddScalar(1)
+		return first, third, y.Add(y).Float32s()
+	}
+	want := func(extra float32) []float32 {
+		v := make([]float32, 16)
+		for i := range v {
+			v[i] = 2 * (float32(i) + 1 + extra)
+		}
+		return v
+	}
+	_, third, sum := run(true, 0)
+	require.Equal(t, want(0), third.Float32s())
+	require.Equal(t, []float32{2, 4, 6, 8, 10, 12}, sum)
+	unplanned := a.Bytes()
+	assert.Equal(t, (2*16+2*6)*4, unplanned, "two 16-value buffers (the third takes the first's) and two of 6")
+	a.Reset()
+	planned := a.Bytes()
+	assert.Equal(t, (2*16+2*16)*4, planned, "one slab: two 16-value spans (the first's reused by the third) and two of 6, each rounded up to a cache line")
+
+	for range 3 {
+		_, third, sum = run(true, 0)
+		assert.Equal(t, want(0), third.Float32s())
+		assert.Equal(t, []float32{2, 4, 6, 8, 10, 12}, sum)
+		assert.Equal(t, planned, a.Bytes(), "the plan needs no new memory")
+		a.Reset()
+	}
+
+	// The first is not given back: the third may not take its memory.
+	first, third, _ := run(false, 1)
+	assert.Equal(t, want(1), third.Float32s())
+	assert.Equal(t, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, first.Float32s(), "the first is intact")
+	a.Reset()
+	_, third, _ = run(false, 2)
+	assert.Equal(t, want(2), third.Float32s(), "a new plan for the new sequence")
+	assert.Equal(t, (3*16+2*16)*4, a.Bytes(), "its slab: nothing given back, five spans")
+	a.Reset()
 }
