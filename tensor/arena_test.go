@@ -263,3 +263,25 @@ func TestArenaPlannedRuns(t *testing.T) {
 	assert.Equal(t, (3*16+2*16)*4, a.Bytes(), "its slab: nothing given back, five spans")
 	a.Reset()
 }
+
+// Runs whose buffers change from run to run stop the planning after
+// maxPlanMisses of them in a row; values stay right throughout.
+func TestArenaStopsPlanning(t *testing.T) {
+	a := tensor.NewArena()
+	a.ShareSizes()
+	run := func(n int) []float32 {
+		x := arange(n).WithArena(a)
+		return x.AddScalar(1).MulScalar(2).Float32s()
+	}
+	var sizes []int
+	for i := range 8 {
+		n := 16 + 16*(i%2) // 16, 32, 16, …: never the plan's sequence
+		got := run(n)
+		for j, v := range got {
+			require.Equal(t, float32(2*(j+1)), v)
+		}
+		a.Reset()
+		sizes = append(sizes, a.Bytes())
+	}
+	assert.Equal(t, sizes[6], sizes[7], "no new plan (and no new memory) once planning stopped: %v", sizes)
+}
