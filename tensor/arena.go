@@ -52,7 +52,7 @@ const slabSize = 64
 // count just after it was handed out. view is what the tensor holds: buf
 // itself, or the front of it (ShareSizes), or a slice of a planned run's
 // slab (buf nil). take is its index among the run's buffers in a
-// ShareSizes arena (-1 in others).
+// ShareSizes arena that plans its runs (-1 in others).
 type arenaUse struct {
 	buf, view device.Buffer
 	n         uint64
@@ -156,7 +156,7 @@ func (a *Arena) Bytes() int {
 // contents are arbitrary.
 func (a *Arena) alloc(dev device.Device, dt device.DType, n int) device.Buffer {
 	take := -1
-	if a.shareSizes {
+	if a.shareSizes && !a.noPlan {
 		take = len(a.trace.takes)
 		a.trace.takes = append(a.trace.takes, arenaKey{dev, dt, n})
 		a.trace.events = append(a.trace.events, take)
