@@ -384,6 +384,44 @@ func fillPhasesStride2(g dwGeom, ph, x []float32) {
 	}
 }
 
+// fillPhaseRows writes rows [k0, k1) of every phase of g (rows of the
+// phases, not of the plane) for the H×W plane x into ph, zero where they
+// hold padding, and leaves the other rows as they were: a worker that
+// computes some of a plane's output rows lays out only the rows they read.
+func fillPhaseRows(g dwGeom, ph, x []float32, k0, k1 int) {
+	s := g.s
+	for p := range g.nPhase {
+		clear(ph[p*g.phaseLen+k0*g.wq : p*g.phaseLen+k1*g.wq])
+	}
+	for rr := range s.StrideH {
+		// Phase row k of vertical phase rr holds input row
+		// h = k·StrideH + rr - PadH, where 0 <= h < H.
+		ka := max(k0, ceilDiv(s.PadH-rr, s.StrideH))
+		kb := min(k1, ceilDiv(s.H+s.PadH-rr, s.StrideH))
+		if ka >= kb || s.W == 0 {
+			continue
+		}
+		rows, h0 := kb-ka, ka*s.StrideH+rr-s.PadH
+		src := x[h0*s.W:]
+		if s.StrideW == 2 {
+			even := (rr*2+s.PadW%2)*g.phaseLen + ka*g.wq + s.PadW/2
+			odd := (rr*2+(1+s.PadW)%2)*g.phaseLen + ka*g.wq + (1+s.PadW)/2
+			direct.SplitColumns(ph[even:], g.wq, ph[odd:], g.wq, src, s.StrideH*s.W, rows, s.W)
+			continue
+		}
+		for k := range rows {
+			in := src[k*s.StrideH*s.W:][:s.W]
+			for rc := range s.StrideW {
+				w0 := ((rc-s.PadW)%s.StrideW + s.StrideW) % s.StrideW // the first column w with (w+PadW) mod StrideW = rc
+				dst := ph[(rr*s.StrideW+rc)*g.phaseLen+(ka+k)*g.wq+(w0+s.PadW)/s.StrideW:]
+				for w, j := w0, 0; w < s.W; w, j = w+s.StrideW, j+1 {
+					dst[j] = in[w]
+				}
+			}
+		}
+	}
+}
+
 // copyRows copies rows rows of cols values from src (rows lds apart) to
 // dst (rows ldd apart) and, with pad, zeroes dst between the copied rows:
 // direct.CopyRows or direct.PadRows for float32 (AVX-512 where the CPU

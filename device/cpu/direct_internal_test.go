@@ -133,6 +133,72 @@ func convGradWeightNaive(s convShape, dy, x []float32) (dw, scale []float64) {
 	return dw, scale
 }
 
+// TestDirectRowsMatchesPhases requires runRows, which stores each block
+// from the registers, to give the bits of runPhases, whatever blocks of
+// which images each call gets, as workers get them: each call lays out
+// only the phase rows its blocks read (fillPhaseRows). A first call on an
+// input of NaNs leaves NaNs in the scratch buffer that the later calls
+// reuse, so a row they read but do not lay out shows.
+func TestDirectRowsMatchesPhases(t *testing.T) {
+	if !direct.Fast() {
+		t.Skip("the direct kernels need AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, p := range []device.ConvParams{
+		convCase(2, 3, 30, 30, 16, 7, 2, 3, 1), // resnet18's stem, smaller
+		convCase(2, 4, 50, 47, 8, 5, 3, 2, 1),
+		convCase(1, 6, 41, 40, 24, 3, 2, 1, 1),
+		{N: 2, C: 4, H: 12, W: 17, OutC: 8, KH: 3, KW: 3, StrideH: 2, StrideW: 1, PadH: 1, PadW: 0, DilH: 1, DilW: 1, Groups: 1},
+		{N: 2, C: 4, H: 10, W: 21, OutC: 16, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 0, PadW: 0, DilH: 2, DilW: 2, Groups: 1},
+	} {
+		s := newConvShape(p)
+		g := newDirectGeom(s)
+		x := randSlice(rng, s.N*s.imgIn)
+		for i := range x {
+			x[i] *= 4 // outputs past 6 too
+		}
+		nan := make([]float32, len(x))
+		for i := range nan {
+			nan[i] = float32(math.NaN())
+		}
+		w, bias := randSlice(rng, s.OutC*s.ckk), randSlice(rng, s.OutC)
+		wp, release := g.packFilters(w, nil)
+		for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
+			for _, b := range [][]float32{nil, bias} {
+				a := directArgs{s: s, g: g, act: act, x: x, wp: wp, bias: b}
+				if !a.storesRows() {
+					t.Fatalf("%+v does not take runRows", p)
+				}
+				want := make([]float32, s.N*s.imgOut)
+				a.y = want
+				a.runPhases(0, s.N*g.ocBlocks)
+				a.rows = rowsPlanFor(s.oh, s.ow, g.wq)
+				blocks := a.rows.Blocks()
+				tasks := s.N * blocks
+				for _, cuts := range [][]int{{1}, {blocks / 2}, {blocks - 1, blocks + 1}, {1, 2, 3, blocks + 2, tasks - 1}} {
+					got := make([]float32, len(want))
+					a.x, a.y = nan, got
+					a.runRows(0, tasks)
+					a.x = x
+					lo := 0
+					for _, hi := range append(cuts, tasks) {
+						if hi > lo && hi <= tasks {
+							a.runRows(lo, hi)
+							lo = hi
+						}
+					}
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%+v act %v bias %v, calls ending at %v: output %d = %v, want %v", p, act, b != nil, cuts, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+		release()
+	}
+}
+
 // TestDirectInPlaceMatchesPhases requires the direct convolution that
 // reads and writes the planes in place to give the bits of the one through
 // padded phases, with and without bias and activation, on the shapes it

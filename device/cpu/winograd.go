@@ -340,5 +340,10 @@ func (g *winoGeom) fillRow(row, plane []float32, ih int) {
 	}
 }
 
-// ceilDiv is a/b rounded up, for a ≥ 0 and b > 0.
-func ceilDiv(a, b int) int { return (a + b - 1) / b }
+// ceilDiv is a/b rounded up, for b > 0 and any a.
+func ceilDiv(a, b int) int {
+	if a <= 0 {
+		return -(-a / b)
+	}
+	return (a + b - 1) / b
+}

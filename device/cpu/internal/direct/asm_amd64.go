@@ -56,3 +56,6 @@ func sameDotsImagesAVX512(acc *float64, dy *float32, ldy int, in *float32, ldi, 
 
 //go:noescape
 func rowChannelsLastAVX512(out, in, w, bias *float32, inOff, wOff *int, ntaps, n, inStep, ldo, channels int, lo, hi float32)
+
+//go:noescape
+func blockRowsAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int, offs *int, masks *uint16, bias *float32, lo, hi float32)

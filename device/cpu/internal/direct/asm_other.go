@@ -68,3 +68,7 @@ func sameDotsImagesAVX512(acc *float64, dy *float32, ldy int, in *float32, ldi, 
 func rowChannelsLastAVX512(out, in, w, bias *float32, inOff, wOff *int, ntaps, n, inStep, ldo, channels int, lo, hi float32) {
 	panic("direct: no assembly on this platform")
 }
+
+func blockRowsAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int, offs *int, masks *uint16, bias *float32, lo, hi float32) {
+	panic("direct: no assembly on this platform")
+}

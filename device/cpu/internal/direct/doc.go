@@ -13,6 +13,9 @@
 // for r < Rows and q < Cols, the weights packed Rows output channels at a
 // time. On amd64 with AVX-512 it keeps the 8×48 block in 24 registers (an
 // input vector feeds 8 multiply-adds, a weight 3); elsewhere it runs in Go.
+// RowsPlan.Block is the same block with its outputs, bias and clamp
+// applied, stored straight into the output planes (rows of the phase
+// width go to rows of the output width, two masked stores per vector).
 //
 // The depthwise kernels of MobileNet's layers read a plane in place,
 // without a padded copy: SamePlan for unit stride and output rows as wide
