@@ -9,6 +9,10 @@ import "golang.org/x/sys/cpu"
 // haveAsm reports whether Block runs in AVX-512 assembly (asm_amd64.s).
 var haveAsm = cpu.X86.HasAVX512F
 
+// haveAVX2 reports whether the kernels that have an AVX2 version for CPUs
+// without AVX-512 (RowChannelsLast) can run it.
+var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
 //go:noescape
 func blockAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int)
 
@@ -59,3 +63,6 @@ func rowChannelsLastAVX512(out, in, w, bias *float32, inOff, wOff *int, ntaps, n
 
 //go:noescape
 func blockRowsAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int, offs *int, masks *uint16, bias *float32, lo, hi float32)
+
+//go:noescape
+func rowChannelsLastAVX2(out, in, w, bias *float32, inOff, wOff *int, ntaps, n, inStep, ldo, channels int, lo, hi float32)

@@ -5,6 +5,9 @@ package direct
 // haveAsm is false: Block runs in Go.
 const haveAsm = false
 
+// haveAVX2 is false: RowChannelsLast runs in Go.
+const haveAVX2 = false
+
 func blockAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int) {
 	panic("direct: no assembly on this platform")
 }
@@ -70,5 +73,9 @@ func rowChannelsLastAVX512(out, in, w, bias *float32, inOff, wOff *int, ntaps, n
 }
 
 func blockRowsAVX512(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int, offs *int, masks *uint16, bias *float32, lo, hi float32) {
+	panic("direct: no assembly on this platform")
+}
+
+func rowChannelsLastAVX2(out, in, w, bias *float32, inOff, wOff *int, ntaps, n, inStep, ldo, channels int, lo, hi float32) {
 	panic("direct: no assembly on this platform")
 }

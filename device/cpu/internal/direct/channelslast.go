@@ -42,10 +42,15 @@ func RowChannelsLast(out []float32, ldo int, in []float32, inStep int, w, bias [
 		rowChannelsLastAVX512(&out[0], &in[0], &w[0], &bias[0], &inOff[0], &wOff[0], len(inOff), n, inStep, ldo, channels, lo, hi)
 		return
 	}
+	c0 := 0 // the first channel left to Go
+	if haveAVX2 && channels >= 8 {
+		c0 = channels &^ 7
+		rowChannelsLastAVX2(&out[0], &in[0], &w[0], &bias[0], &inOff[0], &wOff[0], len(inOff), n, inStep, ldo, c0, lo, hi)
+	}
 	for j := range n {
 		o := out[j*ldo : j*ldo+channels]
 		x := in[j*inStep:]
-		for c := range o {
+		for c := c0; c < channels; c++ {
 			var sum float32
 			for t, off := range inOff {
 				sum += w[wOff[t]+c] * x[off+c]
