@@ -79,3 +79,11 @@ func blockRowsAVX512(out *float32, ldo int, in *float32, cstride int, taps *int,
 func rowChannelsLastAVX2(out, in, w, bias *float32, inOff, wOff *int, ntaps, n, inStep, ldo, channels int, lo, hi float32) {
 	panic("direct: no assembly on this platform")
 }
+
+func depthwiseAVX2(out, in *float32, taps *int, ntaps int, w *float32, n int, bias, lo, hi float32) {
+	panic("direct: no assembly on this platform")
+}
+
+func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, chunks int) {
+	panic("direct: no assembly on this platform")
+}

@@ -64,6 +64,10 @@ func blockGo(out []float32, ldo int, in []float32, cstride int, taps []int, w []
 // Fast reports whether Block runs in vector assembly on this machine.
 func Fast() bool { return haveAsm }
 
+// FastDepthwise reports whether Depthwise runs in vector assembly on this
+// machine: AVX-512, or AVX2 on CPUs without it.
+func FastDepthwise() bool { return haveAsm || haveAVX2 }
+
 // GradRows and GradCols are the size of the block of weight gradients
 // GradBlock computes: output channels and (input channel, tap) pairs.
 const (
@@ -137,6 +141,10 @@ func Depthwise(out, in []float32, taps []int, w []float32, n int, bias, lo, hi f
 	}
 	if haveAsm {
 		depthwiseAVX512(&out[0], &in[0], &taps[0], len(taps), &w[0], n, bias, lo, hi)
+		return
+	}
+	if haveAVX2 {
+		depthwiseAVX2(&out[0], &in[0], &taps[0], len(taps), &w[0], n, bias, lo, hi)
 		return
 	}
 	for q := range n {

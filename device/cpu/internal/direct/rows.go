@@ -69,6 +69,15 @@ func SplitColumns(even []float32, lde int, odd []float32, ldo int, src []float32
 		splitColumnsAVX512(&even[0], lde, oddStart, ldo, &src[0], lds, rows, cols)
 		return
 	}
+	if chunks := cols / 16; haveAVX2 && chunks > 0 {
+		splitColumnsAVX2(&even[0], lde, &odd[0], ldo, &src[0], lds, rows, chunks)
+		if done := 16 * chunks; done < cols {
+			for r := range rows { // the last cols mod 16 values of each row
+				splitColumnsGo(even[r*lde+done/2:], lde, odd[r*ldo+done/2:], ldo, src[r*lds+done:], lds, 1, cols-done)
+			}
+		}
+		return
+	}
 	splitColumnsGo(even, lde, odd, ldo, src, lds, rows, cols)
 }
 

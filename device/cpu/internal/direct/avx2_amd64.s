@@ -1,0 +1,142 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// The AVX2 kernels, for CPUs without AVX-512: vectors of 8 lanes, no
+// masks (their callers leave the last few values to Go).
+
+// func depthwiseAVX2(out, in *float32, taps *int, ntaps int, w *float32, n int, bias, lo, hi float32)
+//
+// depthwiseAVX512 in vectors of 8: steps of 32 outputs (4 vectors) in
+// Y0…Y3, then of 8 (n is a multiple of 16); per tap one broadcast weight
+// (Y4); then the bias, the clamp (operand order keeps NaN) and the stores.
+TEXT ·depthwiseAVX2(SB), NOSPLIT, $0-60
+	MOVQ         out+0(FP), DI
+	MOVQ         in+8(FP), SI
+	MOVQ         taps+16(FP), R8
+	MOVQ         ntaps+24(FP), R9
+	MOVQ         w+32(FP), R10
+	MOVQ         n+40(FP), CX
+	SHLQ         $2, CX // bytes
+	VBROADCASTSS bias+48(FP), Y5
+	VBROADCASTSS lo+52(FP), Y6
+	VBROADCASTSS hi+56(FP), Y7
+	XORQ         AX, AX // byte offset of the positions
+
+d32:
+	MOVQ   CX, DX
+	SUBQ   AX, DX
+	CMPQ   DX, $128
+	JLT    d8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ   BX, BX
+
+d32tap:
+	MOVQ         (R8)(BX*8), R11
+	LEAQ         (SI)(R11*4), R11
+	ADDQ         AX, R11
+	VBROADCASTSS (R10)(BX*4), Y4
+	VFMADD231PS  (R11), Y4, Y0
+	VFMADD231PS  32(R11), Y4, Y1
+	VFMADD231PS  64(R11), Y4, Y2
+	VFMADD231PS  96(R11), Y4, Y3
+	INCQ         BX
+	CMPQ         BX, R9
+	JLT          d32tap
+	VADDPS       Y5, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y5, Y2, Y2
+	VADDPS       Y5, Y3, Y3
+	VMAXPS       Y0, Y6, Y0
+	VMAXPS       Y1, Y6, Y1
+	VMAXPS       Y2, Y6, Y2
+	VMAXPS       Y3, Y6, Y3
+	VMINPS       Y0, Y7, Y0
+	VMINPS       Y1, Y7, Y1
+	VMINPS       Y2, Y7, Y2
+	VMINPS       Y3, Y7, Y3
+	VMOVUPS      Y0, (DI)(AX*1)
+	VMOVUPS      Y1, 32(DI)(AX*1)
+	VMOVUPS      Y2, 64(DI)(AX*1)
+	VMOVUPS      Y3, 96(DI)(AX*1)
+	ADDQ         $128, AX
+	JMP          d32
+
+d8:
+	CMPQ   AX, CX
+	JGE    ddone
+	VXORPS Y0, Y0, Y0
+	XORQ   BX, BX
+
+d8tap:
+	MOVQ         (R8)(BX*8), R11
+	LEAQ         (SI)(R11*4), R11
+	ADDQ         AX, R11
+	VBROADCASTSS (R10)(BX*4), Y4
+	VFMADD231PS  (R11), Y4, Y0
+	INCQ         BX
+	CMPQ         BX, R9
+	JLT          d8tap
+	VADDPS       Y5, Y0, Y0
+	VMAXPS       Y0, Y6, Y0
+	VMINPS       Y0, Y7, Y0
+	VMOVUPS      Y0, (DI)(AX*1)
+	ADDQ         $32, AX
+	JMP          d8
+
+ddone:
+	VZEROUPPER
+	RET
+
+// func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, chunks int)
+//
+// The first 16·chunks values of each row: per 16 source values (Y0, Y1),
+// VSHUFPS picks the even (odd) ones of each 128-bit lane and VPERMPD puts
+// the lanes' halves in order; 8 even and 8 odd values are stored.
+TEXT ·splitColumnsAVX2(SB), NOSPLIT, $0-64
+	MOVQ even+0(FP), DI
+	MOVQ lde+8(FP), R8
+	SHLQ $2, R8
+	MOVQ odd+16(FP), DX
+	MOVQ ldo+24(FP), R9
+	SHLQ $2, R9
+	MOVQ src+32(FP), SI
+	MOVQ lds+40(FP), R10
+	SHLQ $2, R10
+	MOVQ rows+48(FP), R11
+	MOVQ chunks+56(FP), R12
+	TESTQ R12, R12
+	JZ    sdone
+
+srow:
+	XORQ AX, AX // source byte offset
+	XORQ BX, BX // destination byte offset
+	MOVQ R12, CX
+
+sstep:
+	VMOVUPS (SI)(AX*1), Y0
+	VMOVUPS 32(SI)(AX*1), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2
+	VSHUFPS $0xDD, Y1, Y0, Y3
+	VPERMPD $0xD8, Y2, Y2
+	VPERMPD $0xD8, Y3, Y3
+	VMOVUPS Y2, (DI)(BX*1)
+	VMOVUPS Y3, (DX)(BX*1)
+	ADDQ    $64, AX
+	ADDQ    $32, BX
+	DECQ    CX
+	JNZ     sstep
+
+	DECQ R11
+	JZ   sdone
+	ADDQ R8, DI
+	ADDQ R9, DX
+	ADDQ R10, SI
+	JMP  srow
+
+sdone:
+	VZEROUPPER
+	RET
