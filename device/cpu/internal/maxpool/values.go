@@ -23,6 +23,10 @@ func Values3s2(y, x []float32, ld, rows int) {
 		values3s2AVX512(&y[0], n, &x[0], ld, rows)
 		return
 	}
+	if done := n &^ 7; haveAVX2 && done > 0 {
+		values3s2AVX2(&y[0], n, &x[0], ld, rows)
+		y, x = y[done:], x[2*done:]
+	}
 	values3s2Go(y, x, ld, rows)
 }
 
