@@ -12,6 +12,10 @@ import (
 // (norm_amd64.s).
 var haveAsm = cpu.X86.HasAVX512F
 
+// haveAVX2 reports whether the AVX2 kernels (avx2_amd64.s) take the rows'
+// whole vectors of 8 on a CPU without AVX-512.
+var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
 // gradMask returns what the assembly gradient kernels compare to find the
 // lanes whose gradient passes: the output to compare and the bounds lo
 // and hi. A lane passes where out is not ≤ lo and, for ReLU, is a number,
@@ -40,3 +44,18 @@ func gradSumsAVX512(dy, out, x *float32, ld, rows, cols, act int, m, lo, hi floa
 
 //go:noescape
 func gradApplyAVX512(dx, dy, out, x *float32, ld, rows, cols, act int, k, m, xs, shift, lo, hi float32)
+
+//go:noescape
+func sumAVX2(x *float32, ld, rows, cols int) float64
+
+//go:noescape
+func sumSqDevAVX2(x *float32, ld, rows, cols int, m float32) float64
+
+//go:noescape
+func scaleShiftAVX2(y, x *float32, ld, rows, cols int, m, s, b, lo, hi float32)
+
+//go:noescape
+func gradSumsAVX2(dy, out, x *float32, ld, rows, cols, act int, m, lo, hi float32) (sumG, sumGXc float64)
+
+//go:noescape
+func gradApplyAVX2(dx, dy, out, x *float32, ld, rows, cols, act int, k, m, xs, shift, lo, hi float32)

@@ -116,7 +116,9 @@ func checkKernels(t *testing.T) {
 	}
 }
 
-func TestKernels(t *testing.T) { checkKernels(t) }
+// TestKernels runs checkKernels on each set of kernels this machine runs
+// (kernelSets).
+func TestKernels(t *testing.T) { kernelSets(t, checkKernels) }
 
 // requireSame fails unless got equals want, which is what the kernel
 // should have left (its outputs set in want): anything else written is
@@ -133,7 +135,9 @@ func requireSame(t *testing.T, what string, got, want []float32) {
 // TestActEdges checks the activations' clamps and gradients at their
 // edges: NaN and -0 pass the clamps; ReLU's gradient stops at 0 and at a
 // NaN output, ReLU6's at 0 and 6 but not at NaN.
-func TestActEdges(t *testing.T) {
+func TestActEdges(t *testing.T) { kernelSets(t, checkActEdges) }
+
+func checkActEdges(t *testing.T) {
 	nan, inf := float32(math.NaN()), float32(math.Inf(1))
 	negZero := float32(math.Copysign(0, -1))
 	x := []float32{nan, negZero, -1, 0.5, 6, 7, inf, -inf, 3, 0, 1, 2, 3, 4, 5, 6, 9}
