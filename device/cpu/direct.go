@@ -31,13 +31,23 @@ import (
 // stride 2, 224×224) ran 23% faster through im2col on 2 Zen 5 threads
 // (batch 1: 0.18 → 0.14 ms; batch 32: 4.5 → 3.5 ms); resnet18's 7×7 stem
 // (147) stays direct, 20–29% faster than im2col at batch 32.
+//
+// On CPUs with AVX2 but not AVX-512 only Block runs in assembly (no
+// in-place kernels: every layer lays out padded phases): there the
+// direct path ran at 1.0–1.9× of im2col on the same layers (2 Zen 5
+// threads with AVX-512 hidden), except 64 channels on 7×7 planes, whose
+// phases are 63 positions wide for 49 outputs (0.78×): planes under 100
+// positions need fewer than 64 input channels.
 func useDirect(s convShape) bool {
 	kk := s.KH * s.KW
 	least := 16
 	if s.StrideH > 1 || s.StrideW > 1 {
 		least = 32
 	}
-	return direct.Fast() && s.Groups == 1 && kk > 1 && s.oh > 0 && s.ow > 0 &&
+	if !direct.Fast() && s.oh*s.ow < 100 && s.C >= 64 {
+		return false
+	}
+	return direct.FastBlock() && s.Groups == 1 && kk > 1 && s.oh > 0 && s.ow > 0 &&
 		s.OutC >= 6 && s.OutC <= 64 && s.C*kk >= least && s.C*kk <= 64*9
 }
 
@@ -347,9 +357,10 @@ func (a *directArgs) runPhases(lo, hi int) {
 // strided convolutions lay out far more phase positions than they have
 // outputs (7×7: 90 for 49; stride 2: four phases), and ran at 0.5–0.6× of
 // im2col (BenchmarkDirect); so did 32→64 channels (0.7×), whose many
-// blocks each re-read the chunk from L2. The others ran at 1.1–2.7×.
+// blocks each re-read the chunk from L2. The others ran at 1.1–2.7×. Its
+// kernel, direct.GradBlock, runs in AVX-512 assembly only.
 func (s convShape) directGradWeight() bool {
-	return useDirect(s) && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100 && s.OutC*s.ckk <= 32*32*9
+	return useDirect(s) && direct.Fast() && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100 && s.OutC*s.ckk <= 32*32*9
 }
 
 // conv2dDirectGradWeight computes the weight gradient of a convolution
@@ -488,10 +499,11 @@ func (a *convPoolDirectArgs) run(lo, hi int) {
 // and writes the output planes directly (direct.SamePlan.Block): unit
 // stride with output rows as wide as the input's (ResNet-20's and the CNN's
 // 3×3 layers, and their input gradients) and whole blocks of Rows output
-// channels. It skips laying out each image's padded phases and copying
+// channels, with the AVX-512 kernels (with AVX2, Block alone runs in
+// assembly). It skips laying out each image's padded phases and copying
 // each block out, a quarter of ResNet-20's direct convolution time.
 func (a *directArgs) inPlace() bool {
-	return a.s.sameWidth() && a.s.OutC%direct.Rows == 0
+	return direct.Fast() && a.s.sameWidth() && a.s.OutC%direct.Rows == 0
 }
 
 // runInPlace is run for a directArgs that inPlace takes.

@@ -10,7 +10,8 @@ import "golang.org/x/sys/cpu"
 var haveAsm = cpu.X86.HasAVX512F
 
 // haveAVX2 reports whether the kernels that have an AVX2 version for CPUs
-// without AVX-512 (RowChannelsLast, Depthwise, SplitColumns) can run it.
+// without AVX-512 (Block, RowChannelsLast, Depthwise, SplitColumns) can run
+// it.
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 //go:noescape
@@ -72,3 +73,6 @@ func depthwiseAVX2(out, in *float32, taps *int, ntaps int, w *float32, n int, bi
 
 //go:noescape
 func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, chunks int)
+
+//go:noescape
+func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int)

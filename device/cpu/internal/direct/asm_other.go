@@ -87,3 +87,7 @@ func depthwiseAVX2(out, in *float32, taps *int, ntaps int, w *float32, n int, bi
 func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, chunks int) {
 	panic("direct: no assembly on this platform")
 }
+
+func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int) {
+	panic("direct: no assembly on this platform")
+}

@@ -140,3 +140,101 @@ sstep:
 sdone:
 	VZEROUPPER
 	RET
+
+// func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int)
+//
+// blockAVX512's 8×48 block in four passes of 4 rows × 24 positions (R15:
+// the pass; rows 4·(R15>>1), positions 24·(R15&1)), each summing every
+// channel and tap into Y(3r+v), r < 4 rows, v < 3 vectors of 8: three
+// loads of the input, then per row one broadcast weight and three
+// multiply-adds, in blockAVX512's order (the same bits).
+TEXT ·blockAVX2(SB), NOSPLIT, $0-64
+	MOVQ out+0(FP), DI
+	MOVQ ldo+8(FP), R8
+	SHLQ $2, R8
+	MOVQ in+16(FP), SI
+	MOVQ cstride+24(FP), R9
+	SHLQ $2, R9
+	MOVQ w+48(FP), DX
+	XORQ R15, R15
+
+bapass:
+	MOVQ R15, CX
+	ANDQ $1, CX
+	IMULQ $96, CX // the positions' byte offset
+	MOVQ R15, R10
+	SHRQ $1, R10 // the half of the rows
+	LEAQ (SI)(CX*1), R14
+	MOVQ R10, R12
+	SHLQ $4, R12
+	ADDQ DX, R12 // the weights of the rows
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ channels+56(FP), R11
+bacloop:
+	MOVQ taps+32(FP), R13
+	MOVQ ntaps+40(FP), AX
+batloop:
+	MOVQ (R13), BX
+	LEAQ (R14)(BX*4), BX
+	VMOVUPS (BX), Y12
+	VMOVUPS 32(BX), Y13
+	VMOVUPS 64(BX), Y14
+	VBROADCASTSS 0(R12), Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y1
+	VFMADD231PS Y14, Y15, Y2
+	VBROADCASTSS 4(R12), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y5
+	VBROADCASTSS 8(R12), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y8
+	VBROADCASTSS 12(R12), Y15
+	VFMADD231PS Y12, Y15, Y9
+	VFMADD231PS Y13, Y15, Y10
+	VFMADD231PS Y14, Y15, Y11
+	ADDQ $32, R12
+	ADDQ $8, R13
+	DECQ AX
+	JNZ  batloop
+	ADDQ R9, R14
+	DECQ R11
+	JNZ  bacloop
+	MOVQ R10, BX
+	SHLQ $2, BX
+	IMULQ R8, BX
+	ADDQ DI, BX
+	ADDQ CX, BX // the pass's first output
+	VMOVUPS Y0, 0(BX)
+	VMOVUPS Y1, 32(BX)
+	VMOVUPS Y2, 64(BX)
+	ADDQ R8, BX
+	VMOVUPS Y3, 0(BX)
+	VMOVUPS Y4, 32(BX)
+	VMOVUPS Y5, 64(BX)
+	ADDQ R8, BX
+	VMOVUPS Y6, 0(BX)
+	VMOVUPS Y7, 32(BX)
+	VMOVUPS Y8, 64(BX)
+	ADDQ R8, BX
+	VMOVUPS Y9, 0(BX)
+	VMOVUPS Y10, 32(BX)
+	VMOVUPS Y11, 64(BX)
+	INCQ R15
+	CMPQ R15, $4
+	JLT  bapass
+	VZEROUPPER
+	RET

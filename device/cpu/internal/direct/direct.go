@@ -36,6 +36,10 @@ func Block(out []float32, ldo int, in []float32, cstride int, taps []int, w []fl
 		blockAVX512(&out[0], ldo, &in[0], cstride, &taps[0], len(taps), &w[0], channels)
 		return
 	}
+	if haveAVX2 {
+		blockAVX2(&out[0], ldo, &in[0], cstride, &taps[0], len(taps), &w[0], channels)
+		return
+	}
 	blockGo(out, ldo, in, cstride, taps, w, channels)
 }
 
@@ -61,8 +65,14 @@ func blockGo(out []float32, ldo int, in []float32, cstride int, taps []int, w []
 	}
 }
 
-// Fast reports whether Block runs in vector assembly on this machine.
+// Fast reports whether the direct kernels run in AVX-512 assembly on this
+// machine: Block, GradBlock, the in-place plans and RowsPlan.
 func Fast() bool { return haveAsm }
+
+// FastBlock reports whether Block runs in vector assembly on this
+// machine: AVX-512, or AVX2 on CPUs without it (Block alone; the other
+// kernels of Fast run in Go there).
+func FastBlock() bool { return haveAsm || haveAVX2 }
 
 // FastDepthwise reports whether Depthwise runs in vector assembly on this
 // machine: AVX-512, or AVX2 on CPUs without it.

@@ -97,7 +97,7 @@ func (p *RowsPlan) Block(out []float32, ldo int, in []float32, cstride int, taps
 		return
 	}
 	var acc [Rows * Cols]float32
-	blockGo(acc[:], Cols, in, cstride, taps, w, channels)
+	Block(acc[:], Cols, in, cstride, taps, w, channels)
 	for r := range Rows {
 		for k := range Cols {
 			s := acc[r*Cols+k]
