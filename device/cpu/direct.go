@@ -357,10 +357,16 @@ func (a *directArgs) runPhases(lo, hi int) {
 // strided convolutions lay out far more phase positions than they have
 // outputs (7×7: 90 for 49; stride 2: four phases), and ran at 0.5–0.6× of
 // im2col (BenchmarkDirect); so did 32→64 channels (0.7×), whose many
-// blocks each re-read the chunk from L2. The others ran at 1.1–2.7×. Its
-// kernel, direct.GradBlock, runs in AVX-512 assembly only.
+// blocks each re-read the chunk from L2. The others ran at 1.1–2.7×. With
+// AVX2 instead of AVX-512 (8 lanes, GradBlock in four passes) only the
+// smaller ones paid: 16→16 channels on 28×28 1.07×, LeNet-5's 1.04–1.46×,
+// 24→24 1.0×, 32→32 on 14×14 0.86×: at most 24·24·9 weights there.
 func (s convShape) directGradWeight() bool {
-	return useDirect(s) && direct.Fast() && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100 && s.OutC*s.ckk <= 32*32*9
+	most := 32 * 32 * 9
+	if !direct.Fast() {
+		most = 24 * 24 * 9
+	}
+	return useDirect(s) && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100 && s.OutC*s.ckk <= most
 }
 
 // conv2dDirectGradWeight computes the weight gradient of a convolution

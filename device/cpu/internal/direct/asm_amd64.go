@@ -10,8 +10,8 @@ import "golang.org/x/sys/cpu"
 var haveAsm = cpu.X86.HasAVX512F
 
 // haveAVX2 reports whether the kernels that have an AVX2 version for CPUs
-// without AVX-512 (Block, RowChannelsLast, Depthwise, SplitColumns) can run
-// it.
+// without AVX-512 (Block, GradBlock, RowChannelsLast, Depthwise,
+// SplitColumns) can run it.
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 //go:noescape
@@ -76,3 +76,6 @@ func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float3
 
 //go:noescape
 func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int)
+
+//go:noescape
+func gradBlockAVX2(sums *[GradRows * GradCols]float64, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int)

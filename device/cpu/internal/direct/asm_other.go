@@ -91,3 +91,7 @@ func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float3
 func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int) {
 	panic("direct: no assembly on this platform")
 }
+
+func gradBlockAVX2(sums *[GradRows * GradCols]float64, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int) {
+	panic("direct: no assembly on this platform")
+}

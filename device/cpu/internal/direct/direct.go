@@ -69,9 +69,9 @@ func blockGo(out []float32, ldo int, in []float32, cstride int, taps []int, w []
 // machine: Block, GradBlock, the in-place plans and RowsPlan.
 func Fast() bool { return haveAsm }
 
-// FastBlock reports whether Block runs in vector assembly on this
-// machine: AVX-512, or AVX2 on CPUs without it (Block alone; the other
-// kernels of Fast run in Go there).
+// FastBlock reports whether Block and GradBlock run in vector assembly on
+// this machine: AVX-512, or AVX2 on CPUs without it (those two alone; the
+// other kernels of Fast run in Go there).
 func FastBlock() bool { return haveAsm || haveAVX2 }
 
 // FastDepthwise reports whether Depthwise runs in vector assembly on this
@@ -105,6 +105,10 @@ func GradBlock(sums *[GradRows * GradCols]float64, dy []float32, ldy int, in []f
 	}
 	if haveAsm {
 		gradBlockAVX512(sums, &dy[0], ldy, &in[0], offs, n)
+		return
+	}
+	if haveAVX2 {
+		gradBlockAVX2(sums, &dy[0], ldy, &in[0], offs, n)
 		return
 	}
 	gradBlockGo(sums, dy, ldy, in, offs, n)
