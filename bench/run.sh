@@ -10,6 +10,10 @@
 #                 (sgemm mlp-gemm train-step inference mlp-epoch cnn-epoch zoo)
 #   BENCH_JSON=F  also keep the raw JSON lines in file F
 #   PYTHON        the Python with torch [/usr/bin/python3, Debian's python3-torch]
+#   BENCH_ISA=avx2  both frameworks without AVX-512, as on a CPU with AVX2
+#                 only (run on a machine with AVX-512): Hora under
+#                 GODEBUG=cpu.avx512f=off, PyTorch under ATEN_CPU_CAPABILITY=avx2,
+#                 DNNL_MAX_CPU_ISA=AVX2 and OPENBLAS_CORETYPE=Haswell [native]
 #
 # The two frameworks take turns per workload group, and in the zoo group per
 # model (swapping who goes first every time), so that load drifting on a
@@ -24,6 +28,16 @@ cd "$(dirname "$0")/.."
 repeat=${REPEAT:-1}
 python=${PYTHON:-/usr/bin/python3}
 torch_env=(OPENBLAS_NUM_THREADS=1 OPENBLAS_CORETYPE=SkylakeX MALLOC_MMAP_THRESHOLD_=30000000 MALLOC_TRIM_THRESHOLD_=1000000000)
+hora_env=()
+case ${BENCH_ISA:-native} in
+native) ;;
+avx2)
+	hora_env+=(GODEBUG=cpu.avx512f=off)
+	torch_env+=(OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2)
+	;;
+*) echo "bench/run.sh: BENCH_ISA=$BENCH_ISA: expected native or avx2" >&2; exit 2 ;;
+esac
+export BENCH_ISA=${BENCH_ISA:-native}
 case ${BENCH:-full} in
 full) groups="sgemm mlp-gemm train-step inference mlp-epoch cnn-epoch zoo" ;;
 quick) groups="sgemm mlp-gemm train-step inference" ;;
@@ -43,7 +57,7 @@ trap 'rm -rf "$out"' EXIT
 results=$out/results.jsonl
 : >"$results"
 
-hora() { bin/hora-bench "$1" >>"$results"; }
+hora() { env "${hora_env[@]}" bin/hora-bench "$1" >>"$results"; }
 torch() {
 	env "${torch_env[@]}" "$python" bench/pytorch_bench.py "$1" >>"$results"
 	if [ "$1" = sgemm ]; then
@@ -57,7 +71,7 @@ torch() {
 # the configs of bench/zoo_twins.py (the list bench/hora checks its own
 # against).
 zoo_models() { (cd bench && "$python" -c 'import zoo_twins; print("none", *zoo_twins.ZOO)'); }
-hora_zoo() { bin/hora-bench -zoo-model "$1" zoo >>"$results"; }
+hora_zoo() { env "${hora_env[@]}" bin/hora-bench -zoo-model "$1" zoo >>"$results"; }
 torch_zoo() { env "${torch_env[@]}" "$python" bench/pytorch_bench.py --zoo-model "$1" >>"$results"; }
 
 start=$SECONDS

@@ -160,6 +160,8 @@ def main():
 
     backend = infos.get(("hora", "gemm backend"), "not reported by device/cpu")
     print(f"machine: {machine()}")
+    if os.environ.get("BENCH_ISA", "native") != "native":
+        print(f"instruction set: {os.environ['BENCH_ISA']} for both frameworks (BENCH_ISA; AVX-512 hidden)")
     print(f"Hora: {infos.get(('hora', 'go'), 'Go ?')}, GEMM backend: {backend}")
     print(f"PyTorch: {infos.get(('pytorch', 'torch'), '?')}")
     print()
