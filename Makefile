@@ -258,7 +258,8 @@ bench-gpu:
 # bench measures Hora and PyTorch on the same workloads (sgemm, the MLP's
 # GEMMs, training steps, CNN inference, one training epoch of the MLP and
 # the CNN, the zoo models' training steps against their PyTorch twins) in
-# one run and prints one table; see BENCHMARKS.md.
+# one run and prints one table; see BENCHMARKS.md. BENCH_ISA=avx2 runs
+# both frameworks without AVX-512 (bench/run.sh).
 bench: bench-deps build
 	$(GO) build -o $(BIN)/hora-bench ./bench/hora
 	@REPEAT=$(REPEAT) BENCH=$(BENCH) bench/run.sh
