@@ -167,7 +167,7 @@ test: deps onnx-deps fmt-check vet
 	HORA_BLAS=none $(GO) test -count=1 -tags noasm ./device/cpu/... ./tensor/
 	@# The AVX2 kernels that CPUs without AVX-512 run (GODEBUG hides AVX-512
 	@# from golang.org/x/sys/cpu; a CPU without AVX2 runs the Go code again).
-	GODEBUG=cpu.avx512f=off $(GO) test -count=1 ./device/cpu/... ./tensor/
+	GODEBUG=cpu.avx512f=off $(GO) test -count=1 ./device/cpu/... ./tensor/ ./onnx/
 	$(MAKE) --no-print-directory test-mpi
 	$(MAKE) --no-print-directory test-onnx
 	$(MAKE) --no-print-directory test-arm64
