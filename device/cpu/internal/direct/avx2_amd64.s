@@ -239,6 +239,26 @@ batloop:
 	VZEROUPPER
 	RET
 
+// HSUM2 stores at off(DI) the sum of the 16 float32 lanes of a GradBlock
+// sum held in ylo (lanes 0–7, xlo its lower half) and yhi (lanes 8–15),
+// converted to float64 and added in gradBlockAVX512's tree (HSUM): lane i
+// plus lane i+8, then the halves of those, and so on (Y12–Y15 scratch).
+#define HSUM2(ylo, xlo, yhi, xhi, off) \
+	VCVTPS2PD    xlo, Y14; \
+	VEXTRACTF128 $1, ylo, X15; \
+	VCVTPS2PD    X15, Y15; \
+	VCVTPS2PD    xhi, Y12; \
+	VEXTRACTF128 $1, yhi, X13; \
+	VCVTPS2PD    X13, Y13; \
+	VADDPD       Y12, Y14, Y14; \
+	VADDPD       Y13, Y15, Y15; \
+	VADDPD       Y15, Y14, Y14; \
+	VEXTRACTF128 $1, Y14, X15; \
+	VADDPD       X15, X14, X14; \
+	VPERMILPD    $1, X14, X15; \
+	VADDSD       X15, X14, X14; \
+	VMOVSD       X14, off(DI)
+
 // func gradBlockAVX2(sums *[24]float64, dy *float32, ldy int, in *float32, offs *[6]int, n int)
 //
 // gradBlockAVX512 in four passes, one per row r (R15) of the output
@@ -314,90 +334,12 @@ galoop:
 	ADDQ $64, AX
 	CMPQ AX, R14
 	JLT  galoop
-	VCVTPS2PD    X0, Y14
-	VEXTRACTF128 $1, Y0, X15
-	VCVTPS2PD    X15, Y15
-	VCVTPS2PD    X1, Y12
-	VEXTRACTF128 $1, Y1, X13
-	VCVTPS2PD    X13, Y13
-	VADDPD       Y12, Y14, Y14
-	VADDPD       Y13, Y15, Y15
-	VADDPD       Y15, Y14, Y14
-	VEXTRACTF128 $1, Y14, X15
-	VADDPD       X15, X14, X14
-	VPERMILPD    $1, X14, X15
-	VADDSD       X15, X14, X14
-	VMOVSD       X14, 0(DI)
-	VCVTPS2PD    X2, Y14
-	VEXTRACTF128 $1, Y2, X15
-	VCVTPS2PD    X15, Y15
-	VCVTPS2PD    X3, Y12
-	VEXTRACTF128 $1, Y3, X13
-	VCVTPS2PD    X13, Y13
-	VADDPD       Y12, Y14, Y14
-	VADDPD       Y13, Y15, Y15
-	VADDPD       Y15, Y14, Y14
-	VEXTRACTF128 $1, Y14, X15
-	VADDPD       X15, X14, X14
-	VPERMILPD    $1, X14, X15
-	VADDSD       X15, X14, X14
-	VMOVSD       X14, 8(DI)
-	VCVTPS2PD    X4, Y14
-	VEXTRACTF128 $1, Y4, X15
-	VCVTPS2PD    X15, Y15
-	VCVTPS2PD    X5, Y12
-	VEXTRACTF128 $1, Y5, X13
-	VCVTPS2PD    X13, Y13
-	VADDPD       Y12, Y14, Y14
-	VADDPD       Y13, Y15, Y15
-	VADDPD       Y15, Y14, Y14
-	VEXTRACTF128 $1, Y14, X15
-	VADDPD       X15, X14, X14
-	VPERMILPD    $1, X14, X15
-	VADDSD       X15, X14, X14
-	VMOVSD       X14, 16(DI)
-	VCVTPS2PD    X6, Y14
-	VEXTRACTF128 $1, Y6, X15
-	VCVTPS2PD    X15, Y15
-	VCVTPS2PD    X7, Y12
-	VEXTRACTF128 $1, Y7, X13
-	VCVTPS2PD    X13, Y13
-	VADDPD       Y12, Y14, Y14
-	VADDPD       Y13, Y15, Y15
-	VADDPD       Y15, Y14, Y14
-	VEXTRACTF128 $1, Y14, X15
-	VADDPD       X15, X14, X14
-	VPERMILPD    $1, X14, X15
-	VADDSD       X15, X14, X14
-	VMOVSD       X14, 24(DI)
-	VCVTPS2PD    X8, Y14
-	VEXTRACTF128 $1, Y8, X15
-	VCVTPS2PD    X15, Y15
-	VCVTPS2PD    X9, Y12
-	VEXTRACTF128 $1, Y9, X13
-	VCVTPS2PD    X13, Y13
-	VADDPD       Y12, Y14, Y14
-	VADDPD       Y13, Y15, Y15
-	VADDPD       Y15, Y14, Y14
-	VEXTRACTF128 $1, Y14, X15
-	VADDPD       X15, X14, X14
-	VPERMILPD    $1, X14, X15
-	VADDSD       X15, X14, X14
-	VMOVSD       X14, 32(DI)
-	VCVTPS2PD    X10, Y14
-	VEXTRACTF128 $1, Y10, X15
-	VCVTPS2PD    X15, Y15
-	VCVTPS2PD    X11, Y12
-	VEXTRACTF128 $1, Y11, X13
-	VCVTPS2PD    X13, Y13
-	VADDPD       Y12, Y14, Y14
-	VADDPD       Y13, Y15, Y15
-	VADDPD       Y15, Y14, Y14
-	VEXTRACTF128 $1, Y14, X15
-	VADDPD       X15, X14, X14
-	VPERMILPD    $1, X14, X15
-	VADDSD       X15, X14, X14
-	VMOVSD       X14, 40(DI)
+	HSUM2(Y0, X0, Y1, X1, 0)
+	HSUM2(Y2, X2, Y3, X3, 8)
+	HSUM2(Y4, X4, Y5, X5, 16)
+	HSUM2(Y6, X6, Y7, X7, 24)
+	HSUM2(Y8, X8, Y9, X9, 32)
+	HSUM2(Y10, X10, Y11, X11, 40)
 	ADDQ $48, DI
 	ADDQ DX, BX
 	INCQ R15
