@@ -307,9 +307,11 @@ func (a *directArgs) runRows(lo, hi int) {
 }
 
 // runPhases is run through each image's padded phases and a block of
-// output copied out.
+// output copied out with its bias and activation (direct.CopyRowsBiasClamp,
+// one call per output channel).
 func (a *directArgs) runPhases(lo, hi int) {
 	s, g := a.s, a.g
+	lower, upper := clampOf(a.act)
 	sc := getScratch[float32](g.inLen + direct.Rows*g.qPad)
 	defer putScratch(sc)
 	in, out := sc.s[:g.inLen], sc.s[g.inLen:]
@@ -344,9 +346,7 @@ func (a *directArgs) runPhases(lo, hi int) {
 				copyRows(plane, s.ow, src, g.wq, s.oh, s.ow, false)
 				continue
 			}
-			for i := range s.oh {
-				biasActSlice(a.act, plane[i*s.ow:(i+1)*s.ow], src[i*g.wq:][:s.ow], b)
-			}
+			direct.CopyRowsBiasClamp(plane, s.ow, src, g.wq, s.oh, s.ow, b, lower, upper)
 		}
 	}
 }

@@ -11,7 +11,7 @@ var haveAsm = cpu.X86.HasAVX512F
 
 // haveAVX2 reports whether the kernels that have an AVX2 version for CPUs
 // without AVX-512 (Block, GradBlock, RowChannelsLast, Depthwise,
-// SplitColumns) can run it.
+// SplitColumns, CopyRows, CopyRowsBiasClamp) can run it.
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 //go:noescape
@@ -79,3 +79,9 @@ func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps
 
 //go:noescape
 func gradBlockAVX2(sums *[GradRows * GradCols]float64, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int)
+
+//go:noescape
+func copyRowsAVX2(dst *float32, ldd int, src *float32, lds, rows, cols, zero int)
+
+//go:noescape
+func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int, bias, lo, hi float32)

@@ -95,3 +95,11 @@ func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps
 func gradBlockAVX2(sums *[GradRows * GradCols]float64, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int) {
 	panic("direct: no assembly on this platform")
 }
+
+func copyRowsAVX2(dst *float32, ldd int, src *float32, lds, rows, cols, zero int) {
+	panic("direct: no assembly on this platform")
+}
+
+func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int, bias, lo, hi float32) {
+	panic("direct: no assembly on this platform")
+}

@@ -347,3 +347,105 @@ galoop:
 	JLT  gapass
 	VZEROUPPER
 	RET
+
+// func copyRowsAVX2(dst *float32, ldd int, src *float32, lds, rows, cols, zero int)
+//
+// copyRowsAVX512 in vectors of 8, cols >= 8: per row the whole vectors,
+// then the row's last 8 values again (a store overlapping the one before:
+// the same values), then, when zero is not 0 and another row follows,
+// zeros from column cols to ldd in whole vectors, the last one spilling
+// into the next row's first values, which its copy then overwrites.
+TEXT ·copyRowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ   dst+0(FP), DI
+	MOVQ   ldd+8(FP), R8
+	MOVQ   src+16(FP), SI
+	MOVQ   lds+24(FP), R9
+	SHLQ   $2, R9
+	MOVQ   rows+32(FP), R10
+	MOVQ   cols+40(FP), R11
+	MOVQ   zero+48(FP), R12
+	LEAQ   -8(R11), R13 // the last 8 values' first column
+	VXORPS Y1, Y1, Y1
+
+crow:
+	XORQ BX, BX
+ccopy:
+	LEAQ    8(BX), AX
+	CMPQ    AX, R11
+	JGT     ctail
+	VMOVUPS (SI)(BX*4), Y0
+	VMOVUPS Y0, (DI)(BX*4)
+	MOVQ    AX, BX
+	JMP     ccopy
+ctail:
+	CMPQ    BX, R11
+	JGE     cgap
+	VMOVUPS (SI)(R13*4), Y0
+	VMOVUPS Y0, (DI)(R13*4)
+cgap:
+	DECQ  R10
+	JZ    cdone
+	TESTQ R12, R12
+	JZ    cnext
+	MOVQ  R11, BX
+czero:
+	CMPQ    BX, R8
+	JGE     cnext
+	VMOVUPS Y1, (DI)(BX*4)
+	ADDQ    $8, BX
+	JMP     czero
+cnext:
+	LEAQ (DI)(R8*4), DI
+	ADDQ R9, SI
+	JMP  crow
+cdone:
+	VZEROUPPER
+	RET
+
+// func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int, bias, lo, hi float32)
+//
+// Per row, cols >= 8: dst = min(max(src + bias, lo), hi) in whole vectors
+// of 8, then the row's last 8 values again (an overlapping store of the
+// same values); the clamp's operand order keeps NaN and -0.
+TEXT ·copyRowsBiasClampAVX2(SB), NOSPLIT, $0-60
+	MOVQ         dst+0(FP), DI
+	MOVQ         ldd+8(FP), R8
+	SHLQ         $2, R8
+	MOVQ         src+16(FP), SI
+	MOVQ         lds+24(FP), R9
+	SHLQ         $2, R9
+	MOVQ         rows+32(FP), R10
+	MOVQ         cols+40(FP), R11
+	VBROADCASTSS bias+48(FP), Y2
+	VBROADCASTSS lo+52(FP), Y3
+	VBROADCASTSS hi+56(FP), Y4
+	LEAQ         -8(R11), R13 // the last 8 values' first column
+
+brow:
+	XORQ BX, BX
+bcopy:
+	LEAQ    8(BX), AX
+	CMPQ    AX, R11
+	JGT     btail
+	VMOVUPS (SI)(BX*4), Y0
+	VADDPS  Y2, Y0, Y0
+	VMAXPS  Y0, Y3, Y0
+	VMINPS  Y0, Y4, Y0
+	VMOVUPS Y0, (DI)(BX*4)
+	MOVQ    AX, BX
+	JMP     bcopy
+btail:
+	CMPQ    BX, R11
+	JGE     bnext
+	VMOVUPS (SI)(R13*4), Y0
+	VADDPS  Y2, Y0, Y0
+	VMAXPS  Y0, Y3, Y0
+	VMINPS  Y0, Y4, Y0
+	VMOVUPS Y0, (DI)(R13*4)
+bnext:
+	ADDQ R8, DI
+	ADDQ R9, SI
+	DECQ R10
+	JNZ  brow
+	VZEROUPPER
+	RET

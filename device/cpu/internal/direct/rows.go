@@ -32,7 +32,40 @@ func copyRows(dst []float32, ldd int, src []float32, lds, rows, cols int, zeroGa
 		copyRowsAVX512(&dst[0], ldd, &src[0], lds, rows, cols, zero)
 		return
 	}
+	if haveAVX2 && cols >= 8 {
+		zero := 0
+		if zeroGaps {
+			zero = 1
+		}
+		copyRowsAVX2(&dst[0], ldd, &src[0], lds, rows, cols, zero)
+		return
+	}
 	copyRowsGo(dst, ldd, src, lds, rows, cols, zeroGaps)
+}
+
+// CopyRowsBiasClamp sets dst[r·ldd + i] = min(max(src[r·lds + i] + bias,
+// lo), hi) for rows rows of cols values: the copy of a block of outputs
+// out of a scratch buffer with its bias and activation (lo, hi = ±Inf for
+// none, 0 and +Inf for ReLU, 0 and 6 for ReLU6; NaN stays NaN, -0 stays
+// -0), in one call instead of one per row. It panics when dst or src is
+// too short, or a row is longer than its stride.
+func CopyRowsBiasClamp(dst []float32, ldd int, src []float32, lds, rows, cols int, bias, lo, hi float32) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	if cols > ldd || cols > lds || len(dst) < (rows-1)*ldd+cols || len(src) < (rows-1)*lds+cols {
+		panic(fmt.Sprintf("direct: CopyRowsBiasClamp of %d rows of %d values from %d values (rows %d apart) to %d values (rows %d apart)", rows, cols, len(src), lds, len(dst), ldd))
+	}
+	if haveAVX2 && cols >= 8 {
+		copyRowsBiasClampAVX2(&dst[0], ldd, &src[0], lds, rows, cols, bias, lo, hi)
+		return
+	}
+	for r := range rows {
+		d, s := dst[r*ldd:r*ldd+cols], src[r*lds:r*lds+cols]
+		for i, v := range s {
+			d[i] = clamp(v+bias, lo, hi)
+		}
+	}
 }
 
 // copyRowsGo is copyRows in Go.

@@ -198,3 +198,39 @@ func TestMergeColumnsAdd(t *testing.T) {
 	}
 	assert.Panics(t, func() { MergeColumnsAdd(make([]float32, 5), 6, make([]float32, 3), 3, make([]float32, 3), 3, 1, 6) })
 }
+
+// TestCopyRowsBiasClamp checks CopyRowsBiasClamp (assembly where the CPU
+// has AVX2) against its formula on row lengths around the vector width,
+// with NaN, -0 and values past both bounds, and requires the rest of dst
+// untouched.
+func TestCopyRowsBiasClamp(t *testing.T) {
+	const sentinel = float32(-7.5)
+	nan, negZero := float32(math.NaN()), float32(math.Copysign(0, -1))
+	inf := float32(math.Inf(1))
+	for _, b := range []struct{ bias, lo, hi float32 }{{0, -inf, inf}, {negZero, 0, inf}, {0.5, 0, 6}} {
+		for _, rows := range []int{1, 2, 5} {
+			for _, cols := range []int{1, 7, 8, 9, 15, 17, 33} {
+				ldd, lds := cols+3, cols+5
+				src := make([]float32, (rows-1)*lds+cols)
+				for i := range src {
+					src[i] = float32(i%13)*1.25 - 7
+				}
+				src[0], src[len(src)-1] = nan, negZero
+				dst := make([]float32, rows*ldd+5)
+				for i := range dst {
+					dst[i] = sentinel
+				}
+				CopyRowsBiasClamp(dst, ldd, src, lds, rows, cols, b.bias, b.lo, b.hi)
+				for i, v := range dst {
+					r, c := i/ldd, i%ldd
+					if r >= rows || c >= cols {
+						require.Equal(t, sentinel, v, "%+v %dx%d: element %d", b, rows, cols, i)
+						continue
+					}
+					want := clamp(src[r*lds+c]+b.bias, b.lo, b.hi)
+					require.Equal(t, math.Float32bits(want), math.Float32bits(v), "%+v %dx%d: row %d column %d: %v, want %v", b, rows, cols, r, c, v, want)
+				}
+			}
+		}
+	}
+}
