@@ -7,5 +7,6 @@
 //     give the same numbers and positions to the bit.
 //   - Values3s2: 3-wide windows with stride 2 (ResNet's stem), values
 //     only (inference), one output row per call, 16 windows per step in
-//     AVX-512 with Go's max semantics (a NaN wins; +0 over -0).
+//     AVX-512 (8 in AVX2 on CPUs without it, the last few in Go) with
+//     Go's max semantics (a NaN wins; +0 over -0).
 package maxpool

@@ -15,6 +15,8 @@
 // Sums are taken in float32 lanes over at most 256 values of a row and
 // added in float64. On amd64 with AVX-512 the kernels run in assembly
 // (one call for all rows, masked loads and stores for the last vector of
-// a row); elsewhere in Go, with the same order of operations within an
-// element (the sums' partial sums differ).
+// a row); with AVX2 only, in AVX2 assembly over each row's whole vectors
+// of 8, the last cols mod 8 values of each row in Go; elsewhere in Go,
+// with the same order of operations within an element (the sums' partial
+// sums differ).
 package norm
