@@ -12,8 +12,8 @@ import (
 // (norm_amd64.s).
 var haveAsm = cpu.X86.HasAVX512F
 
-// haveAVX2 reports whether the AVX2 kernels (avx2_amd64.s) take the rows'
-// whole vectors of 8 on a CPU without AVX-512.
+// haveAVX2 reports whether the AVX2 kernels (avx2_amd64.s) run on a CPU
+// without AVX-512.
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // gradMask returns what the assembly gradient kernels compare to find the

@@ -3,12 +3,92 @@
 #include "textflag.h"
 
 // The AVX2 kernels, for CPUs without AVX-512: the kernels of
-// norm_amd64.s over the first cols values of each row, cols a multiple of
-// 8 (the Go callers take each row's last cols mod 8 values), with no
-// masks. The row stride is in R8 (bytes), the rows left in R10, cols in
-// R12. Sums are taken in float32 lanes over chunks of at most 256 values
-// of a row, then converted and added to float64 lanes (Y8 and Y9 for the
-// first sum, Y10 and Y11 for the second).
+// norm_amd64.s in vectors of 8, each row's last cols mod 8 values under a
+// mask (VMASKMOVPS: masked lanes neither load nor store; TAILMASK). The
+// row stride is in R8 (bytes), the rows left in R10, the row's values in
+// whole vectors in R12, cols mod 8 in R14. Sums are taken in float32
+// lanes over chunks of at most 256 values of a row, then converted and
+// added to float64 lanes (Y8 and Y9 for the first sum, Y10 and Y11 for the
+// second).
+
+DATA tailMasks<>+0(SB)/4, $0
+DATA tailMasks<>+4(SB)/4, $0
+DATA tailMasks<>+8(SB)/4, $0
+DATA tailMasks<>+12(SB)/4, $0
+DATA tailMasks<>+16(SB)/4, $0
+DATA tailMasks<>+20(SB)/4, $0
+DATA tailMasks<>+24(SB)/4, $0
+DATA tailMasks<>+28(SB)/4, $0
+DATA tailMasks<>+32(SB)/4, $-1
+DATA tailMasks<>+36(SB)/4, $0
+DATA tailMasks<>+40(SB)/4, $0
+DATA tailMasks<>+44(SB)/4, $0
+DATA tailMasks<>+48(SB)/4, $0
+DATA tailMasks<>+52(SB)/4, $0
+DATA tailMasks<>+56(SB)/4, $0
+DATA tailMasks<>+60(SB)/4, $0
+DATA tailMasks<>+64(SB)/4, $-1
+DATA tailMasks<>+68(SB)/4, $-1
+DATA tailMasks<>+72(SB)/4, $0
+DATA tailMasks<>+76(SB)/4, $0
+DATA tailMasks<>+80(SB)/4, $0
+DATA tailMasks<>+84(SB)/4, $0
+DATA tailMasks<>+88(SB)/4, $0
+DATA tailMasks<>+92(SB)/4, $0
+DATA tailMasks<>+96(SB)/4, $-1
+DATA tailMasks<>+100(SB)/4, $-1
+DATA tailMasks<>+104(SB)/4, $-1
+DATA tailMasks<>+108(SB)/4, $0
+DATA tailMasks<>+112(SB)/4, $0
+DATA tailMasks<>+116(SB)/4, $0
+DATA tailMasks<>+120(SB)/4, $0
+DATA tailMasks<>+124(SB)/4, $0
+DATA tailMasks<>+128(SB)/4, $-1
+DATA tailMasks<>+132(SB)/4, $-1
+DATA tailMasks<>+136(SB)/4, $-1
+DATA tailMasks<>+140(SB)/4, $-1
+DATA tailMasks<>+144(SB)/4, $0
+DATA tailMasks<>+148(SB)/4, $0
+DATA tailMasks<>+152(SB)/4, $0
+DATA tailMasks<>+156(SB)/4, $0
+DATA tailMasks<>+160(SB)/4, $-1
+DATA tailMasks<>+164(SB)/4, $-1
+DATA tailMasks<>+168(SB)/4, $-1
+DATA tailMasks<>+172(SB)/4, $-1
+DATA tailMasks<>+176(SB)/4, $-1
+DATA tailMasks<>+180(SB)/4, $0
+DATA tailMasks<>+184(SB)/4, $0
+DATA tailMasks<>+188(SB)/4, $0
+DATA tailMasks<>+192(SB)/4, $-1
+DATA tailMasks<>+196(SB)/4, $-1
+DATA tailMasks<>+200(SB)/4, $-1
+DATA tailMasks<>+204(SB)/4, $-1
+DATA tailMasks<>+208(SB)/4, $-1
+DATA tailMasks<>+212(SB)/4, $-1
+DATA tailMasks<>+216(SB)/4, $0
+DATA tailMasks<>+220(SB)/4, $0
+DATA tailMasks<>+224(SB)/4, $-1
+DATA tailMasks<>+228(SB)/4, $-1
+DATA tailMasks<>+232(SB)/4, $-1
+DATA tailMasks<>+236(SB)/4, $-1
+DATA tailMasks<>+240(SB)/4, $-1
+DATA tailMasks<>+244(SB)/4, $-1
+DATA tailMasks<>+248(SB)/4, $-1
+DATA tailMasks<>+252(SB)/4, $0
+GLOBL tailMasks<>(SB), RODATA|NOPTR, $256
+
+// TAILMASK sets R12 to cols (R11) rounded down to whole vectors, R14 to
+// the rest and ym to the mask of its lanes.
+#define TAILMASK(ym) \
+	MOVQ    R11, R12; \
+	ANDQ    $-8, R12; \
+	MOVQ    R11, R14; \
+	ANDQ    $7, R14; \
+	MOVQ    R14, AX; \
+	SHLQ    $5, AX; \
+	LEAQ    tailMasks<>(SB), CX; \
+	VMOVDQU (CX)(AX*1), ym
+
 
 // CHUNK2 sets CX to the end of the chunk that starts at BX:
 // min(BX+256, R12).
@@ -40,7 +120,8 @@ TEXT ·sumAVX2(SB), NOSPLIT, $0-40
 	MOVQ   ld+8(FP), R8
 	SHLQ   $2, R8
 	MOVQ   rows+16(FP), R10
-	MOVQ   cols+24(FP), R12
+	MOVQ   cols+24(FP), R11
+	TAILMASK(Y12)
 	VXORPD Y8, Y8, Y8
 	VXORPD Y9, Y9, Y9
 
@@ -64,10 +145,17 @@ s4:
 	JMP    s4
 s1:
 	CMPQ   BX, CX
-	JGE    sflush
+	JGE    send
 	VADDPS (SI)(BX*4), Y0, Y0
 	ADDQ   $8, BX
 	JMP    s1
+send:
+	CMPQ       BX, R12
+	JLT        sflush // more whole vectors: another chunk
+	TESTQ      R14, R14
+	JZ         sflush
+	VMASKMOVPS (SI)(BX*4), Y12, Y4
+	VADDPS     Y4, Y1, Y1
 sflush:
 	VADDPS Y1, Y0, Y0
 	VADDPS Y3, Y2, Y2
@@ -96,7 +184,8 @@ TEXT ·sumSqDevAVX2(SB), NOSPLIT, $0-48
 	MOVQ         ld+8(FP), R8
 	SHLQ         $2, R8
 	MOVQ         rows+16(FP), R10
-	MOVQ         cols+24(FP), R12
+	MOVQ         cols+24(FP), R11
+	TAILMASK(Y12)
 	VBROADCASTSS m+32(FP), Y13
 	VXORPD       Y8, Y8, Y8
 	VXORPD       Y9, Y9, Y9
@@ -121,10 +210,19 @@ q4:
 	JMP  q4
 q1:
 	CMPQ BX, CX
-	JGE  qflush
+	JGE  qend
 	SQDEV2(0, Y4, Y0)
 	ADDQ $8, BX
 	JMP  q1
+qend:
+	CMPQ        BX, R12
+	JLT         qflush
+	TESTQ       R14, R14
+	JZ          qflush
+	VMASKMOVPS  (SI)(BX*4), Y12, Y4
+	VSUBPS      Y13, Y4, Y4
+	VANDPS      Y12, Y4, Y4 // zero outside the row
+	VFMADD231PS Y4, Y4, Y1
 qflush:
 	VADDPS Y1, Y0, Y0
 	VADDPS Y3, Y2, Y2
@@ -160,7 +258,8 @@ TEXT ·scaleShiftAVX2(SB), NOSPLIT, $0-60
 	MOVQ         ld+16(FP), R8
 	SHLQ         $2, R8
 	MOVQ         rows+24(FP), R10
-	MOVQ         cols+32(FP), R12
+	MOVQ         cols+32(FP), R11
+	TAILMASK(Y14)
 	VBROADCASTSS m+40(FP), Y13
 	VBROADCASTSS s+44(FP), Y12
 	VBROADCASTSS b+48(FP), Y11
@@ -181,10 +280,20 @@ f4:
 	JMP  f4
 f1:
 	CMPQ BX, R12
-	JGE  fnext
+	JGE  fend
 	SCALESHIFT2(0, Y0)
 	ADDQ $8, BX
 	JMP  f1
+fend:
+	TESTQ      R14, R14
+	JZ         fnext
+	VMASKMOVPS (SI)(BX*4), Y14, Y0
+	VSUBPS     Y13, Y0, Y0
+	VMULPS     Y12, Y0, Y0
+	VADDPS     Y11, Y0, Y0
+	VMAXPS     Y0, Y10, Y0
+	VMINPS     Y0, Y9, Y0
+	VMASKMOVPS Y0, Y14, (DI)(BX*4)
 fnext:
 	ADDQ R8, SI
 	ADDQ R8, DI
@@ -213,6 +322,26 @@ done: \
 	VMOVUPS off(R9)(BX*4), d; \
 	VSUBPS  Y13, d, d
 
+// GRADTAIL is GRAD2 for a row's last values under the mask ym: the masked
+// lanes load zeros (their output does not pass ReLU's or ReLU6's gradient
+// and their dy is 0), and d is zeroed there.
+#define GRADTAIL(ym, kp, o, g, d, other, done) \
+	VMASKMOVPS (DX)(BX*4), ym, o; \
+	VCMPPS     $0x06, Y7, o, kp; \
+	CMPQ       R13, $1; \
+	JNE        other; \
+	VCMPPS     $0x07, Y7, o, o; \
+	JMP        done; \
+other: \
+	VCMPPS     $0x09, Y6, o, o; \
+done: \
+	VANDPS     o, kp, kp; \
+	VMASKMOVPS (SI)(BX*4), ym, g; \
+	VANDPS     g, kp, g; \
+	VMASKMOVPS (R9)(BX*4), ym, d; \
+	VSUBPS     Y13, d, d; \
+	VANDPS     ym, d, d
+
 // func gradSumsAVX2(dy, out, x *float32, ld, rows, cols, act int, m, lo, hi float32) (sumG, sumGXc float64)
 TEXT ·gradSumsAVX2(SB), NOSPLIT, $0-88
 	MOVQ         dy+0(FP), SI
@@ -221,7 +350,8 @@ TEXT ·gradSumsAVX2(SB), NOSPLIT, $0-88
 	MOVQ         ld+24(FP), R8
 	SHLQ         $2, R8
 	MOVQ         rows+32(FP), R10
-	MOVQ         cols+40(FP), R12
+	MOVQ         cols+40(FP), R11
+	TAILMASK(Y12)
 	MOVQ         act+48(FP), R13
 	VBROADCASTSS m+56(FP), Y13
 	VBROADCASTSS lo+60(FP), Y7
@@ -239,12 +369,20 @@ gchunk:
 	CHUNK2
 g1:
 	CMPQ        BX, CX
-	JGE         gflush
+	JGE         gend
 	GRAD2(0, Y2, Y3, Y4, Y5, g1a, g1b)
 	VADDPS      Y4, Y0, Y0
 	VFMADD231PS Y5, Y4, Y1
 	ADDQ        $8, BX
 	JMP         g1
+gend:
+	CMPQ        BX, R12
+	JLT         gflush
+	TESTQ       R14, R14
+	JZ          gflush
+	GRADTAIL(Y12, Y2, Y3, Y4, Y5, gta, gtb)
+	VADDPS      Y4, Y0, Y0
+	VFMADD231PS Y5, Y4, Y1
 gflush:
 	FLUSH2(Y0, X0, Y8, Y9)
 	FLUSH2(Y1, X1, Y10, Y11)
@@ -282,7 +420,8 @@ TEXT ·gradApplyAVX2(SB), NOSPLIT, $0-88
 	MOVQ         ld+32(FP), R8
 	SHLQ         $2, R8
 	MOVQ         rows+40(FP), R10
-	MOVQ         cols+48(FP), R12
+	MOVQ         cols+48(FP), R11
+	TAILMASK(Y14)
 	MOVQ         act+56(FP), R13
 	VBROADCASTSS k+64(FP), Y12
 	VBROADCASTSS m+68(FP), Y13
@@ -295,11 +434,20 @@ arow:
 	XORQ BX, BX
 a1:
 	CMPQ BX, R12
-	JGE  anext
+	JGE  aend
 	GRAD2(0, Y2, Y3, Y4, Y5, a1a, a1b)
 	APPLY2(0, Y4, Y5)
 	ADDQ $8, BX
 	JMP  a1
+aend:
+	TESTQ      R14, R14
+	JZ         anext
+	GRADTAIL(Y14, Y2, Y3, Y4, Y5, ata, atb)
+	VMULPS     Y11, Y5, Y5
+	VMULPS     Y12, Y4, Y4
+	VADDPS     Y5, Y4, Y4
+	VADDPS     Y10, Y4, Y4
+	VMASKMOVPS Y4, Y14, (DI)(BX*4)
 anext:
 	ADDQ R8, DI
 	ADDQ R8, SI

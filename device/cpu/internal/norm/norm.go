@@ -49,29 +49,18 @@ func (p Planes) check(op string, s ...[]float32) {
 	}
 }
 
-// avx2Cols returns how many of each row's first values the AVX2 kernels
-// take: whole vectors of 8 on a CPU with AVX2 but not AVX-512, else none
-// (the Go loops take the rest of each row).
-func (p Planes) avx2Cols() int {
-	if haveAVX2 {
-		return p.Cols &^ 7
-	}
-	return 0
-}
-
 // Sum returns Σx over the planes.
 func Sum(p Planes, x []float32) float64 {
 	p.check("Sum", x)
 	if haveAsm {
 		return sumAVX512(&x[0], p.LD, p.Rows, p.Cols)
 	}
-	var s float64
-	c0 := p.avx2Cols()
-	if c0 > 0 {
-		s = sumAVX2(&x[0], p.LD, p.Rows, c0)
+	if haveAVX2 {
+		return sumAVX2(&x[0], p.LD, p.Rows, p.Cols)
 	}
+	var s float64
 	for r := range p.Rows {
-		for _, v := range x[r*p.LD+c0 : r*p.LD+p.Cols] {
+		for _, v := range x[r*p.LD:][:p.Cols] {
 			s += float64(v)
 		}
 	}
@@ -84,13 +73,12 @@ func SumSqDev(p Planes, x []float32, m float32) float64 {
 	if haveAsm {
 		return sumSqDevAVX512(&x[0], p.LD, p.Rows, p.Cols, m)
 	}
-	var s float64
-	c0 := p.avx2Cols()
-	if c0 > 0 {
-		s = sumSqDevAVX2(&x[0], p.LD, p.Rows, c0, m)
+	if haveAVX2 {
+		return sumSqDevAVX2(&x[0], p.LD, p.Rows, p.Cols, m)
 	}
+	var s float64
 	for r := range p.Rows {
-		for _, v := range x[r*p.LD+c0 : r*p.LD+p.Cols] {
+		for _, v := range x[r*p.LD:][:p.Cols] {
 			d := v - m
 			s += float64(d * d)
 		}
@@ -107,12 +95,12 @@ func ScaleShift(p Planes, act Act, y, x []float32, m, s, b float32) {
 		scaleShiftAVX512(&y[0], &x[0], p.LD, p.Rows, p.Cols, m, s, b, lo, hi)
 		return
 	}
-	c0 := p.avx2Cols()
-	if c0 > 0 {
-		scaleShiftAVX2(&y[0], &x[0], p.LD, p.Rows, c0, m, s, b, lo, hi)
+	if haveAVX2 {
+		scaleShiftAVX2(&y[0], &x[0], p.LD, p.Rows, p.Cols, m, s, b, lo, hi)
+		return
 	}
 	for r := range p.Rows {
-		yr, xr := y[r*p.LD+c0:r*p.LD+p.Cols], x[r*p.LD+c0:r*p.LD+p.Cols]
+		yr, xr := y[r*p.LD:][:p.Cols], x[r*p.LD:][:p.Cols]
 		for i, v := range xr {
 			v = float32((v-m)*s) + b // no fused multiply-add
 			if v < lo {              // NaN stays NaN; -0 stays -0
@@ -148,20 +136,18 @@ func GradSums(p Planes, act Act, dy, out, x []float32, m float32) (sumG, sumGXc 
 		o, lo, hi := gradMask(act, dy, out)
 		return gradSumsAVX512(&dy[0], o, &x[0], p.LD, p.Rows, p.Cols, int(act), m, lo, hi)
 	}
-	c0 := p.avx2Cols()
-	if c0 > 0 {
+	if haveAVX2 {
 		o, lo, hi := gradMask(act, dy, out)
-		sumG, sumGXc = gradSumsAVX2(&dy[0], o, &x[0], p.LD, p.Rows, c0, int(act), m, lo, hi)
+		return gradSumsAVX2(&dy[0], o, &x[0], p.LD, p.Rows, p.Cols, int(act), m, lo, hi)
 	}
 	for r := range p.Rows {
 		at := r * p.LD
-		for i := at + c0; i < at+p.Cols; i++ {
-			g := dy[i]
-			if act != None && !act.passes(out[i]) {
+		for i, g := range dy[at : at+p.Cols] {
+			if act != None && !act.passes(out[at+i]) {
 				continue
 			}
 			sumG += float64(g)
-			sumGXc += float64(g * (x[i] - m))
+			sumGXc += float64(g * (x[at+i] - m))
 		}
 	}
 	return sumG, sumGXc
@@ -181,19 +167,19 @@ func GradApply(p Planes, act Act, dx, dy, out, x []float32, k, m, xs, shift floa
 		gradApplyAVX512(&dx[0], &dy[0], o, &x[0], p.LD, p.Rows, p.Cols, int(act), k, m, xs, shift, lo, hi)
 		return
 	}
-	c0 := p.avx2Cols()
-	if c0 > 0 {
+	if haveAVX2 {
 		o, lo, hi := gradMask(act, dy, out)
-		gradApplyAVX2(&dx[0], &dy[0], o, &x[0], p.LD, p.Rows, c0, int(act), k, m, xs, shift, lo, hi)
+		gradApplyAVX2(&dx[0], &dy[0], o, &x[0], p.LD, p.Rows, p.Cols, int(act), k, m, xs, shift, lo, hi)
+		return
 	}
 	for r := range p.Rows {
 		at := r * p.LD
-		for i := at + c0; i < at+p.Cols; i++ {
-			g := dy[i]
-			if act != None && !act.passes(out[i]) {
+		for i := range p.Cols {
+			g := dy[at+i]
+			if act != None && !act.passes(out[at+i]) {
 				g = 0
 			}
-			dx[i] = (float32(k*g) + float32(xs*(x[i]-m))) + shift // no fused multiply-add
+			dx[at+i] = (float32(k*g) + float32(xs*(x[at+i]-m))) + shift // no fused multiply-add
 		}
 	}
 }

@@ -43,7 +43,7 @@ func (p Planes) each(f func(i int)) {
 
 func near(t *testing.T, what string, got, want, tol float64) {
 	t.Helper()
-	if math.Abs(got-want) > tol {
+	if !(math.Abs(got-want) <= tol) { // a NaN fails too
 		t.Fatalf("%s = %.9g, want %.9g (±%g)", what, got, want, tol)
 	}
 }
