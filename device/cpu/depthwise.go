@@ -340,55 +340,17 @@ func fillPhases[T float](g dwGeom, ph, x []T) {
 		clear(ph[first+(s.H-1)*g.wq+s.W:])
 		return
 	}
-	clear(ph)
-	if ph32, ok := any(ph).([]float32); ok && s.StrideW == 2 {
-		fillPhasesStride2(g, ph32, any(x).([]float32))
-		return
-	}
-	for h := 0; h < s.H; h++ {
-		hp := h + s.PadH
-		in := x[h*s.W : (h+1)*s.W]
-		for rc := 0; rc < s.StrideW; rc++ {
-			// Padded columns rc, rc+StrideW, … of this row: input columns
-			// from the first w >= 0 with w+PadW ≡ rc.
-			w0 := ((rc-s.PadW)%s.StrideW + s.StrideW) % s.StrideW
-			if w0 >= s.W {
-				continue
-			}
-			phase := (hp%s.StrideH)*s.StrideW + rc
-			dst := ph[phase*g.phaseLen+(hp/s.StrideH)*g.wq+(w0+s.PadW)/s.StrideW:]
-			for w, k := w0, 0; w < s.W; w, k = w+s.StrideW, k+1 {
-				dst[k] = in[w]
-			}
-		}
-	}
-}
-
-// fillPhasesStride2 is fillPhases for float32 and a horizontal stride of
-// 2 (ph already zeroed): the input rows of each vertical phase (every
-// StrideH-th row) are split into their even and odd columns by one call
-// of direct.SplitColumns. Column w of the input is padded column w+PadW,
-// which lies in column phase (w+PadW) mod 2 at (w+PadW)/2.
-func fillPhasesStride2(g dwGeom, ph, x []float32) {
-	s := g.s
-	for rr := range s.StrideH {
-		h0 := ((rr-s.PadH)%s.StrideH + s.StrideH) % s.StrideH // the first row with (h+PadH) mod StrideH = rr
-		if h0 >= s.H || s.W == 0 {
-			continue
-		}
-		rows := (s.H - h0 + s.StrideH - 1) / s.StrideH
-		row := (h0 + s.PadH) / s.StrideH * g.wq
-		even := (rr*2+s.PadW%2)*g.phaseLen + row + s.PadW/2
-		odd := (rr*2+(1+s.PadW)%2)*g.phaseLen + row + (1+s.PadW)/2
-		direct.SplitColumns(ph[even:], g.wq, ph[odd:], g.wq, x[h0*s.W:], s.StrideH*s.W, rows, s.W)
-	}
+	fillPhaseRows(g, ph, x, 0, g.phaseLen/g.wq)
 }
 
 // fillPhaseRows writes rows [k0, k1) of every phase of g (rows of the
 // phases, not of the plane) for the H×W plane x into ph, zero where they
 // hold padding, and leaves the other rows as they were: a worker that
-// computes some of a plane's output rows lays out only the rows they read.
-func fillPhaseRows(g dwGeom, ph, x []float32, k0, k1 int) {
+// computes some of a plane's output rows lays out only the rows they read
+// (fillPhases lays out all of them). With a horizontal stride of 2 in
+// float32, each vertical phase's rows go through direct.SplitColumns in
+// one call.
+func fillPhaseRows[T float](g dwGeom, ph, x []T, k0, k1 int) {
 	s := g.s
 	for p := range g.nPhase {
 		clear(ph[p*g.phaseLen+k0*g.wq : p*g.phaseLen+k1*g.wq])
@@ -403,16 +365,22 @@ func fillPhaseRows(g dwGeom, ph, x []float32, k0, k1 int) {
 		}
 		rows, h0 := kb-ka, ka*s.StrideH+rr-s.PadH
 		src := x[h0*s.W:]
-		if s.StrideW == 2 {
+		if ph32, ok := any(ph).([]float32); ok && s.StrideW == 2 {
+			// The row's even and odd columns in one call for all rows:
+			// column w of the input is padded column w+PadW, which lies
+			// in column phase (w+PadW) mod 2 at (w+PadW)/2.
 			even := (rr*2+s.PadW%2)*g.phaseLen + ka*g.wq + s.PadW/2
 			odd := (rr*2+(1+s.PadW)%2)*g.phaseLen + ka*g.wq + (1+s.PadW)/2
-			direct.SplitColumns(ph[even:], g.wq, ph[odd:], g.wq, src, s.StrideH*s.W, rows, s.W)
+			direct.SplitColumns(ph32[even:], g.wq, ph32[odd:], g.wq, any(src).([]float32), s.StrideH*s.W, rows, s.W)
 			continue
 		}
 		for k := range rows {
 			in := src[k*s.StrideH*s.W:][:s.W]
 			for rc := range s.StrideW {
 				w0 := ((rc-s.PadW)%s.StrideW + s.StrideW) % s.StrideW // the first column w with (w+PadW) mod StrideW = rc
+				if w0 >= s.W {
+					continue
+				}
 				dst := ph[(rr*s.StrideW+rc)*g.phaseLen+(ka+k)*g.wq+(w0+s.PadW)/s.StrideW:]
 				for w, j := w0, 0; w < s.W; w, j = w+s.StrideW, j+1 {
 					dst[j] = in[w]
