@@ -11,14 +11,9 @@ import (
 // in a pass of their own (AddScalarClamp's operations: an add, a max, a
 // min, NaN kept), on small products (tiles of every height and partial
 // widths, k over several blocks, transposed operands, beta 0 and 1, NaN in
-// the input), each on the path Sgemm picks and forced onto the packed
-// path.
+// the input), with every kernel on each of its paths (packed and small).
 func TestSgemmEpilogueMatchesSeparatePass(t *testing.T) {
-	defer func() { forcePath = pathAuto }()
-	for _, path := range []int{pathAuto, pathPacked} {
-		forcePath = path
-		checkEpilogue(t)
-	}
+	forEachKernel(t, func(t *testing.T, _ *kernelInfo) { checkEpilogue(t) })
 }
 
 func checkEpilogue(t *testing.T) {

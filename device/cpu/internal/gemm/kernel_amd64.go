@@ -114,7 +114,8 @@ func platformKernels() []*kernelInfo {
 			name: "avx2", mr: 6, nr: 16,
 			kc: 384, mc: 4096, nc: 256,
 			fn:    asmKernel(6, 16, kernelAVX2),
-			trans: packTrans,
+			trans: packTransAVX2,
+			small: smallTileAVX2,
 		})
 	}
 	return append(ks, goKernelInfo())

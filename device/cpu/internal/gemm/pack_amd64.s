@@ -220,3 +220,119 @@ trshuffle:
 	JNZ  trloop
 	VZEROUPPER
 	RET
+
+// func transpose8AVX2(d, src *float32, ld, chunks, wbytes, rows int)
+//
+// transpose16AVX512 for AVX2, 8×8 blocks: for each of chunks blocks of 8
+// columns, loads 8 floats from each of the first rows (0 to 8) rows of src
+// (row stride ld floats; the rows from rows on are zero, and src is not
+// read when rows is 0), transposes the block in registers and stores
+// column p of the block as 8 floats at d + p*wbytes, columns in order
+// (with wbytes < 32 a store runs into the next column's place, which the
+// next store overwrites; the last one writes 32-wbytes bytes past the
+// block).
+//
+// Transpose: 32-bit interleaves of row pairs (Y8..Y15), then VSHUFPS of
+// pairs of those give, in each 128-bit lane, 4-float pieces of a column
+// (lane 0: columns 0..3, lane 1: columns 4..7) of rows 0..3 (Y0..Y3) and
+// 4..7 (Y4..Y7); VPERM2F128 joins the pieces of rows 0..3 and 4..7.
+TEXT ·transpose8AVX2(SB), NOSPLIT, $0-48
+	MOVQ d+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	MOVQ chunks+24(FP), CX
+	MOVQ wbytes+32(FP), DX
+	LEAQ (DX)(DX*2), R13
+	MOVQ rows+40(FP), BX
+	TESTQ CX, CX
+	JZ   t8done
+
+t8chunk:
+	LEAQ (SI)(R8*4), R11
+	CMPQ BX, $8
+	JNE  t8partial
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R8*1), Y1
+	VMOVUPS (SI)(R8*2), Y2
+	VMOVUPS (SI)(R9*1), Y3
+	VMOVUPS (R11), Y4
+	VMOVUPS (R11)(R8*1), Y5
+	VMOVUPS (R11)(R8*2), Y6
+	VMOVUPS (R11)(R9*1), Y7
+	JMP  t8transpose
+
+t8partial:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	CMPQ BX, $1
+	JLT  t8transpose
+	VMOVUPS (SI), Y0
+	CMPQ BX, $2
+	JLT  t8transpose
+	VMOVUPS (SI)(R8*1), Y1
+	CMPQ BX, $3
+	JLT  t8transpose
+	VMOVUPS (SI)(R8*2), Y2
+	CMPQ BX, $4
+	JLT  t8transpose
+	VMOVUPS (SI)(R9*1), Y3
+	CMPQ BX, $5
+	JLT  t8transpose
+	VMOVUPS (R11), Y4
+	CMPQ BX, $6
+	JLT  t8transpose
+	VMOVUPS (R11)(R8*1), Y5
+	CMPQ BX, $7
+	JLT  t8transpose
+	VMOVUPS (R11)(R8*2), Y6
+
+t8transpose:
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS   $0x44, Y10, Y8, Y0
+	VSHUFPS   $0xEE, Y10, Y8, Y1
+	VSHUFPS   $0x44, Y11, Y9, Y2
+	VSHUFPS   $0xEE, Y11, Y9, Y3
+	VSHUFPS   $0x44, Y14, Y12, Y4
+	VSHUFPS   $0xEE, Y14, Y12, Y5
+	VSHUFPS   $0x44, Y15, Y13, Y6
+	VSHUFPS   $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	LEAQ    (DI)(DX*4), R12
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, (DI)(DX*1)
+	VMOVUPS Y10, (DI)(DX*2)
+	VMOVUPS Y11, (DI)(R13*1)
+	VMOVUPS Y12, (R12)
+	VMOVUPS Y13, (R12)(DX*1)
+	VMOVUPS Y14, (R12)(DX*2)
+	VMOVUPS Y15, (R12)(R13*1)
+	ADDQ $32, SI
+	LEAQ (R12)(DX*4), DI
+	DECQ CX
+	JNZ  t8chunk
+
+t8done:
+	VZEROUPPER
+	RET

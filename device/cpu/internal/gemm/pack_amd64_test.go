@@ -17,10 +17,23 @@ func TestPackTransAVX512(t *testing.T) {
 	if !cpu.X86.HasAVX512F {
 		t.Skip("no AVX-512 on this CPU")
 	}
+	checkPackTrans(t, packTransAVX512, []int{14, 16, 32})
+}
+
+// TestPackTransAVX2 is TestPackTransAVX512 for the AVX2 kernel's panels
+// (6 rows of op(A), 16 columns of op(B)) and its 8×8 transposes.
+func TestPackTransAVX2(t *testing.T) {
+	if !cpu.X86.HasAVX2 {
+		t.Skip("no AVX2 on this CPU")
+	}
+	checkPackTrans(t, packTransAVX2, []int{6, 16})
+}
+
+func checkPackTrans(t *testing.T, pack packFunc, widths []int) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, w := range []int{14, 16, 32} {
+	for _, w := range widths {
 		for v := 1; v <= w; v++ {
-			for _, kb := range []int{1, 15, 16, 17, 33, 48, 70} {
+			for _, kb := range []int{1, 7, 8, 9, 15, 16, 17, 33, 48, 70} {
 				ld := kb + 3
 				src := make([]float32, (v-1)*ld+kb)
 				for i := range src {
@@ -32,7 +45,7 @@ func TestPackTransAVX512(t *testing.T) {
 					got[i] = -7 // stale values the packing must overwrite
 				}
 				packTrans(want, src, ld, w, kb, v)
-				packTransAVX512(got, src, ld, w, kb, v)
+				pack(got, src, ld, w, kb, v)
 				for i := 0; i < kb*w; i++ {
 					if got[i] != want[i] {
 						t.Fatalf("w=%d v=%d kb=%d: element %d (k step %d, row %d) is %v, want %v", w, v, kb, i, i/w, i%w, got[i], want[i])

@@ -72,13 +72,22 @@ func takeSmall(kern *kernelInfo, transA, transB bool, m, n, k, lda, ldb int) boo
 // and 1024×1024×352 0.94–1.01×, where packing A into contiguous
 // micro-panels avoids the conflict. Such products, with more than mr rows
 // and more than nr columns, stay on the packed path; with one strip
-// (256×1024×32: 1.3–1.4×) the small path still wins.
+// (256×1024×32: 1.3–1.4×) the small path still wins. The same holds for B
+// as stored with its rows 4 KiB apart, and, with AVX2's 6×16 tiles (a line
+// of B for every 12 FMAs, against 2 lines for 28 with AVX-512's 14×32),
+// 2 KiB apart, where a strip's rows fall in two sets: with A transposed,
+// m×k×n = 784×128×1024 ran 0.57× and 784×128×512 0.79–0.85× as fast on
+// the small path as on the packed one with AVX2; with AVX-512 0.94× and
+// 1.04×.
 func useSmall(kern *kernelInfo, transA, transB bool, m, n, k, lda, ldb int) bool {
 	if kern.small == nil {
 		return false
 	}
 	if !transA && lda%1024 == 0 && m > kern.mr && n > kern.nr {
 		return false // rows of A 4 KiB apart, re-read for each strip of op(B)
+	}
+	if !transB && m > kern.mr && n > kern.nr && (ldb%1024 == 0 || (ldb%512 == 0 && kern.mr < 8)) {
+		return false // rows of B 2 or 4 KiB apart, re-read for each band of op(A)
 	}
 	kb := blockSize(k, kern.kc, 1)
 	budget := kern.kc * kern.nc

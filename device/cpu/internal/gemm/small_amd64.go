@@ -56,3 +56,45 @@ func smallPrefetch(kc, bks, w int) int {
 	}
 	return 4 * prefetchRows * bks
 }
+
+// smallKernelAVX2 is the signature of the kernels of small_avx2_amd64.s.
+type smallKernelAVX2 func(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+// avx2Masks[n] sets the first n of 8 lanes: the VMASKMOVPS mask of a
+// tile's last vector of n columns.
+var avx2Masks = func() (m [8][8]int32) {
+	for n := range m {
+		for l := range n {
+			m[n][l] = -1
+		}
+	}
+	return m
+}()
+
+// smallTileAVX2 is the smallTileFunc of the AVX2 kernel: a tile of up to
+// 6×16 in one call of the kernel of its height, 8 columns wide when cols
+// <= 8, and the masked kernel when the last vector is partial (AVX2 masks
+// cost a register and slower loads, so whole tiles go without). The slice
+// lengths are checked first, so that the assembly reads and writes only
+// inside them.
+func smallTileAVX2(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc int, alpha, beta float32, rows, cols int, e Epilogue) {
+	if kc <= 0 || rows < 1 || rows > 6 || cols < 1 || cols > 16 || ars < 1 || aks < 1 || bks < cols || ldc < cols ||
+		len(a) < (rows-1)*ars+(kc-1)*aks+1 || len(b) < (kc-1)*bks+cols || len(c) < (rows-1)*ldc+cols ||
+		(e.Bias != nil && len(e.Bias) < rows) {
+		panic("gemm: internal error: small kernel called with bad arguments")
+	}
+	var bias *float32
+	var lo, hi float32
+	if e.Bias != nil {
+		bias, lo, hi = &e.Bias[0], e.Lo, e.Hi
+	}
+	masked, mask := 0, &avx2Masks[cols%8][0]
+	if cols%8 != 0 {
+		masked = 1
+	}
+	if cols <= 8 {
+		smallAVX2W8[masked][rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(kc, bks, 8))
+		return
+	}
+	smallAVX2W16[masked][rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(kc, bks, 16))
+}

@@ -96,3 +96,87 @@ var smallW32 = [15]smallKernelAVX512{1: smallAVX512w32x1, 2: smallAVX512w32x2, 3
 
 // smallW16 holds the kernels 16 columns wide, by height (1 to 14 rows).
 var smallW16 = [15]smallKernelAVX512{1: smallAVX512w16x1, 2: smallAVX512w16x2, 3: smallAVX512w16x3, 4: smallAVX512w16x4, 5: smallAVX512w16x5, 6: smallAVX512w16x6, 7: smallAVX512w16x7, 8: smallAVX512w16x8, 9: smallAVX512w16x9, 10: smallAVX512w16x10, 11: smallAVX512w16x11, 12: smallAVX512w16x12, 13: smallAVX512w16x13, 14: smallAVX512w16x14}
+
+// The kernels of small_avx2_amd64.s: smallAVX2w<w>x<h>[m] computes a tile
+// of h rows and up to w columns, m reading its last 8 columns under a mask
+// (see smallTileAVX2).
+
+//go:noescape
+func smallAVX2w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w16x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+//go:noescape
+func smallAVX2w8x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+
+// smallAVX2W16 holds the AVX2 kernels 16 columns wide: [0] reads whole
+// vectors, [1] its last vector under a mask; by height (1 to 6 rows).
+var smallAVX2W16 = [2][7]smallKernelAVX2{{1: smallAVX2w16x1, 2: smallAVX2w16x2, 3: smallAVX2w16x3, 4: smallAVX2w16x4, 5: smallAVX2w16x5, 6: smallAVX2w16x6}, {1: smallAVX2w16x1m, 2: smallAVX2w16x2m, 3: smallAVX2w16x3m, 4: smallAVX2w16x4m, 5: smallAVX2w16x5m, 6: smallAVX2w16x6m}}
+
+// smallAVX2W8 holds the AVX2 kernels 8 columns wide: [0] reads whole
+// vectors, [1] its last vector under a mask; by height (1 to 6 rows).
+var smallAVX2W8 = [2][7]smallKernelAVX2{{1: smallAVX2w8x1, 2: smallAVX2w8x2, 3: smallAVX2w8x3, 4: smallAVX2w8x4, 5: smallAVX2w8x5, 6: smallAVX2w8x6}, {1: smallAVX2w8x1m, 2: smallAVX2w8x2m, 3: smallAVX2w8x3m, 4: smallAVX2w8x4m, 5: smallAVX2w8x5m, 6: smallAVX2w8x6m}}

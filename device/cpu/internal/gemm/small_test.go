@@ -139,6 +139,9 @@ func TestUseSmall(t *testing.T) {
 		{"rows of A 4 KiB apart, A transposed", true, false, 2048, 256, 2048, true},
 		{"rows of A 4 KiB apart, one strip", false, false, 256, 32, 1024, true},
 		{"rows of A 4 KiB apart, one band", false, false, 10, 256, 1024, true},
+		{"rows of B 4 KiB apart", true, false, 784, 1024, 128, false},
+		{"rows of B 4 KiB apart, one band", true, false, 14, 1024, 128, true},
+		{"rows of B 2 KiB apart, 14-row tiles", true, false, 784, 512, 128, true},
 	} {
 		lda := tc.k
 		if tc.transA {
@@ -155,6 +158,11 @@ func TestUseSmall(t *testing.T) {
 	// ldb floats.
 	assert.False(t, useSmall(kern, false, false, 1000, 64, 432, 432, 4096), "narrow view of a wide B")
 	assert.True(t, useSmall(kern, false, false, 1000, 64, 432, 432, 64), "narrow dense B")
+	// AVX2's 6×16 tiles: rows of B 2 KiB apart go to the packed path too.
+	avx2 := *kern
+	avx2.mr, avx2.nr, avx2.nc = 6, 16, 336
+	assert.False(t, useSmall(&avx2, true, false, 784, 512, 128, 784, 512), "rows of B 2 KiB apart, 6-row tiles")
+	assert.True(t, useSmall(&avx2, true, false, 784, 520, 128, 784, 520), "rows of B 2080 bytes apart, 6-row tiles")
 	kern.small = nil
 	assert.False(t, useSmall(kern, false, false, 1, 1, 1, 1, 1), "no small path without a small kernel")
 }
