@@ -358,13 +358,14 @@ func (a *directArgs) runPhases(lo, hi int) {
 // outputs (7×7: 90 for 49; stride 2: four phases), and ran at 0.5–0.6× of
 // im2col (BenchmarkDirect); so did 32→64 channels (0.7×), whose many
 // blocks each re-read the chunk from L2. The others ran at 1.1–2.7×. With
-// AVX2 instead of AVX-512 (8 lanes, GradBlock in four passes) only the
-// smaller ones paid: 16→16 channels on 28×28 1.07×, LeNet-5's 1.04–1.46×,
-// 24→24 1.0×, 32→32 on 14×14 0.86×: at most 24·24·9 weights there.
+// AVX2 instead of AVX-512 (8 lanes, GradBlock in four passes), against
+// im2col with Hora's AVX2 GEMM, only the smaller ones paid: 16→16 channels
+// on 28×28 1.18×, LeNet-5's 1.19–1.29× (2,400 weights), 24→24 0.95×,
+// 32→32 on 14×14 0.83×: at most 20·20·9 weights there.
 func (s convShape) directGradWeight() bool {
 	most := 32 * 32 * 9
 	if !direct.Fast() {
-		most = 24 * 24 * 9
+		most = 20 * 20 * 9
 	}
 	return useDirect(s) && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100 && s.OutC*s.ckk <= most
 }

@@ -259,92 +259,165 @@ batloop:
 	VADDSD       X15, X14, X14; \
 	VMOVSD       X14, off(DI)
 
+// HSUMLANES is HSUM2 of the sum whose lanes wait at lanes(SP) and
+// lanes+32(SP), stored at off(DI).
+#define HSUMLANES(lanes, off) \
+	VMOVUPS lanes(SP), Y0; \
+	VMOVUPS lanes+32(SP), Y1; \
+	HSUM2(Y0, X0, Y1, X1, off)
+
+// GAPASS is one pass's pointers, at 1536+40·pass(SP): the two rows of the
+// output gradient and the three input runs it reads.
+#define GAPASS(pass, pairs) \
+	MOVQ SI, BX; \
+	MOVQ BX, 1536+40*pass(SP); \
+	ADDQ DX, BX; \
+	MOVQ BX, 1544+40*pass(SP); \
+	MOVQ pairs(CX), BX; \
+	LEAQ (R8)(BX*4), BX; \
+	MOVQ BX, 1552+40*pass(SP); \
+	MOVQ pairs+8(CX), BX; \
+	LEAQ (R8)(BX*4), BX; \
+	MOVQ BX, 1560+40*pass(SP); \
+	MOVQ pairs+16(CX), BX; \
+	LEAQ (R8)(BX*4), BX; \
+	MOVQ BX, 1568+40*pass(SP)
+
 // func gradBlockAVX2(sums *[24]float64, dy *float32, ldy int, in *float32, offs *[6]int, n int)
 //
-// gradBlockAVX512 in four passes, one per row r (R15) of the output
-// gradient (at BX): Y(2j) and Y(2j+1) accumulate pair j's lanes 0–7 and
-// 8–15 of each 16 positions (position k in lane k mod 16, as there), Y12
-// and Y13 hold the row's 16 values at position k, Y14 the input of pair j
-// (at R8…R13). The lanes of each sum are then added in float64 in
+// gradBlockAVX512 in four passes, each over two rows of the output
+// gradient (at BX, DI) and three of the six pairs (at R8, R9, R10): rows 0–1
+// with pairs 0–2, then pairs 3–5, then rows 2–3 likewise. Y(6a+2j) and
+// Y(6a+2j+1) accumulate row a and pair j's lanes 0–7 and 8–15 of each 16
+// positions (position k in lane k mod 16, as there); Y12 and Y13 hold the
+// two rows' 8 values at position k, Y14 a pair's input, each used twice.
+// The positions go in chunks of 512 (AX to R15, in bytes), each chunk
+// through the four passes before the next, so that the passes after the
+// first read the chunk from L1; each pass's 12 accumulators wait between
+// chunks in the frame (pass p at 384·p(SP)), its pointers after them
+// (GAPASS). The lanes of each sum are then added in float64 in
 // gradBlockAVX512's order (the same bits).
-TEXT ·gradBlockAVX2(SB), NOSPLIT, $0-48
+TEXT ·gradBlockAVX2(SB), $1696-48
 	MOVQ dy+8(FP), SI
 	MOVQ ldy+16(FP), DX
 	SHLQ $2, DX
-	MOVQ in+24(FP), BX
+	MOVQ in+24(FP), R8
 	MOVQ offs+32(FP), CX
 	MOVQ n+40(FP), R14
 	SHLQ $2, R14
-	MOVQ 0(CX), R8
-	LEAQ (BX)(R8*4), R8
-	MOVQ 8(CX), R9
-	LEAQ (BX)(R9*4), R9
-	MOVQ 16(CX), R10
-	LEAQ (BX)(R10*4), R10
-	MOVQ 24(CX), R11
-	LEAQ (BX)(R11*4), R11
-	MOVQ 32(CX), R12
-	LEAQ (BX)(R12*4), R12
-	MOVQ 40(CX), R13
-	LEAQ (BX)(R13*4), R13
-	MOVQ sums+0(FP), DI
-	MOVQ SI, BX
-	XORQ R15, R15
-gapass:
+	GAPASS(0, 0)
+	GAPASS(1, 24)
+	LEAQ (SI)(DX*2), SI
+	GAPASS(2, 0)
+	GAPASS(3, 24)
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	XORQ AX, AX
+	XORQ   CX, CX
+
+gazero:
+	VMOVUPS Y0, (SP)(CX*1)
+	ADDQ    $32, CX
+	CMPQ    CX, $1536
+	JLT     gazero
+	XORQ    AX, AX
+
+gachunk:
+	LEAQ    2048(AX), R15
+	CMPQ    R15, R14
+	CMOVQGT R14, R15
+	XORQ    R13, R13
+	XORQ    R12, R12
+
+gapass:
+	MOVQ    1536(SP)(R12*1), BX
+	MOVQ    1544(SP)(R12*1), DI
+	MOVQ    1552(SP)(R12*1), R8
+	MOVQ    1560(SP)(R12*1), R9
+	MOVQ    1568(SP)(R12*1), R10
+	VMOVUPS 0(SP)(R13*1), Y0
+	VMOVUPS 32(SP)(R13*1), Y1
+	VMOVUPS 64(SP)(R13*1), Y2
+	VMOVUPS 96(SP)(R13*1), Y3
+	VMOVUPS 128(SP)(R13*1), Y4
+	VMOVUPS 160(SP)(R13*1), Y5
+	VMOVUPS 192(SP)(R13*1), Y6
+	VMOVUPS 224(SP)(R13*1), Y7
+	VMOVUPS 256(SP)(R13*1), Y8
+	VMOVUPS 288(SP)(R13*1), Y9
+	VMOVUPS 320(SP)(R13*1), Y10
+	VMOVUPS 352(SP)(R13*1), Y11
+	MOVQ    AX, CX
+
 galoop:
-	VMOVUPS (BX)(AX*1), Y12
-	VMOVUPS 32(BX)(AX*1), Y13
-	VMOVUPS (R8)(AX*1), Y14
+	VMOVUPS (BX)(CX*1), Y12
+	VMOVUPS (DI)(CX*1), Y13
+	VMOVUPS (R8)(CX*1), Y14
 	VFMADD231PS Y12, Y14, Y0
-	VMOVUPS 32(R8)(AX*1), Y14
-	VFMADD231PS Y13, Y14, Y1
-	VMOVUPS (R9)(AX*1), Y14
+	VFMADD231PS Y13, Y14, Y6
+	VMOVUPS (R9)(CX*1), Y14
 	VFMADD231PS Y12, Y14, Y2
-	VMOVUPS 32(R9)(AX*1), Y14
-	VFMADD231PS Y13, Y14, Y3
-	VMOVUPS (R10)(AX*1), Y14
+	VFMADD231PS Y13, Y14, Y8
+	VMOVUPS (R10)(CX*1), Y14
 	VFMADD231PS Y12, Y14, Y4
-	VMOVUPS 32(R10)(AX*1), Y14
-	VFMADD231PS Y13, Y14, Y5
-	VMOVUPS (R11)(AX*1), Y14
-	VFMADD231PS Y12, Y14, Y6
-	VMOVUPS 32(R11)(AX*1), Y14
+	VFMADD231PS Y13, Y14, Y10
+	VMOVUPS 32(BX)(CX*1), Y12
+	VMOVUPS 32(DI)(CX*1), Y13
+	VMOVUPS 32(R8)(CX*1), Y14
+	VFMADD231PS Y12, Y14, Y1
 	VFMADD231PS Y13, Y14, Y7
-	VMOVUPS (R12)(AX*1), Y14
-	VFMADD231PS Y12, Y14, Y8
-	VMOVUPS 32(R12)(AX*1), Y14
+	VMOVUPS 32(R9)(CX*1), Y14
+	VFMADD231PS Y12, Y14, Y3
 	VFMADD231PS Y13, Y14, Y9
-	VMOVUPS (R13)(AX*1), Y14
-	VFMADD231PS Y12, Y14, Y10
-	VMOVUPS 32(R13)(AX*1), Y14
+	VMOVUPS 32(R10)(CX*1), Y14
+	VFMADD231PS Y12, Y14, Y5
 	VFMADD231PS Y13, Y14, Y11
-	ADDQ $64, AX
-	CMPQ AX, R14
+	ADDQ $64, CX
+	CMPQ CX, R15
 	JLT  galoop
-	HSUM2(Y0, X0, Y1, X1, 0)
-	HSUM2(Y2, X2, Y3, X3, 8)
-	HSUM2(Y4, X4, Y5, X5, 16)
-	HSUM2(Y6, X6, Y7, X7, 24)
-	HSUM2(Y8, X8, Y9, X9, 32)
-	HSUM2(Y10, X10, Y11, X11, 40)
-	ADDQ $48, DI
-	ADDQ DX, BX
-	INCQ R15
-	CMPQ R15, $4
+	VMOVUPS Y0, 0(SP)(R13*1)
+	VMOVUPS Y1, 32(SP)(R13*1)
+	VMOVUPS Y2, 64(SP)(R13*1)
+	VMOVUPS Y3, 96(SP)(R13*1)
+	VMOVUPS Y4, 128(SP)(R13*1)
+	VMOVUPS Y5, 160(SP)(R13*1)
+	VMOVUPS Y6, 192(SP)(R13*1)
+	VMOVUPS Y7, 224(SP)(R13*1)
+	VMOVUPS Y8, 256(SP)(R13*1)
+	VMOVUPS Y9, 288(SP)(R13*1)
+	VMOVUPS Y10, 320(SP)(R13*1)
+	VMOVUPS Y11, 352(SP)(R13*1)
+	ADDQ $40, R12
+	ADDQ $384, R13
+	CMPQ R13, $1536
 	JLT  gapass
+	MOVQ R15, AX
+	CMPQ AX, R14
+	JLT  gachunk
+
+	MOVQ sums+0(FP), DI
+	HSUMLANES(0, 0)
+	HSUMLANES(64, 8)
+	HSUMLANES(128, 16)
+	HSUMLANES(384, 24)
+	HSUMLANES(448, 32)
+	HSUMLANES(512, 40)
+	HSUMLANES(192, 48)
+	HSUMLANES(256, 56)
+	HSUMLANES(320, 64)
+	HSUMLANES(576, 72)
+	HSUMLANES(640, 80)
+	HSUMLANES(704, 88)
+	HSUMLANES(768, 96)
+	HSUMLANES(832, 104)
+	HSUMLANES(896, 112)
+	HSUMLANES(1152, 120)
+	HSUMLANES(1216, 128)
+	HSUMLANES(1280, 136)
+	HSUMLANES(960, 144)
+	HSUMLANES(1024, 152)
+	HSUMLANES(1088, 160)
+	HSUMLANES(1344, 168)
+	HSUMLANES(1408, 176)
+	HSUMLANES(1472, 184)
 	VZEROUPPER
 	RET
 

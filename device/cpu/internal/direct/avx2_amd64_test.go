@@ -41,14 +41,19 @@ func TestAVX2MatchesAVX512(t *testing.T) {
 	blockAVX2(&b2[0], 60, &in[0], 300, &taps[0], len(taps), &w[0], 3)
 	same("Block", b1, b2)
 
-	dy := fill(3*170 + 160)
-	offs := [GradCols]int{0, 3, 17, 50, 100, 200}
-	var g1, g2 [GradRows * GradCols]float64
-	gradBlockAVX512(&g1, &dy[0], 170, &in[0], &offs, 160)
-	gradBlockAVX2(&g2, &dy[0], 170, &in[0], &offs, 160)
-	for i := range g1 {
-		if math.Float64bits(g1[i]) != math.Float64bits(g2[i]) {
-			t.Fatalf("GradBlock [%d]: AVX-512 %v, AVX2 %v", i, g1[i], g2[i])
+	// 160 positions: part of one of the AVX2 kernel's chunks; 1040: two
+	// chunks of 512 and a part.
+	for _, n := range []int{160, 1040} {
+		ldy := n + 10
+		dy := fill(3*ldy + n)
+		offs := [GradCols]int{0, 3, 17, 50, 100, 200}
+		var g1, g2 [GradRows * GradCols]float64
+		gradBlockAVX512(&g1, &dy[0], ldy, &in[0], &offs, n)
+		gradBlockAVX2(&g2, &dy[0], ldy, &in[0], &offs, n)
+		for i := range g1 {
+			if math.Float64bits(g1[i]) != math.Float64bits(g2[i]) {
+				t.Fatalf("GradBlock n %d [%d]: AVX-512 %v, AVX2 %v", n, i, g1[i], g2[i])
+			}
 		}
 	}
 
