@@ -18,20 +18,26 @@ var F2 = &Transform{
 
 // input2 is F2's Input for n tiles, n a multiple of Lanes.
 func input2(v []float32, stride int, rows [][]float32, n int) {
-	if haveAsm {
+	switch asmLevel {
+	case asmAVX512:
 		input2AVX512(&v[0], stride, &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n/Lanes)
-		return
+	case asmAVX2:
+		input2AVX2(&v[0], stride, &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], n/8)
+	default:
+		input2Go(v, stride, rows, n)
 	}
-	input2Go(v, stride, rows, n)
 }
 
 // output2 is F2's Output for n tiles, n a multiple of Lanes.
 func output2(y [][]float32, m []float32, stride int, n int) {
-	if haveAsm {
+	switch asmLevel {
+	case asmAVX512:
 		output2AVX512(&y[0][0], &y[1][0], &m[0], stride, n/Lanes)
-		return
+	case asmAVX2:
+		output2AVX2(&y[0][0], &y[1][0], &m[0], stride, n/8)
+	default:
+		output2Go(y, m, stride, n)
 	}
-	output2Go(y, m, stride, n)
 }
 
 // input2Go is F2's Input in Go, for n tiles, n a multiple of Lanes.

@@ -21,22 +21,28 @@ var F4 = &Transform{
 
 // input4 is F4's Input for n tiles, n a multiple of Lanes.
 func input4(v []float32, stride int, rows [][]float32, n int) {
-	if haveAsm {
-		var tmp [36 * Lanes]float32
+	var tmp [36 * Lanes]float32
+	switch asmLevel {
+	case asmAVX512:
 		input4AVX512(&v[0], stride, &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], &rows[4][0], &rows[5][0], &tmp[0], n/Lanes)
-		return
+	case asmAVX2:
+		input4AVX2(&v[0], stride, &rows[0][0], &rows[1][0], &rows[2][0], &rows[3][0], &rows[4][0], &rows[5][0], &tmp[0], n/8)
+	default:
+		input4Go(v, stride, rows, n)
 	}
-	input4Go(v, stride, rows, n)
 }
 
 // output4 is F4's Output for n tiles, n a multiple of Lanes.
 func output4(y [][]float32, m []float32, stride int, n int) {
-	if haveAsm {
-		var tmp [(24 + 16) * Lanes]float32
+	var tmp [(24 + 16) * Lanes]float32
+	switch asmLevel {
+	case asmAVX512:
 		output4AVX512(&y[0][0], &y[1][0], &y[2][0], &y[3][0], &m[0], stride, &tmp[0], n/Lanes)
-		return
+	case asmAVX2:
+		output4AVX2(&y[0][0], &y[1][0], &y[2][0], &y[3][0], &m[0], stride, &tmp[0], n/8)
+	default:
+		output4Go(y, m, stride, n)
 	}
-	output4Go(y, m, stride, n)
 }
 
 // input4Step is the 1-D input transform Bᵀ·d of six values,

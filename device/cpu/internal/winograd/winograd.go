@@ -110,6 +110,7 @@ func (t *Transform) Output(y [][]float32, m []float32, stride int, tiles int) {
 	t.output(y, m, stride, n)
 }
 
-// Fast reports whether the transforms run in vector assembly on this
-// machine; in Go they are too slow for the convolution to gain from them.
-func Fast() bool { return haveAsm }
+// Fast reports whether the transforms run in vector assembly (AVX-512 or
+// AVX2) on this machine; in Go they are too slow for the convolution to
+// gain from them.
+func Fast() bool { return asmLevel != asmNone }

@@ -86,12 +86,20 @@ func TestTransformsConvolve(t *testing.T) {
 	}
 }
 
-// TestAssemblyMatchesGo requires the assembly transforms to give the Go
-// code's bits.
+// TestAssemblyMatchesGo requires the assembly transforms, AVX-512 and AVX2
+// where the CPU has them, to give the Go code's bits.
 func TestAssemblyMatchesGo(t *testing.T) {
-	if !haveAsm {
+	if asmLevel == asmNone {
 		t.Skip("no assembly transforms on this machine")
 	}
+	defer func(saved int) { asmLevel = saved }(asmLevel)
+	for level := asmLevel; level > asmNone; level-- {
+		asmLevel = level
+		t.Run([]string{asmAVX2: "avx2", asmAVX512: "avx512"}[level], checkAssembly)
+	}
+}
+
+func checkAssembly(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, tr := range transforms {
 		w := tr.t
