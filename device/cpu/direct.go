@@ -353,21 +353,17 @@ func (a *directArgs) runPhases(lo, hi int) {
 
 // directGradWeight reports whether s's weight gradient takes the direct
 // path: a direct convolution with unit stride, output planes of 100
-// positions or more, and at most 32·32·9 weights. Smaller planes and
+// positions or more, and at most 24·24·9 weights. Smaller planes and
 // strided convolutions lay out far more phase positions than they have
 // outputs (7×7: 90 for 49; stride 2: four phases), and ran at 0.5–0.6× of
 // im2col (BenchmarkDirect); so did 32→64 channels (0.7×), whose many
-// blocks each re-read the chunk from L2. The others ran at 1.1–2.7×. With
-// AVX2 instead of AVX-512 (8 lanes, GradBlock in four passes), against
-// im2col with Hora's AVX2 GEMM, only the smaller ones paid: 16→16 channels
-// on 28×28 1.18×, LeNet-5's 1.19–1.29× (2,400 weights), 24→24 0.95×,
-// 32→32 on 14×14 0.83×: at most 20·20·9 weights there.
+// blocks each re-read the chunk from L2. Against im2col's weight gradient
+// (see gradWeightArgs.run), 2 Zen 5 threads: 16→16 channels on 28×28
+// 1.2–1.3× with AVX-512 and 1.0–1.1× with AVX2 (GradBlock in four passes
+// there), 24→24 1.45× and 1.0–1.05×, LeNet-5's 1.85–2.2× and 1.1–1.8×;
+// 32→32 on 14×14 0.7–0.75× on both.
 func (s convShape) directGradWeight() bool {
-	most := 32 * 32 * 9
-	if !direct.Fast() {
-		most = 20 * 20 * 9
-	}
-	return useDirect(s) && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100 && s.OutC*s.ckk <= most
+	return useDirect(s) && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100 && s.OutC*s.ckk <= 24*24*9
 }
 
 // conv2dDirectGradWeight computes the weight gradient of a convolution

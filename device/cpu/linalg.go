@@ -1007,17 +1007,27 @@ type gradWeightArgs[T float] struct {
 	chunk    int // images per chunk
 }
 
+// run sums each chunk's weight gradient transposed, dWᵀ = col·dyᵀ (the
+// column matrix's C·KH·KW rows as the GEMM's rows, the output channels as
+// its columns), then writes it into the chunk's partial sum, which starts
+// at zero, so the sums are those of dW = dy·colᵀ, bit for bit. The GEMM's
+// rows then fill its tiles where few output channels would leave them
+// part empty, and the transposed B it copies is dy's few rows rather than
+// the column matrix: ResNet-20's layers (BenchmarkDirect, 2 Zen 5 threads)
+// ran 1.17–1.38× as fast with AVX-512 (16 to 32 channels; 1.06× at 64,
+// 0.96–1.02× at 24 and 48), 1.03–1.14× with AVX2.
 func (args *gradWeightArgs[T]) run(lo, hi int) {
 	dev, s, out, dy, x, gi := args.dev, args.s, args.a, args.b, args.c, args.gi
 	size, chunk := s.Groups*s.wGroup, args.chunk
-	sc := getScratch[T](s.ckk*s.l*gi + s.ocg*s.l*gi)
+	sc := getScratch[T](s.ckk*s.l*gi + s.ocg*s.l*gi + size)
 	defer putScratch(sc)
-	col, g2 := sc.s[:s.ckk*s.l*gi], sc.s[s.ckk*s.l*gi:]
+	col, g2, dwt := sc.s[:s.ckk*s.l*gi], sc.s[s.ckk*s.l*gi:][:s.ocg*s.l*gi], sc.s[s.ckk*s.l*gi+s.ocg*s.l*gi:][:size]
 	for p := lo; p < hi; p++ {
 		part := out
 		if p > 0 {
 			part = args.partials[(p-1)*size : p*size]
 		}
+		clear(dwt)
 		for n0 := p * chunk; n0 < min((p+1)*chunk, s.N); n0 += gi {
 			n1 := min(n0+gi, (p+1)*chunk, s.N)
 			ld := (n1 - n0) * s.l
@@ -1026,8 +1036,25 @@ func (args *gradWeightArgs[T]) run(lo, hi int) {
 					im2col(s, col[(n-n0)*s.l:], ld, x[n*s.imgIn:], g)
 				}
 				gatherOutGrad(s, g2, dy, n0, n1, g)
-				gemmOn(dev, false, true, s.ocg, s.ckk, ld, 1, g2, ld, col, ld, 1, part[g*s.wGroup:], s.ckk)
+				gemmOn(dev, false, true, s.ckk, s.ocg, ld, 1, col, ld, g2, ld, 1, dwt[g*s.wGroup:], s.ocg)
 			}
+		}
+		for g := 0; g < s.Groups; g++ {
+			transposeInto(part[g*s.wGroup:], s.ckk, dwt[g*s.wGroup:], s.ocg, s.ckk, s.ocg)
+		}
+	}
+}
+
+// transposeInto writes the transpose of the rows×cols matrix src (row
+// stride lds) into dst (row stride ldd): dst[j·ldd + i] = src[i·lds + j].
+func transposeInto[T float](dst []T, ldd int, src []T, lds, rows, cols int) {
+	if d, ok := any(dst).([]float32); ok {
+		gemm.Transpose(d, ldd, any(src).([]float32), lds, rows, cols)
+		return
+	}
+	for i := range rows {
+		for j, v := range src[i*lds : i*lds+cols] {
+			dst[j*ldd+i] = v
 		}
 	}
 }
