@@ -267,10 +267,11 @@ func acc(w, i int) string {
 	return fmt.Sprintf("Z%d", i)
 }
 
-func kernel(p func(string, ...any), w, h int) {
-	n := name(w, h)
-	p("// func %s%s", n, signature)
-	p("TEXT ·%s(SB), NOSPLIT, $0-104", n)
+// loadArgs writes the loads of the arguments every small kernel starts
+// with (the registers of the header's comment: CX = kc, R12 = a, R10 =
+// ars and R11 = 3·ars in bytes, SI = aks in bytes, DI = b, R9 = bks in
+// bytes, DX = c, R8 = ldc in bytes).
+func loadArgs(p func(string, ...any)) {
 	p("\tMOVQ kc+0(FP), CX")
 	p("\tMOVQ a+8(FP), R12")
 	p("\tMOVQ ars+16(FP), R10")
@@ -284,6 +285,13 @@ func kernel(p func(string, ...any), w, h int) {
 	p("\tMOVQ ldc+56(FP), R8")
 	p("\tSHLQ $2, R8")
 	p("\tLEAQ (R10)(R10*2), R11")
+}
+
+func kernel(p func(string, ...any), w, h int) {
+	n := name(w, h)
+	p("// func %s%s", n, signature)
+	p("TEXT ·%s(SB), NOSPLIT, $0-104", n)
+	loadArgs(p)
 	bases := []string{"R12", "R13", "R14", "AX"}
 	for g := 1; g < 4 && h > 4*g; g++ {
 		p("\tLEAQ (%s)(R10*4), %s", bases[g-1], bases[g])
@@ -508,19 +516,7 @@ func kernelAVX2(p func(string, ...any), w, h int, masked bool) {
 	}
 	p("// func %s%s", n, signatureAVX2)
 	p("TEXT ·%s(SB), NOSPLIT, $0-104", n)
-	p("\tMOVQ kc+0(FP), CX")
-	p("\tMOVQ a+8(FP), R12")
-	p("\tMOVQ ars+16(FP), R10")
-	p("\tSHLQ $2, R10")
-	p("\tMOVQ aks+24(FP), SI")
-	p("\tSHLQ $2, SI")
-	p("\tMOVQ b+32(FP), DI")
-	p("\tMOVQ bks+40(FP), R9")
-	p("\tSHLQ $2, R9")
-	p("\tMOVQ c+48(FP), DX")
-	p("\tMOVQ ldc+56(FP), R8")
-	p("\tSHLQ $2, R8")
-	p("\tLEAQ (R10)(R10*2), R11")
+	loadArgs(p)
 	if h > 4 {
 		p("\tLEAQ (R12)(R10*4), R13")
 	}

@@ -7,22 +7,28 @@ package gemm
 // smallKernelAVX512 is the signature of the kernels of small_amd64.s.
 type smallKernelAVX512 func(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
 
+// checkSmallTile panics unless a small kernel's arguments keep it inside
+// the slices (a tile of at most maxRows×maxCols), and returns the
+// epilogue's operands (bias nil: none).
+func checkSmallTile(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc, rows, cols int, e Epilogue, maxRows, maxCols int) (bias *float32, lo, hi float32) {
+	if kc <= 0 || rows < 1 || rows > maxRows || cols < 1 || cols > maxCols || ars < 1 || aks < 1 || bks < cols || ldc < cols ||
+		len(a) < (rows-1)*ars+(kc-1)*aks+1 || len(b) < (kc-1)*bks+cols || len(c) < (rows-1)*ldc+cols ||
+		(e.Bias != nil && len(e.Bias) < rows) {
+		panic("gemm: internal error: small kernel called with bad arguments")
+	}
+	if e.Bias != nil {
+		return &e.Bias[0], e.Lo, e.Hi
+	}
+	return nil, 0, 0
+}
+
 // smallTileAVX512 is the smallTileFunc of the AVX-512 kernel: a tile of up
 // to 14×32 in one call of the kernel of its height (op(A) is not padded:
 // only its rows may be read), 16 columns wide when cols <= 16. The slice
 // lengths are checked first, so that the assembly reads and writes only
 // inside them.
 func smallTileAVX512(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc int, alpha, beta float32, rows, cols int, e Epilogue) {
-	if kc <= 0 || rows < 1 || rows > 14 || cols < 1 || cols > 32 || ars < 1 || aks < 1 || bks < cols || ldc < cols ||
-		len(a) < (rows-1)*ars+(kc-1)*aks+1 || len(b) < (kc-1)*bks+cols || len(c) < (rows-1)*ldc+cols ||
-		(e.Bias != nil && len(e.Bias) < rows) {
-		panic("gemm: internal error: small kernel called with bad arguments")
-	}
-	var bias *float32
-	var lo, hi float32
-	if e.Bias != nil {
-		bias, lo, hi = &e.Bias[0], e.Lo, e.Hi
-	}
+	bias, lo, hi := checkSmallTile(kc, a, ars, aks, b, bks, c, ldc, rows, cols, e, 14, 32)
 	if cols <= 16 {
 		smallW16[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, uint32(1)<<cols-1, bias, lo, hi, smallPrefetch(kc, bks, 16))
 		return
@@ -78,16 +84,7 @@ var avx2Masks = func() (m [8][8]int32) {
 // lengths are checked first, so that the assembly reads and writes only
 // inside them.
 func smallTileAVX2(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc int, alpha, beta float32, rows, cols int, e Epilogue) {
-	if kc <= 0 || rows < 1 || rows > 6 || cols < 1 || cols > 16 || ars < 1 || aks < 1 || bks < cols || ldc < cols ||
-		len(a) < (rows-1)*ars+(kc-1)*aks+1 || len(b) < (kc-1)*bks+cols || len(c) < (rows-1)*ldc+cols ||
-		(e.Bias != nil && len(e.Bias) < rows) {
-		panic("gemm: internal error: small kernel called with bad arguments")
-	}
-	var bias *float32
-	var lo, hi float32
-	if e.Bias != nil {
-		bias, lo, hi = &e.Bias[0], e.Lo, e.Hi
-	}
+	bias, lo, hi := checkSmallTile(kc, a, ars, aks, b, bks, c, ldc, rows, cols, e, 6, 16)
 	masked, mask := 0, &avx2Masks[cols%8][0]
 	if cols%8 != 0 {
 		masked = 1

@@ -176,23 +176,7 @@ TEXT ·input4AVX512(SB), NOSPLIT, $0-80`)
 			p("VMOVUPS %s, %d(R13)", z, 64*(6*i+j))
 		}
 	}
-	for j := range 6 {
-		comment(fmt.Sprintf("column %d: transformed down the column into matrices %d, %d, … %d", j, j, 6+j, 30+j))
-		for i := range 6 {
-			p("VMOVUPS %d(R13), Z%d", 64*(6*i+j), i)
-		}
-		out := inputStep()
-		p("MOVQ DI, R10")
-		for range j {
-			p("ADDQ R8, R10") // matrix j
-		}
-		for i, z := range out {
-			p("VMOVUPS %s, (R10)", z)
-			if i < 5 {
-				p("ADDQ R11, R10")
-			}
-		}
-	}
+	inputColumns("Z", 64, inputStep)
 	p("ADDQ $64, DI")
 	for _, r := range rows {
 		p("ADDQ $256, %s", r)
@@ -223,6 +207,59 @@ func outputStep() [4]string {
 	return [4]string{"Z10", "Z11", "Z12", "Z13"}
 }
 
+// inputColumns writes the second pass of an input transform on registers
+// named reg (Z or Y) of vb bytes, step being inputStep on them: each
+// column of the six rows parked in tmp (R13) transformed down the column
+// and stored to its six matrices (matrix ξ at DI + ξ·R8, R11 = 6·R8).
+func inputColumns(reg string, vb int, step func() [6]string) {
+	for j := range 6 {
+		comment(fmt.Sprintf("column %d: transformed down the column into matrices %d, %d, … %d", j, j, 6+j, 30+j))
+		for i := range 6 {
+			p("VMOVUPS %d(R13), %s%d", vb*(6*i+j), reg, i)
+		}
+		out := step()
+		p("MOVQ DI, R10")
+		for range j {
+			p("ADDQ R8, R10") // matrix j
+		}
+		for i, z := range out {
+			p("VMOVUPS %s, (R10)", z)
+			if i < 5 {
+				p("ADDQ R11, R10")
+			}
+		}
+	}
+}
+
+// outputPasses writes the two passes of an output transform on registers
+// named reg (Z or Y) of vb bytes, step being outputStep on them: each row
+// of the six by six products (matrix ξ at AX + ξ·R8) transformed along the
+// row and parked in tmp (R13), then each of the four columns of parked
+// values transformed down the column and parked again, output (r, c) at
+// vb·(24+4r+c).
+func outputPasses(reg string, vb int, step func() [4]string) {
+	p("MOVQ AX, R10")
+	for i := range 6 {
+		comment(fmt.Sprintf("row %d of the products (matrices %d…%d), transformed along the row", i, 6*i, 6*i+5))
+		for j := range 6 {
+			p("VMOVUPS (R10), %s%d", reg, j)
+			p("ADDQ R8, R10")
+		}
+		for c, z := range step() {
+			p("VMOVUPS %s, %d(R13)", z, vb*(4*i+c))
+		}
+	}
+	for c := range 4 {
+		comment(fmt.Sprintf("column %d, transformed down the column: output (r, %d) for r = 0…3", c, c))
+		for i := range 6 {
+			p("VMOVUPS %d(R13), %s%d", vb*(4*i+c), reg, i)
+		}
+		for r, z := range step() {
+			p("VMOVUPS %s, %d(R13)", z, vb*(24+4*r+c))
+		}
+	}
+}
+
 // output writes output4AVX512: per block of 16 tiles, each row of the six
 // by six products is transformed along the row and parked in tmp, each of
 // the four columns of parked values is transformed down the column and
@@ -249,28 +286,7 @@ TEXT ·output4AVX512(SB), NOSPLIT, $0-64`)
 	p("VMOVDQU32 ·quadLo(SB), Z30")
 	p("VMOVDQU32 ·quadHi(SB), Z31")
 	label("outloop")
-	p("MOVQ AX, R10")
-	for i := range 6 {
-		comment(fmt.Sprintf("row %d of the products (matrices %d…%d), transformed along the row", i, 6*i, 6*i+5))
-		for j := range 6 {
-			p("VMOVUPS (R10), Z%d", j)
-			p("ADDQ R8, R10")
-		}
-		out := outputStep()
-		for c, z := range out {
-			p("VMOVUPS %s, %d(R13)", z, 64*(4*i+c))
-		}
-	}
-	for c := range 4 {
-		comment(fmt.Sprintf("column %d, transformed down the column: output (r, %d) for r = 0…3", c, c))
-		for i := range 6 {
-			p("VMOVUPS %d(R13), Z%d", 64*(4*i+c), i)
-		}
-		out := outputStep()
-		for r, z := range out {
-			p("VMOVUPS %s, %d(R13)", z, 64*(24+4*r+c))
-		}
-	}
+	outputPasses("Z", 64, outputStep)
 	for r, y := range ys {
 		comment(fmt.Sprintf("output row %d: columns 0…3 interleaved, tile by tile", r))
 		for c := range 4 {
@@ -562,23 +578,7 @@ TEXT ·input4AVX2(SB), NOSPLIT, $0-80`)
 			p("VMOVUPS %s, %d(R13)", y, 32*(6*i+j))
 		}
 	}
-	for j := range 6 {
-		comment(fmt.Sprintf("column %d: transformed down the column into matrices %d, %d, … %d", j, j, 6+j, 30+j))
-		for i := range 6 {
-			p("VMOVUPS %d(R13), Y%d", 32*(6*i+j), i)
-		}
-		out := inputStepAVX2()
-		p("MOVQ DI, R10")
-		for range j {
-			p("ADDQ R8, R10")
-		}
-		for i, y := range out {
-			p("VMOVUPS %s, (R10)", y)
-			if i < 5 {
-				p("ADDQ R11, R10")
-			}
-		}
-	}
+	inputColumns("Y", 32, inputStepAVX2)
 	p("ADDQ $32, DI")
 	for _, r := range rows {
 		p("ADDQ $128, %s", r)
@@ -608,28 +608,7 @@ TEXT ·output4AVX2(SB), NOSPLIT, $0-64`)
 	p("VBROADCASTSS ·two(SB), Y14")
 	p("VBROADCASTSS ·four(SB), Y15")
 	label("out4avx2loop")
-	p("MOVQ AX, R10")
-	for i := range 6 {
-		comment(fmt.Sprintf("row %d of the products (matrices %d…%d), transformed along the row", i, 6*i, 6*i+5))
-		for j := range 6 {
-			p("VMOVUPS (R10), Y%d", j)
-			p("ADDQ R8, R10")
-		}
-		out := outputStepAVX2()
-		for c, y := range out {
-			p("VMOVUPS %s, %d(R13)", y, 32*(4*i+c))
-		}
-	}
-	for c := range 4 {
-		comment(fmt.Sprintf("column %d, transformed down the column: output (r, %d) for r = 0…3", c, c))
-		for i := range 6 {
-			p("VMOVUPS %d(R13), Y%d", 32*(4*i+c), i)
-		}
-		out := outputStepAVX2()
-		for r, y := range out {
-			p("VMOVUPS %s, %d(R13)", y, 32*(24+4*r+c))
-		}
-	}
+	outputPasses("Y", 32, outputStepAVX2)
 	for r, y := range ys {
 		comment(fmt.Sprintf("output row %d: columns 0…3 interleaved, tile by tile", r))
 		for c := range 4 {
