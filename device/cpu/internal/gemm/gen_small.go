@@ -479,21 +479,6 @@ const headerAVX2 = `// AVX2 kernels of the small-product path: C = alpha*op(A)·
 	ADDQ         $4, BX
 `
 
-// rowAddrAVX2 returns the address of op(A)[i][p] at the current k step.
-func rowAddrAVX2(i int) string {
-	base := []string{"R12", "R13"}[i/4]
-	switch i % 4 {
-	case 0:
-		return "(" + base + ")"
-	case 1:
-		return "(" + base + ")(R10*1)"
-	case 2:
-		return "(" + base + ")(R10*2)"
-	default:
-		return "(" + base + ")(R11*1)"
-	}
-}
-
 // kernelAVX2 writes one AVX2 small kernel of h rows and w columns.
 func kernelAVX2(p func(string, ...any), w, h int, masked bool) {
 	n := nameAVX2(w, h, masked)
@@ -552,9 +537,9 @@ func kernelAVX2(p func(string, ...any), w, h int, masked bool) {
 	}
 	for i := range h {
 		if w == 16 {
-			p("\tYFMA16(%s, %s, %s)", rowAddrAVX2(i), acc(i, 0), acc(i, 1))
+			p("\tYFMA16(%s, %s, %s)", rowAddr(i), acc(i, 0), acc(i, 1))
 		} else {
-			p("\tYFMA8(%s, %s)", rowAddrAVX2(i), acc(i, 0))
+			p("\tYFMA8(%s, %s)", rowAddr(i), acc(i, 0))
 		}
 	}
 	p("\tADDQ SI, R12")

@@ -121,15 +121,10 @@ func inputStep() [6]string {
 	return [6]string{"Z6", "Z10", "Z11", "Z12", "Z13", "Z7"}
 }
 
-// input writes input4AVX512: per block of 16 tiles, each of the six input
-// rows is deinterleaved into its six columns (column j of tile t is
-// element 4t+j of the row), transformed along the row and parked in tmp;
-// then each column of the parked values is transformed and stored to its
-// six matrices.
-func input() {
-	fmt.Fprintln(&b, `
-// func input4AVX512(v *float32, stride int, r0, r1, r2, r3, r4, r5, tmp *float32, blocks int)
-TEXT ·input4AVX512(SB), NOSPLIT, $0-80`)
+// input4Args writes the argument loads of an F(4×4, 3×3) input transform
+// (DI = v, R8 = stride and R11 = 6·stride in bytes, R13 = tmp, R9 =
+// blocks) and returns the registers of the six input rows.
+func input4Args() []string {
 	p("MOVQ v+0(FP), DI")
 	p("MOVQ stride+8(FP), R8")
 	p("SHLQ $2, R8")
@@ -141,6 +136,19 @@ TEXT ·input4AVX512(SB), NOSPLIT, $0-80`)
 	}
 	p("MOVQ tmp+64(FP), R13")
 	p("MOVQ blocks+72(FP), R9")
+	return rows
+}
+
+// input writes input4AVX512: per block of 16 tiles, each of the six input
+// rows is deinterleaved into its six columns (column j of tile t is
+// element 4t+j of the row), transformed along the row and parked in tmp;
+// then each column of the parked values is transformed and stored to its
+// six matrices.
+func input() {
+	fmt.Fprintln(&b, `
+// func input4AVX512(v *float32, stride int, r0, r1, r2, r3, r4, r5, tmp *float32, blocks int)
+TEXT ·input4AVX512(SB), NOSPLIT, $0-80`)
+	rows := input4Args()
 	p("VBROADCASTSS ·four(SB), Z26")
 	p("VBROADCASTSS ·five(SB), Z27")
 	p("VMOVDQU32 ·every4a(SB), Z28")
@@ -534,17 +542,7 @@ func input4AVX2() {
 	fmt.Fprintln(&b, `
 // func input4AVX2(v *float32, stride int, r0, r1, r2, r3, r4, r5, tmp *float32, blocks int)
 TEXT ·input4AVX2(SB), NOSPLIT, $0-80`)
-	p("MOVQ v+0(FP), DI")
-	p("MOVQ stride+8(FP), R8")
-	p("SHLQ $2, R8")
-	p("LEAQ (R8)(R8*2), R11")
-	p("SHLQ $1, R11") // six matrices
-	rows := []string{"AX", "BX", "CX", "DX", "SI", "R12"}
-	for i, r := range rows {
-		p("MOVQ r%d+%d(FP), %s", i, 16+8*i, r)
-	}
-	p("MOVQ tmp+64(FP), R13")
-	p("MOVQ blocks+72(FP), R9")
+	rows := input4Args()
 	p("VBROADCASTSS ·four(SB), Y14")
 	p("VBROADCASTSS ·five(SB), Y15")
 	label("in4avx2loop")
