@@ -39,6 +39,7 @@
 // run AVX2 assembly (avx2_amd64.s, channelslast_avx2_amd64.s): Block in
 // four passes of 4 rows × 24 positions, GradBlock in four passes of 2 rows
 // × 3 pairs over chunks of 512 positions, with the AVX-512 kernels' bits
-// where the order of operations allows (TestAVX2MatchesAVX512). The plans' in-place kernels and RowsPlan run in
-// Go there (FastBlock and FastDepthwise say what runs in assembly).
+// where the order of operations allows (TestAVX2MatchesAVX512). The plans'
+// in-place kernels and RowsPlan run in Go there (FastBlock and
+// FastDepthwise say what runs in assembly).
 package direct

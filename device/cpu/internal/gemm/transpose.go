@@ -4,8 +4,8 @@ package gemm
 // lds) into dst, a cols×rows matrix of row stride ldd:
 // dst[j·ldd + i] = src[i·lds + j]. Where the CPU has AVX-512 or AVX2,
 // whole 16×16 tiles move through registers (the packing's transpose
-// kernels); the edges, and other CPUs, are copied element by element. Either way every
-// value is copied exactly.
+// kernels); the edges, and other CPUs, are copied element by element.
+// Either way every value is copied exactly.
 func Transpose(dst []float32, ldd int, src []float32, lds, rows, cols int) {
 	if rows <= 0 || cols <= 0 {
 		return
