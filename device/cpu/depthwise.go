@@ -59,7 +59,7 @@ func depthwisePhases[T float](a *depthwiseArgs[T], lo, hi int) {
 	ph, out := sc.s[:phases+direct.Lanes], sc.s[phases+direct.Lanes:]
 	clear(ph[phases:]) // what the last vector of a block reads past the phases
 	s, kk := a.s, a.s.KH*a.s.KW
-	fast := direct.FastDepthwise()
+	fast := direct.FastBlocks()
 	lower, upper := clampOf(a.act)
 	for plane := lo; plane < hi; plane++ {
 		c := plane % s.C

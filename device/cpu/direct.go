@@ -32,8 +32,9 @@ import (
 // (batch 1: 0.18 → 0.14 ms; batch 32: 4.5 → 3.5 ms); resnet18's 7×7 stem
 // (147) stays direct, 20–29% faster than im2col at batch 32.
 //
-// On CPUs with AVX2 but not AVX-512 only Block runs in assembly (no
-// in-place kernels: every layer lays out padded phases): there the
+// On CPUs with AVX2 but not AVX-512 Block and GradBlock run in AVX2 but
+// the in-place and register-storing kernels do not (every layer lays out
+// padded phases and copies its blocks out): there the
 // direct path ran at 1.0–1.9× of im2col on the same layers (2 Zen 5
 // threads with AVX-512 hidden), except 64 channels on 7×7 planes, whose
 // phases are 63 positions wide for 49 outputs (0.78×): planes under 100
@@ -47,7 +48,7 @@ func useDirect(s convShape) bool {
 	if !direct.Fast() && s.oh*s.ow < 100 && s.C >= 64 {
 		return false
 	}
-	return direct.FastBlock() && s.Groups == 1 && kk > 1 && s.oh > 0 && s.ow > 0 &&
+	return direct.FastBlocks() && s.Groups == 1 && kk > 1 && s.oh > 0 && s.ow > 0 &&
 		s.OutC >= 6 && s.OutC <= 64 && s.C*kk >= least && s.C*kk <= 64*9
 }
 
@@ -502,9 +503,10 @@ func (a *convPoolDirectArgs) run(lo, hi int) {
 // and writes the output planes directly (direct.SamePlan.Block): unit
 // stride with output rows as wide as the input's (ResNet-20's and the CNN's
 // 3×3 layers, and their input gradients) and whole blocks of Rows output
-// channels, with the AVX-512 kernels (with AVX2, Block alone runs in
-// assembly). It skips laying out each image's padded phases and copying
-// each block out, a quarter of ResNet-20's direct convolution time.
+// channels, with the AVX-512 kernels (an AVX2 SamePlan.Block, its loads
+// masked, ran ResNet-20's step slower than the padded phases). It skips
+// laying out each image's padded phases and copying each block out, a
+// quarter of ResNet-20's direct convolution time.
 func (a *directArgs) inPlace() bool {
 	return direct.Fast() && a.s.sameWidth() && a.s.OutC%direct.Rows == 0
 }

@@ -69,14 +69,10 @@ func blockGo(out []float32, ldo int, in []float32, cstride int, taps []int, w []
 // machine: Block, GradBlock, the in-place plans and RowsPlan.
 func Fast() bool { return haveAsm }
 
-// FastBlock reports whether Block and GradBlock run in vector assembly on
-// this machine: AVX-512, or AVX2 on CPUs without it (those two alone; the
-// other kernels of Fast run in Go there).
-func FastBlock() bool { return haveAsm || haveAVX2 }
-
-// FastDepthwise reports whether Depthwise runs in vector assembly on this
-// machine: AVX-512, or AVX2 on CPUs without it.
-func FastDepthwise() bool { return haveAsm || haveAVX2 }
+// FastBlocks reports whether Block, GradBlock and Depthwise run in vector
+// assembly on this machine: AVX-512, or AVX2 on CPUs without it (the other
+// kernels of Fast run in Go there).
+func FastBlocks() bool { return haveAsm || haveAVX2 }
 
 // GradRows and GradCols are the size of the block of weight gradients
 // GradBlock computes: output channels and (input channel, tap) pairs.

@@ -40,6 +40,6 @@
 // four passes of 4 rows × 24 positions, GradBlock in four passes of 2 rows
 // × 3 pairs over chunks of 512 positions, with the AVX-512 kernels' bits
 // where the order of operations allows (TestAVX2MatchesAVX512). The plans'
-// in-place kernels and RowsPlan run in Go there (FastBlock and
-// FastDepthwise say what runs in assembly).
+// in-place kernels and RowsPlan run in Go there (Fast and FastBlocks say
+// what runs in assembly).
 package direct
