@@ -265,16 +265,30 @@ func stride2PlanFor(s convShape) *direct.Stride2Plan {
 // element (i+qh)·wq + j+qw of phase ((kh·DilH) mod StrideH, (kw·DilW) mod
 // StrideW), where qh, qw are the quotients, so a block of output rows of
 // width wq (the columns past OW are computed and dropped) is one axpy.
+//
+// With unit horizontal stride the rows share their padding columns: a row
+// is PadW zeros then the W inputs (wq = W+PadW), and the reads past its
+// last input, at most PadW of them, land on the next row's leading zeros
+// (the spare row's after the last). ResNet-20's 14×14 planes then take 15
+// positions per output row instead of 16, its 7×7 ones 8 instead of 9.
+// That needs the kernel to reach at least PadW columns ((KW-1)·DilW >=
+// PadW, so that the OW outputs still fit a row); otherwise each row keeps
+// its own padding on both sides.
 type dwGeom struct {
 	s                convShape
-	hq, wq           int // phase height and width
-	phaseLen, nPhase int // elements per phase (with a spare row), phases
-	rows             int // output rows per block
+	hq, wq           int  // phase height and width
+	phaseLen, nPhase int  // elements per phase (with a spare row), phases
+	rows             int  // output rows per block
+	shared           bool // rows share their padding columns (wq = W+PadW)
 }
 
 func newDWGeom(s convShape) dwGeom {
 	hp, wp := s.H+2*s.PadH, s.W+2*s.PadW
-	g := dwGeom{s: s, hq: (hp + s.StrideH - 1) / s.StrideH, wq: (wp + s.StrideW - 1) / s.StrideW}
+	shared := s.StrideW == 1 && s.PadW > 0 && s.PadW <= (s.KW-1)*s.DilW
+	if shared {
+		wp = s.W + s.PadW
+	}
+	g := dwGeom{s: s, hq: (hp + s.StrideH - 1) / s.StrideH, wq: (wp + s.StrideW - 1) / s.StrideW, shared: shared}
 	// Reads run up to wq-1+qw past a row start: a spare row (or more, for
 	// wide dilated kernels) keeps them inside the phase.
 	spare := 1 + ((s.KW-1)*s.DilW/s.StrideW)/max(1, g.wq)

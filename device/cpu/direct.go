@@ -36,9 +36,10 @@ import (
 // the in-place and register-storing kernels do not (every layer lays out
 // padded phases and copies its blocks out): there the
 // direct path ran at 1.0–1.9× of im2col on the same layers (2 Zen 5
-// threads with AVX-512 hidden), except 64 channels on 7×7 planes, whose
-// phases are 63 positions wide for 49 outputs (0.78×): planes under 100
-// positions need fewer than 64 input channels.
+// threads with AVX-512 hidden), except 64 channels on 7×7 planes (0.68×:
+// 72 positions computed for 49 outputs, and each image's phases laid out
+// and its blocks copied out in runs of 7): planes under 100 positions
+// need fewer than 64 input channels.
 func useDirect(s convShape) bool {
 	kk := s.KH * s.KW
 	least := 16
@@ -59,6 +60,7 @@ type directGeom struct {
 	maxTap    int // the largest offset of a tap in a channel's phases
 	chanLen   int // a channel's phases, the kernel's cstride
 	q, qPad   int // output positions (oh rows of wq), rounded up to whole blocks
+	qUsed     int // the positions up to the last output (the last row's past ow are not needed)
 	inLen     int // the input of one image, with the slack the last block reads
 	ocBlocks  int
 	packedLen int // packed weights: ocBlocks × C × taps × direct.Rows
@@ -71,6 +73,7 @@ func newDirectGeom(s convShape) directGeom {
 	g.nTaps, g.maxTap = len(taps), slices.Max(taps)
 	g.chanLen = g.phaseLen * g.nPhase
 	g.q = s.oh * g.wq
+	g.qUsed = max(0, (s.oh-1)*g.wq+s.ow)
 	g.qPad = (g.q + direct.Cols - 1) / direct.Cols * direct.Cols
 	g.inLen = max(s.C*g.chanLen, (s.C-1)*g.chanLen+g.maxTap+g.qPad)
 	g.ocBlocks = (s.OutC + direct.Rows - 1) / direct.Rows
@@ -277,6 +280,9 @@ func (a *directArgs) runRows(lo, hi int) {
 	var zero [direct.Rows]float32 // the bias of an activation without one
 	lower, upper := clampOf(a.act)
 	reach := (s.KH - 1) * s.DilH / s.StrideH // phase rows a tap reads below its output row
+	if g.shared {
+		reach++ // and the leading zeros of the row after those
+	}
 	for task := lo; task < hi; {
 		n, b0 := task/blocks, task%blocks
 		b1 := min(blocks, b0+hi-task)
@@ -329,8 +335,8 @@ func (a *directArgs) runPhases(lo, hi int) {
 			image = n
 		}
 		w := a.wp[ob*s.C*nt*direct.Rows:]
-		for q := 0; q < g.qPad; q += direct.Cols {
-			direct.Block(out[q:], g.qPad, in[q:], g.chanLen, taps, w, s.C)
+		for q := 0; q < g.qUsed; q += direct.Cols {
+			direct.BlockCols(out[q:], g.qPad, in[q:], g.chanLen, taps, w, s.C, min(direct.Cols, g.qUsed-q))
 		}
 		for r := range direct.Rows {
 			oc := ob*direct.Rows + r
@@ -362,8 +368,15 @@ func (a *directArgs) runPhases(lo, hi int) {
 // (see gradWeightArgs.run), 2 Zen 5 threads: 16→16 channels on 28×28
 // 1.2–1.3× with AVX-512 and 1.0–1.1× with AVX2 (GradBlock in four passes
 // there), 24→24 1.45× and 1.0–1.05×, LeNet-5's 1.85–2.2× and 1.1–1.8×;
-// 32→32 on 14×14 0.7–0.75× on both.
+// 32→32 on 14×14 0.7–0.75× on both. Since im2col's weight gradient
+// became col·dyᵀ and the rows of phases share their padding, AVX2 (with
+// AVX-512 hidden) ran 16→16 and 24→24 channels at 0.90–0.91× and
+// 0.95–0.96× of im2col and LeNet-5's 1→6 and 6→16 at 1.4× and 1.06×:
+// without AVX-512 the direct path takes fewer than 16 input channels only.
 func (s convShape) directGradWeight() bool {
+	if !direct.Fast() && s.C >= 16 {
+		return false
+	}
 	return useDirect(s) && s.StrideH == 1 && s.StrideW == 1 && s.l >= 100 && s.OutC*s.ckk <= 24*24*9
 }
 

@@ -138,7 +138,8 @@ func convGradWeightNaive(s convShape, dy, x []float32) (dw, scale []float64) {
 // which images each call gets, as workers get them: each call lays out
 // only the phase rows its blocks read (fillPhaseRows). A first call on an
 // input of NaNs leaves NaNs in the scratch buffer that the later calls
-// reuse, so a row they read but do not lay out shows.
+// reuse, and each later call gets a buffer of NaNs (poisonScratch), so a
+// row they read but do not lay out shows.
 func TestDirectRowsMatchesPhases(t *testing.T) {
 	if !direct.Fast() {
 		t.Skip("the direct kernels need AVX-512")
@@ -150,6 +151,8 @@ func TestDirectRowsMatchesPhases(t *testing.T) {
 		convCase(1, 6, 41, 40, 24, 3, 2, 1, 1),
 		{N: 2, C: 4, H: 12, W: 17, OutC: 8, KH: 3, KW: 3, StrideH: 2, StrideW: 1, PadH: 1, PadW: 0, DilH: 1, DilW: 1, Groups: 1},
 		{N: 2, C: 4, H: 10, W: 21, OutC: 16, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 0, PadW: 0, DilH: 2, DilW: 2, Groups: 1},
+		convCase(2, 4, 20, 19, 8, 5, 1, 1, 1), // rows sharing their padding: reads into the next row's zeros
+		convCase(2, 4, 15, 18, 8, 3, 1, 2, 1),
 	} {
 		s := newConvShape(p)
 		g := newDirectGeom(s)
@@ -183,6 +186,7 @@ func TestDirectRowsMatchesPhases(t *testing.T) {
 					lo := 0
 					for _, hi := range append(cuts, tasks) {
 						if hi > lo && hi <= tasks {
+							poisonScratch(g.inLen)
 							a.runRows(lo, hi)
 							lo = hi
 						}
@@ -197,6 +201,18 @@ func TestDirectRowsMatchesPhases(t *testing.T) {
 		}
 		release()
 	}
+}
+
+// poisonScratch fills a scratch buffer of n elements with NaNs and gives it
+// back, so that the next getScratch of that size most likely returns it:
+// a kernel reading what it did not write then shows.
+func poisonScratch(n int) {
+	sc := getScratch[float32](n)
+	full := sc.s[:cap(sc.s)]
+	for i := range full {
+		full[i] = float32(math.NaN())
+	}
+	putScratch(sc)
 }
 
 // TestDirectInPlaceMatchesPhases requires the direct convolution that

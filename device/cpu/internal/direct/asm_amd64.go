@@ -75,7 +75,7 @@ func depthwiseAVX2(out, in *float32, taps *int, ntaps int, w *float32, n int, bi
 func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, chunks int)
 
 //go:noescape
-func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int)
+func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels, cols int)
 
 //go:noescape
 func gradBlockAVX2(sums *[GradRows * GradCols]float64, dy *float32, ldy int, in *float32, offs *[GradCols]int, n int)

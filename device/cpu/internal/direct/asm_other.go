@@ -88,7 +88,7 @@ func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float3
 	panic("direct: no assembly on this platform")
 }
 
-func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int) {
+func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels, cols int) {
 	panic("direct: no assembly on this platform")
 }
 

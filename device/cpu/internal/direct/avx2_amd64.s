@@ -147,8 +147,9 @@ sdone:
 // the pass; rows 4·(R15>>1), positions 24·(R15&1)), each summing every
 // channel and tap into Y(3r+v), r < 4 rows, v < 3 vectors of 8: three
 // loads of the input, then per row one broadcast weight and three
-// multiply-adds, in blockAVX512's order (the same bits).
-TEXT ·blockAVX2(SB), NOSPLIT, $0-64
+// multiply-adds, in blockAVX512's order (the same bits). With cols <= 24
+// the passes of positions 24…47 are skipped.
+TEXT ·blockAVX2(SB), NOSPLIT, $0-72
 	MOVQ out+0(FP), DI
 	MOVQ ldo+8(FP), R8
 	SHLQ $2, R8
@@ -161,6 +162,11 @@ TEXT ·blockAVX2(SB), NOSPLIT, $0-64
 bapass:
 	MOVQ R15, CX
 	ANDQ $1, CX
+	JZ   bacols
+	CMPQ cols+64(FP), $24
+	JLE  banext // positions 24…47 are not needed
+
+bacols:
 	IMULQ $96, CX // the positions' byte offset
 	MOVQ R15, R10
 	SHRQ $1, R10 // the half of the rows
@@ -233,6 +239,8 @@ batloop:
 	VMOVUPS Y9, 0(BX)
 	VMOVUPS Y10, 32(BX)
 	VMOVUPS Y11, 64(BX)
+
+banext:
 	INCQ R15
 	CMPQ R15, $4
 	JLT  bapass

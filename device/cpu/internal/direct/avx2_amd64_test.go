@@ -38,8 +38,21 @@ func TestAVX2MatchesAVX512(t *testing.T) {
 	w := fill(3 * len(taps) * Rows)
 	b1, b2 := make([]float32, Rows*60), make([]float32, Rows*60)
 	blockAVX512(&b1[0], 60, &in[0], 300, &taps[0], len(taps), &w[0], 3)
-	blockAVX2(&b2[0], 60, &in[0], 300, &taps[0], len(taps), &w[0], 3)
+	blockAVX2(&b2[0], 60, &in[0], 300, &taps[0], len(taps), &w[0], 3, Cols)
 	same("Block", b1, b2)
+	// The first 24 positions only: the others keep their NaNs.
+	for i := range b2 {
+		b2[i] = float32(math.NaN())
+	}
+	blockAVX2(&b2[0], 60, &in[0], 300, &taps[0], len(taps), &w[0], 3, 24)
+	for r := range Rows {
+		same("Block of 24 positions", b1[r*60:r*60+24], b2[r*60:r*60+24])
+		for q := 24; q < 60; q++ {
+			if v := b2[r*60+q]; !math.IsNaN(float64(v)) {
+				t.Fatalf("Block of 24 positions wrote [%d][%d] = %v", r, q, v)
+			}
+		}
+	}
 
 	// 160 positions: part of one of the AVX2 kernel's chunks; 1040: two
 	// chunks of 512 and a part.

@@ -13,6 +13,14 @@ const (
 // block (in must reach (channels-1)·cstride + max(taps) + Cols) or a tap
 // is negative.
 func Block(out []float32, ldo int, in []float32, cstride int, taps []int, w []float32, channels int) {
+	BlockCols(out, ldo, in, cstride, taps, w, channels, Cols)
+}
+
+// BlockCols is Block for a block of which only the first cols positions
+// are needed (a plane's last block): the AVX2 kernel then skips the
+// second half of the positions when cols <= Cols/2. The others may still
+// be computed and stored, so the slices must be as long as Block's.
+func BlockCols(out []float32, ldo int, in []float32, cstride int, taps []int, w []float32, channels, cols int) {
 	if channels <= 0 || len(taps) == 0 {
 		panic("direct: Block needs at least one channel and one tap")
 	}
@@ -37,7 +45,7 @@ func Block(out []float32, ldo int, in []float32, cstride int, taps []int, w []fl
 		return
 	}
 	if haveAVX2 {
-		blockAVX2(&out[0], ldo, &in[0], cstride, &taps[0], len(taps), &w[0], channels)
+		blockAVX2(&out[0], ldo, &in[0], cstride, &taps[0], len(taps), &w[0], channels, cols)
 		return
 	}
 	blockGo(out, ldo, in, cstride, taps, w, channels)
