@@ -111,8 +111,8 @@ func validCols(s convShape, kw int) (lo, hi int) {
 // ld elements apart).
 func im2col[T float](s convShape, col []T, ld int, x []T, g int) {
 	if s.sameSize() {
-		if c32, ok := any(col).([]float32); ok && direct.Fast() && s.cg > 0 {
-			// One masked vector copy per tap and 16 positions.
+		if c32, ok := any(col).([]float32); ok && direct.FastBlocks() && s.cg > 0 {
+			// One masked vector copy per tap and 16 positions (8 in AVX2).
 			x32 := any(x).([]float32)[g*s.cg*s.inPlane:][:s.cg*s.inPlane]
 			samePlanFor(s).Im2col(c32[:(s.cg*s.KH*s.KW-1)*ld+s.l], ld, x32, s.inPlane, s.cg)
 			return
@@ -426,6 +426,12 @@ func col2imShift[T float](s convShape, dx, col []T, ld int, g int) {
 // the image dx.
 func col2im[T float](s convShape, dx, col []T, ld int, g int) {
 	if s.sameSize() {
+		if c32, ok := any(col).([]float32); ok && direct.HaveCol2im() && s.cg > 0 {
+			// Each input's taps gathered in registers, 8 inputs at a time.
+			dx32 := any(dx).([]float32)[g*s.cg*s.inPlane:][:s.cg*s.inPlane]
+			samePlanFor(s).Col2im(dx32, s.inPlane, c32[:(s.cg*s.KH*s.KW-1)*ld+s.l], ld, s.cg)
+			return
+		}
 		col2imShift(s, dx, col, ld, g)
 		return
 	}

@@ -11,7 +11,8 @@ var haveAsm = cpu.X86.HasAVX512F
 
 // haveAVX2 reports whether the kernels that have an AVX2 version for CPUs
 // without AVX-512 (Block, GradBlock, RowChannelsLast, Depthwise,
-// SplitColumns, CopyRows, CopyRowsBiasClamp) can run it.
+// SplitColumns, CopyRows, CopyRowsBiasClamp, SamePlan.Im2col) and the
+// AVX2-only SamePlan.Col2im can run it.
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 //go:noescape
@@ -73,6 +74,12 @@ func depthwiseAVX2(out, in *float32, taps *int, ntaps int, w *float32, n int, bi
 
 //go:noescape
 func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows, chunks int)
+
+//go:noescape
+func im2colSameAVX2(col *float32, ld int, in *float32, cstride, channels int, taps *int, ntaps int, masks *uint16, nv4, groups int)
+
+//go:noescape
+func col2imSameAVX2(dx *float32, cstride int, col *float32, ld, channels int, taps *int, ntaps int, masks *uint16, nv4, groups int)
 
 //go:noescape
 func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels, cols int)

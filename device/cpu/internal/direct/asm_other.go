@@ -88,6 +88,14 @@ func splitColumnsAVX2(even *float32, lde int, odd *float32, ldo int, src *float3
 	panic("direct: no assembly on this platform")
 }
 
+func im2colSameAVX2(col *float32, ld int, in *float32, cstride, channels int, taps *int, ntaps int, masks *uint16, nv4, groups int) {
+	panic("direct: no assembly on this platform")
+}
+
+func col2imSameAVX2(dx *float32, cstride int, col *float32, ld, channels int, taps *int, ntaps int, masks *uint16, nv4, groups int) {
+	panic("direct: no assembly on this platform")
+}
+
 func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels, cols int) {
 	panic("direct: no assembly on this platform")
 }

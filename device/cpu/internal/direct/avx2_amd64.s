@@ -530,3 +530,177 @@ bnext:
 	JNZ  brow
 	VZEROUPPER
 	RET
+
+// The bit of each lane of a group of 8 positions in its byte of a
+// SamePlan mask, one per 32-bit lane.
+DATA laneBits<>+0(SB)/4, $1
+DATA laneBits<>+4(SB)/4, $2
+DATA laneBits<>+8(SB)/4, $4
+DATA laneBits<>+12(SB)/4, $8
+DATA laneBits<>+16(SB)/4, $16
+DATA laneBits<>+20(SB)/4, $32
+DATA laneBits<>+24(SB)/4, $64
+DATA laneBits<>+28(SB)/4, $128
+GLOBL laneBits<>(SB), RODATA|NOPTR, $32
+
+// func im2colSameAVX2(col *float32, ld int, in *float32, cstride, channels int, taps *int, ntaps int, masks *uint16, nv4, groups int)
+//
+// im2colSameAVX512 in groups of 8 positions (AX: the group's byte offset,
+// groups·32 in R14), the last n mod 8 left to the caller: for each channel
+// (SI) and tap (R11 walks the offsets, R13 the tap's row of masks), one
+// row of col (DI). A group whose byte of the mask (byte g of the row: the
+// low byte of vector g/2's 16 bits for even g) has every lane is a plain
+// load; the others a VMASKMOVPS load (zeros, and no fault, outside the
+// image) under the byte spread to the lanes (Y15: each lane's bit).
+TEXT ·im2colSameAVX2(SB), NOSPLIT, $0-80
+	MOVQ    col+0(FP), DI
+	MOVQ    ld+8(FP), R8
+	SHLQ    $2, R8
+	MOVQ    in+16(FP), SI
+	MOVQ    cstride+24(FP), R9
+	SHLQ    $2, R9
+	MOVQ    channels+32(FP), CX
+	MOVQ    taps+40(FP), R10
+	MOVQ    ntaps+48(FP), BX
+	LEAQ    (R10)(BX*8), BX // the taps' end
+	MOVQ    masks+56(FP), R12
+	MOVQ    groups+72(FP), R14
+	SHLQ    $5, R14
+	VMOVDQU laneBits<>(SB), Y15
+
+achan:
+	MOVQ R10, R11
+	MOVQ R12, R13
+
+atap:
+	MOVQ (R11), DX
+	LEAQ (SI)(DX*4), DX
+	XORQ AX, AX
+
+agroup:
+	CMPQ AX, R14
+	JGE  atapdone
+	MOVQ AX, R15
+	SHRQ $5, R15 // the group
+	CMPB (R13)(R15*1), $0xff
+	JNE  amasked
+	VMOVUPS (DX)(AX*1), Y0
+	JMP  astore
+
+amasked:
+	VPBROADCASTB (R13)(R15*1), Y1
+	VPAND        Y15, Y1, Y1
+	VPCMPEQD     Y15, Y1, Y1
+	VMASKMOVPS   (DX)(AX*1), Y1, Y0
+
+astore:
+	VMOVUPS Y0, (DI)(AX*1)
+	ADDQ    $32, AX
+	JMP     agroup
+
+atapdone:
+	ADDQ R8, DI
+	ADDQ $8, R11
+	MOVQ nv4+64(FP), R15
+	LEAQ (R13)(R15*2), R13
+	CMPQ R11, BX
+	JLT  atap
+	ADDQ R9, SI
+	DECQ CX
+	JNZ  achan
+	VZEROUPPER
+	RET
+
+// func col2imSameAVX2(dx *float32, cstride int, col *float32, ld, channels int, taps *int, ntaps int, masks *uint16, nv4, groups int)
+//
+// The adjoint of im2colSameAVX2 in groups of 8 input positions p (AX: the
+// group's byte offset, groups·32 in R14), the last n mod 8 left to the
+// caller: for each channel (dx at DI, its rows of col at SI), Y0 holds
+// dx's group and, for each tap in order (R11 walks the offsets, DX the
+// rows of col), adds col's row at p - offset: the output whose tap reads
+// p. That output exists and its tap falls inside the image exactly where
+// the mirrored tap of p does (a same-size plan's offsets are symmetric),
+// so the mask is the mirrored tap's (R13 walks the rows of masks from the
+// last). A group without lanes adds nothing; one with some adds under the
+// mask (VBLENDVPS keeps the other lanes as they were, -0 included).
+TEXT ·col2imSameAVX2(SB), NOSPLIT, $0-80
+	MOVQ    dx+0(FP), DI
+	MOVQ    cstride+8(FP), R9
+	SHLQ    $2, R9
+	MOVQ    col+16(FP), SI
+	MOVQ    ld+24(FP), R8
+	SHLQ    $2, R8
+	MOVQ    channels+32(FP), CX
+	MOVQ    taps+40(FP), R10
+	MOVQ    ntaps+48(FP), BX
+	LEAQ    (R10)(BX*8), BX // the taps' end
+	MOVQ    ntaps+48(FP), R12
+	DECQ    R12
+	IMULQ   nv4+64(FP), R12
+	SHLQ    $1, R12
+	ADDQ    masks+56(FP), R12 // the last tap's row of masks
+	MOVQ    groups+72(FP), R14
+	SHLQ    $5, R14
+	VMOVDQU laneBits<>(SB), Y15
+
+cchan:
+	XORQ AX, AX
+
+cgroup:
+	CMPQ    AX, R14
+	JGE     cchandone
+	VMOVUPS (DI)(AX*1), Y0
+	MOVQ    R10, R11
+	MOVQ    SI, DX
+	MOVQ    R12, R13
+
+ctap:
+	MOVQ    AX, R15
+	SHRQ    $5, R15 // the group
+	MOVBQZX (R13)(R15*1), R15
+	TESTQ   R15, R15
+	JZ      cnext
+	CMPQ    R15, $0xff
+	JNE     cmasked
+	MOVQ    (R11), R15
+	SHLQ    $2, R15
+	NEGQ    R15
+	ADDQ    DX, R15
+	VADDPS  (R15)(AX*1), Y0, Y0
+	JMP     cnext
+
+cmasked:
+	MOVQ         AX, R15
+	SHRQ         $5, R15
+	VPBROADCASTB (R13)(R15*1), Y1
+	VPAND        Y15, Y1, Y1
+	VPCMPEQD     Y15, Y1, Y1
+	MOVQ         (R11), R15
+	SHLQ         $2, R15
+	NEGQ         R15
+	ADDQ         DX, R15
+	VMASKMOVPS   (R15)(AX*1), Y1, Y2
+	VADDPS       Y2, Y0, Y3
+	VBLENDVPS    Y1, Y3, Y0, Y0
+
+cnext:
+	ADDQ $8, R11
+	ADDQ R8, DX
+	MOVQ nv4+64(FP), R15
+	SHLQ $1, R15
+	SUBQ R15, R13
+	CMPQ R11, BX
+	JLT  ctap
+	VMOVUPS Y0, (DI)(AX*1)
+	ADDQ    $32, AX
+	JMP     cgroup
+
+cchandone:
+	ADDQ  R9, DI
+	MOVQ  ntaps+48(FP), R15
+	IMULQ R8, R15
+	ADDQ  R15, SI
+	DECQ  CX
+	JNZ   cchan
+	VZEROUPPER
+	RET

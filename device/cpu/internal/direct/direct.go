@@ -77,10 +77,14 @@ func blockGo(out []float32, ldo int, in []float32, cstride int, taps []int, w []
 // machine: Block, GradBlock, the in-place plans and RowsPlan.
 func Fast() bool { return haveAsm }
 
-// FastBlocks reports whether Block, GradBlock and Depthwise run in vector
-// assembly on this machine: AVX-512, or AVX2 on CPUs without it (the other
-// kernels of Fast run in Go there).
+// FastBlocks reports whether Block, GradBlock, Depthwise and
+// SamePlan.Im2col run in vector assembly on this machine: AVX-512, or AVX2
+// on CPUs without it (the other kernels of Fast run in Go there).
 func FastBlocks() bool { return haveAsm || haveAVX2 }
+
+// HaveCol2im reports whether SamePlan.Col2im runs in AVX2 assembly on this
+// machine (with or without AVX-512).
+func HaveCol2im() bool { return haveAVX2 }
 
 // GradRows and GradCols are the size of the block of weight gradients
 // GradBlock computes: output channels and (input channel, tap) pairs.

@@ -27,6 +27,9 @@ type SamePlan struct {
 	// last row has the lanes that are outputs (the store mask).
 	masks []uint16
 	nvec  int // vectors of 16 outputs
+	// centred: oh = h and the padding centres the kernel on each output
+	// (tap t and tap len(taps)-1-t are offsets of opposite sign)
+	centred bool
 	nv4   int // nvec rounded up to a multiple of 12: whole steps of 4 vectors, whole blocks of 3
 }
 
@@ -40,7 +43,8 @@ func NewSamePlan(h, w, oh, kh, kw, padH, padW, dilH, dilW int) *SamePlan {
 	}
 	n := oh * w
 	nvec := (n + Lanes - 1) / Lanes
-	p := &SamePlan{h: h, w: w, oh: oh, nvec: nvec, nv4: (nvec + 11) / 12 * 12}
+	p := &SamePlan{h: h, w: w, oh: oh, nvec: nvec, nv4: (nvec + 11) / 12 * 12,
+		centred: oh == h && 2*padH == (kh-1)*dilH && 2*padW == (kw-1)*dilW}
 	for r := range kh {
 		for c := range kw {
 			p.taps = append(p.taps, (r*dilH-padH)*w+c*dilW-padW)
@@ -245,16 +249,62 @@ func (p *SamePlan) Im2col(col []float32, ld int, in []float32, cstride, channels
 		im2colSameAVX512(&col[0], ld, &in[0], cstride, channels, &p.taps[0], nt, &p.masks[0], p.nv4, p.nvec, last)
 		return
 	}
+	q0 := 0 // the positions before q0 are written
+	if haveAVX2 && n >= 8 {
+		// Groups of 8 positions; the last n mod 8 in Go below.
+		im2colSameAVX2(&col[0], ld, &in[0], cstride, channels, &p.taps[0], nt, &p.masks[0], p.nv4, n/8)
+		q0 = n / 8 * 8
+	}
 	for c := range channels {
 		for t, off := range p.taps {
 			row := col[(c*nt+t)*ld:][:n]
-			for q := range row {
+			for q := q0; q < n; q++ {
 				var v float32
 				if p.inside(t, q) {
 					v = in[c*cstride+q+off]
 				}
 				row[q] = v
 			}
+		}
+	}
+}
+
+// Col2im is the adjoint of Im2col for a plane whose outputs are its inputs
+// (oh = h, an odd kernel centred by its padding, as a same-size
+// convolution's): it adds, for each channel and tap t in order, row
+// c·len(taps) + t of col at each output q to in[c·cstride + q + taps[t]]
+// where the tap falls inside the image. Each input sums its taps in that
+// order, as one pass per tap adding rows would. It panics if a slice is
+// too short or the plane is not a same-size one.
+func (p *SamePlan) Col2im(in []float32, cstride int, col []float32, ld, channels int) {
+	n, nt := p.oh*p.w, len(p.taps)
+	if channels < 1 || ld < n || cstride < p.h*p.w || len(col) < (channels*nt-1)*ld+n || len(in) < (channels-1)*cstride+p.h*p.w {
+		panic(fmt.Sprintf("direct: SamePlan.Col2im of %d channels of a %d×%d plane, %d apart, from rows %d apart: %d inputs, %d column values",
+			channels, p.h, p.w, cstride, ld, len(in), len(col)))
+	}
+	if !p.centred {
+		panic("direct: SamePlan.Col2im of a plane whose kernel is not centred on its outputs")
+	}
+	if n == 0 {
+		return
+	}
+	// Input q gets tap t from output q - taps[t], which exists and reads
+	// inside the image exactly where the mirrored tap nt-1-t of q does.
+	q0 := 0 // the inputs before q0 are done
+	if haveAVX2 && n >= 8 {
+		col2imSameAVX2(&in[0], cstride, &col[0], ld, channels, &p.taps[0], nt, &p.masks[0], p.nv4, n/8)
+		q0 = n / 8 * 8
+	}
+	for c := range channels {
+		plane := in[c*cstride:][:n]
+		for q := q0; q < n; q++ {
+			v := plane[q]
+			for t, off := range p.taps {
+				if p.inside(nt-1-t, q) {
+					v += col[(c*nt+t)*ld+q-off]
+				}
+			}
+			plane[q] = v
 		}
 	}
 }

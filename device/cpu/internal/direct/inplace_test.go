@@ -3,6 +3,7 @@ package direct
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -353,6 +354,78 @@ func TestSamePlanIm2col(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSamePlanCol2im checks SamePlan.Col2im against its definition, each
+// tap's row added in turn where the tap falls inside the image, bit for
+// bit, on the centred SamePlan geometries, with one and three channels,
+// rows wider than the plane and inputs that start as -0 or a value, and
+// with every value -0 (which must stay -0); and
+// that a plane whose kernel is not centred panics.
+func TestSamePlanCol2im(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	tested := 0
+	for _, g := range sameGeometries {
+		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
+		nt, n := g.kh*g.kw, g.oh*g.w
+		if !p.centred {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%+v: Col2im of a kernel not centred did not panic", g)
+					}
+				}()
+				p.Col2im(make([]float32, g.h*g.w), g.h*g.w, make([]float32, nt*n), n, 1)
+			}()
+			continue
+		}
+		tested++
+		for _, channels := range []int{1, 3, 0} {
+			zeros := channels == 0 // every value -0: a masked lane that added +0 would show
+			channels = max(channels, 1)
+			cstride := g.h*g.w + 2
+			ld := n + 7
+			col := make([]float32, (channels*nt-1)*ld+n)
+			for i := range col {
+				col[i] = r.Float32()*2 - 1
+				if zeros {
+					col[i] = float32(math.Copysign(0, -1))
+				}
+			}
+			got := make([]float32, (channels-1)*cstride+g.h*g.w)
+			for i := range got {
+				if i%3 == 0 || zeros {
+					got[i] = float32(math.Copysign(0, -1))
+				} else {
+					got[i] = r.Float32()
+				}
+			}
+			want := slices.Clone(got)
+			for c := range channels {
+				for kh := range g.kh {
+					for kw := range g.kw {
+						row := col[(c*nt+kh*g.kw+kw)*ld:]
+						for q := range n {
+							i, j := q/g.w, q%g.w
+							ih, iw := i+kh*g.dilH-g.padH, j+kw*g.dilW-g.padW
+							if ih >= 0 && ih < g.h && iw >= 0 && iw < g.w {
+								want[c*cstride+ih*g.w+iw] += row[q]
+							}
+						}
+					}
+				}
+			}
+			p.Col2im(got, cstride, col, ld, channels)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%+v, %d channels: input %d = %g, want %g", g, channels, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	if tested < 5 {
+		t.Fatalf("only %d centred geometries", tested)
 	}
 }
 
