@@ -30,7 +30,7 @@ type SamePlan struct {
 	// centred: oh = h and the padding centres the kernel on each output
 	// (tap t and tap len(taps)-1-t are offsets of opposite sign)
 	centred bool
-	nv4   int // nvec rounded up to a multiple of 12: whole steps of 4 vectors, whole blocks of 3
+	nv4     int // nvec rounded up to a multiple of 12: whole steps of 4 vectors, whole blocks of 3
 }
 
 // NewSamePlan returns the plan of a depthwise convolution of an h×w plane
