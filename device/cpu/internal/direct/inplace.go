@@ -27,10 +27,10 @@ type SamePlan struct {
 	// last row has the lanes that are outputs (the store mask).
 	masks []uint16
 	nvec  int // vectors of 16 outputs
+	nv4   int // nvec rounded up to a multiple of 12: whole steps of 4 vectors, whole blocks of 3
 	// centred: oh = h and the padding centres the kernel on each output
 	// (tap t and tap len(taps)-1-t are offsets of opposite sign)
 	centred bool
-	nv4     int // nvec rounded up to a multiple of 12: whole steps of 4 vectors, whole blocks of 3
 }
 
 // NewSamePlan returns the plan of a depthwise convolution of an h×w plane
