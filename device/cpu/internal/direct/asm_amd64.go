@@ -82,6 +82,9 @@ func im2colSameAVX2(col *float32, ld int, in *float32, cstride, channels int, ta
 func col2imSameAVX2(dx *float32, cstride int, col *float32, ld, channels int, taps *int, ntaps int, masks *uint16, nv4, groups int)
 
 //go:noescape
+func splitColumns8AVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows int)
+
+//go:noescape
 func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels, cols int)
 
 //go:noescape

@@ -96,6 +96,10 @@ func col2imSameAVX2(dx *float32, cstride int, col *float32, ld, channels int, ta
 	panic("direct: no assembly on this platform")
 }
 
+func splitColumns8AVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows int) {
+	panic("direct: no assembly on this platform")
+}
+
 func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels, cols int) {
 	panic("direct: no assembly on this platform")
 }

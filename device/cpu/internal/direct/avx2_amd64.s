@@ -141,6 +141,41 @@ sdone:
 	VZEROUPPER
 	RET
 
+// func splitColumns8AVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows int)
+//
+// The first 8 values of each row: VSHUFPS picks the even and the odd ones
+// of the two 128-bit halves of Y0; 4 even and 4 odd values are stored.
+TEXT ·splitColumns8AVX2(SB), NOSPLIT, $0-56
+	MOVQ even+0(FP), DI
+	MOVQ lde+8(FP), R8
+	SHLQ $2, R8
+	MOVQ odd+16(FP), DX
+	MOVQ ldo+24(FP), R9
+	SHLQ $2, R9
+	MOVQ src+32(FP), SI
+	MOVQ lds+40(FP), R10
+	SHLQ $2, R10
+	MOVQ rows+48(FP), R11
+	TESTQ R11, R11
+	JZ    s8done
+
+s8row:
+	VMOVUPS      (SI), Y0
+	VEXTRACTF128 $1, Y0, X1
+	VSHUFPS      $0x88, X1, X0, X2
+	VSHUFPS      $0xDD, X1, X0, X3
+	VMOVUPS      X2, (DI)
+	VMOVUPS      X3, (DX)
+	ADDQ         R8, DI
+	ADDQ         R9, DX
+	ADDQ         R10, SI
+	DECQ         R11
+	JNZ          s8row
+
+s8done:
+	VZEROUPPER
+	RET
+
 // func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels int)
 //
 // blockAVX512's 8×48 block in four passes of 4 rows × 24 positions (R15:

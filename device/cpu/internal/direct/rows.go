@@ -102,11 +102,28 @@ func SplitColumns(even []float32, lde int, odd []float32, ldo int, src []float32
 		splitColumnsAVX512(&even[0], lde, oddStart, ldo, &src[0], lds, rows, cols)
 		return
 	}
-	if chunks := cols / 16; haveAVX2 && chunks > 0 {
+	if haveAVX2 && cols >= 8 {
+		chunks := cols / 16
 		splitColumnsAVX2(&even[0], lde, &odd[0], ldo, &src[0], lds, rows, chunks)
-		if done := 16 * chunks; done < cols {
-			for r := range rows { // the last cols mod 16 values of each row
-				splitColumnsGo(even[r*lde+done/2:], lde, odd[r*ldo+done/2:], ldo, src[r*lds+done:], lds, 1, cols-done)
+		// The rest in steps of 16 or 8 values that end at most one value
+		// before the row's end, each from an even column, rewriting values
+		// an earlier step wrote (ResNet's 14- and 28-wide rows: 8+8 and
+		// 16+16).
+		done := 16 * chunks
+		for done < cols-1 {
+			if cols >= 16 {
+				at := (cols - 16) &^ 1
+				splitColumnsAVX2(&even[at/2], lde, &odd[at/2], ldo, &src[at], lds, rows, 1)
+				done = at + 16
+			} else {
+				at := min(done, (cols-8)&^1)
+				splitColumns8AVX2(&even[at/2], lde, &odd[at/2], ldo, &src[at], lds, rows)
+				done = at + 8
+			}
+		}
+		if done < cols { // an odd row's last value, an even column
+			for r := range rows {
+				even[r*lde+done/2] = src[r*lds+done]
 			}
 		}
 		return

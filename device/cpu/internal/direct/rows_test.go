@@ -84,12 +84,13 @@ func BenchmarkCopyRows(b *testing.B) {
 }
 
 // TestSplitColumns checks SplitColumns (assembly where the CPU has it)
-// against its definition on row lengths around the 32-value steps,
-// writing nothing but the split columns.
+// against its definition on row lengths around the 32-value steps (and
+// the AVX2 kernel's 16- and 8-value ones), writing nothing but the split
+// columns.
 func TestSplitColumns(t *testing.T) {
 	const sentinel = float32(-7.5)
 	for _, rows := range []int{1, 3} {
-		for _, cols := range []int{1, 2, 3, 15, 31, 32, 33, 64, 65, 113} {
+		for _, cols := range []int{1, 2, 3, 7, 8, 9, 14, 15, 16, 17, 28, 30, 31, 32, 33, 64, 65, 113} {
 			t.Run(fmt.Sprintf("%dx%d", rows, cols), func(t *testing.T) {
 				ne, no := (cols+1)/2, cols/2
 				lds, lde, ldo := cols+1, ne+2, no+3
