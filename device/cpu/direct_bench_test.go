@@ -22,6 +22,8 @@ func BenchmarkDirect(b *testing.B) {
 		convCase(128, 16, 7, 7, 16, 3, 1, 1, 1),
 		convCase(128, 16, 28, 28, 32, 3, 2, 1, 1),
 		convCase(128, 32, 14, 14, 64, 3, 2, 1, 1),
+		convCase(128, 24, 28, 28, 48, 3, 2, 1, 1), // ResNet-8's stride-2 layers
+		convCase(128, 48, 14, 14, 96, 3, 2, 1, 1),
 		convCase(128, 24, 28, 28, 24, 3, 1, 1, 1),
 		convCase(128, 48, 14, 14, 48, 3, 1, 1, 1),
 		convCase(128, 1, 28, 28, 16, 3, 1, 1, 1),
