@@ -277,9 +277,12 @@ func columnPhase(s convShape, kw int, even, odd []float32) (phase []float32, wid
 // 14×14) the input gradient ran 1.9× as fast; with 7-wide output rows
 // (14×14 to 7×7) 0.9×, and 1×1 kernels, whose column matrix covers a
 // quarter of the plane, 0.6–0.9×: the split planes' clear and merge cost
-// more there than the element loop.
+// more there than the element loop. Without AVX-512 (AddRows and
+// MergeColumnsAdd in AVX2) 7-wide rows gain too: ResNet-20's 32→64 and
+// ResNet-8's 48→96 stride-2 layers 1.13–1.16× as fast with AVX-512 hidden,
+// 0.94–0.98× with it.
 func (s convShape) col2imPhases() bool {
-	return s.columnSplit() && s.KW >= 3 && s.ow >= 14
+	return s.columnSplit() && s.KW >= 3 && (s.ow >= 14 || (!direct.Fast() && s.ow >= 7))
 }
 
 // columnSplit reports whether the convolution's planes can go through

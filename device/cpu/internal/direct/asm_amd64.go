@@ -11,7 +11,8 @@ var haveAsm = cpu.X86.HasAVX512F
 
 // haveAVX2 reports whether the kernels that have an AVX2 version for CPUs
 // without AVX-512 (Block, GradBlock, RowChannelsLast, Depthwise,
-// SplitColumns, CopyRows, CopyRowsBiasClamp, SamePlan.Im2col) and the
+// SplitColumns, CopyRows, CopyRowsBiasClamp, SamePlan.Im2col, AddRows,
+// MergeColumnsAdd) and the
 // AVX2-only SamePlan.Col2im can run it.
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
@@ -83,6 +84,12 @@ func col2imSameAVX2(dx *float32, cstride int, col *float32, ld, channels int, ta
 
 //go:noescape
 func splitColumns8AVX2(even *float32, lde int, odd *float32, ldo int, src *float32, lds, rows int)
+
+//go:noescape
+func addRowsAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int)
+
+//go:noescape
+func mergeColumnsAddAVX2(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo, rows, pairs int)
 
 //go:noescape
 func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels, cols int)

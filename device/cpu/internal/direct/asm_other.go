@@ -100,6 +100,14 @@ func splitColumns8AVX2(even *float32, lde int, odd *float32, ldo int, src *float
 	panic("direct: no assembly on this platform")
 }
 
+func addRowsAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int) {
+	panic("direct: no assembly on this platform")
+}
+
+func mergeColumnsAddAVX2(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo, rows, pairs int) {
+	panic("direct: no assembly on this platform")
+}
+
 func blockAVX2(out *float32, ldo int, in *float32, cstride int, taps *int, ntaps int, w *float32, channels, cols int) {
 	panic("direct: no assembly on this platform")
 }

@@ -739,3 +739,129 @@ cchandone:
 	JNZ   cchan
 	VZEROUPPER
 	RET
+
+// func addRowsAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int)
+//
+// AddRows: per row, steps of 8 values (Y0), then one of 4 (X0), then
+// single values.
+TEXT ·addRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+32(FP), R10
+	MOVQ cols+40(FP), R11
+	SHLQ $2, R11 // bytes per row
+	TESTQ R10, R10
+	JZ    ardone
+
+arrow:
+	XORQ AX, AX
+
+ar8:
+	MOVQ    R11, DX
+	SUBQ    AX, DX
+	CMPQ    DX, $32
+	JLT     ar4
+	VMOVUPS (DI)(AX*1), Y0
+	VADDPS  (SI)(AX*1), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*1)
+	ADDQ    $32, AX
+	JMP     ar8
+
+ar4:
+	CMPQ    DX, $16
+	JLT     ar1
+	VMOVUPS (DI)(AX*1), X0
+	VADDPS  (SI)(AX*1), X0, X0
+	VMOVUPS X0, (DI)(AX*1)
+	ADDQ    $16, AX
+
+ar1:
+	CMPQ  AX, R11
+	JGE   arnext
+	VMOVSS (DI)(AX*1), X0
+	VADDSS (SI)(AX*1), X0, X0
+	VMOVSS X0, (DI)(AX*1)
+	ADDQ   $4, AX
+	JMP    ar1
+
+arnext:
+	ADDQ R8, DI
+	ADDQ R9, SI
+	DECQ R10
+	JNZ  arrow
+
+ardone:
+	VZEROUPPER
+	RET
+
+// func mergeColumnsAddAVX2(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo, rows, pairs int)
+//
+// MergeColumnsAdd for the first 2·pairs values of each row (the caller
+// adds the rest): steps of 8 pairs (even Y0, odd Y1: VUNPCKLPS and
+// VUNPCKHPS interleave each 128-bit half, VPERM2F128 puts the halves in
+// order) added to 16 values of dst, then one of 4 pairs (8 values).
+TEXT ·mergeColumnsAddAVX2(SB), NOSPLIT, $0-64
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	SHLQ $2, R8
+	MOVQ even+16(FP), SI
+	MOVQ lde+24(FP), R9
+	SHLQ $2, R9
+	MOVQ odd+32(FP), DX
+	MOVQ ldo+40(FP), R10
+	SHLQ $2, R10
+	MOVQ rows+48(FP), R11
+	MOVQ pairs+56(FP), R12
+	SHLQ $2, R12 // bytes of even (and odd) values per row
+	TESTQ R11, R11
+	JZ    mcdone
+
+mcrow:
+	XORQ AX, AX // byte offset in even and odd; twice that in dst
+
+mc8:
+	MOVQ       R12, CX
+	SUBQ       AX, CX
+	CMPQ       CX, $32
+	JLT        mc4
+	VMOVUPS    (SI)(AX*1), Y0
+	VMOVUPS    (DX)(AX*1), Y1
+	VUNPCKLPS  Y1, Y0, Y2
+	VUNPCKHPS  Y1, Y0, Y3
+	VPERM2F128 $0x20, Y3, Y2, Y4
+	VPERM2F128 $0x31, Y3, Y2, Y5
+	LEAQ       (DI)(AX*2), BX
+	VADDPS     (BX), Y4, Y4
+	VADDPS     32(BX), Y5, Y5
+	VMOVUPS    Y4, (BX)
+	VMOVUPS    Y5, 32(BX)
+	ADDQ       $32, AX
+	JMP        mc8
+
+mc4:
+	CMPQ      CX, $16
+	JLT       mcnext
+	VMOVUPS   (SI)(AX*1), X0
+	VMOVUPS   (DX)(AX*1), X1
+	VUNPCKLPS X1, X0, X2
+	VUNPCKHPS X1, X0, X3
+	LEAQ      (DI)(AX*2), BX
+	VADDPS    (BX), X2, X2
+	VADDPS    16(BX), X3, X3
+	VMOVUPS   X2, (BX)
+	VMOVUPS   X3, 16(BX)
+
+mcnext:
+	ADDQ R8, DI
+	ADDQ R9, SI
+	ADDQ R10, DX
+	DECQ R11
+	JNZ  mcrow
+
+mcdone:
+	VZEROUPPER
+	RET

@@ -162,6 +162,10 @@ func AddRows(dst []float32, ldd int, src []float32, lds, rows, cols int) {
 		addRowsAVX512(&dst[0], ldd, &src[0], lds, rows, cols)
 		return
 	}
+	if haveAVX2 {
+		addRowsAVX2(&dst[0], ldd, &src[0], lds, rows, cols)
+		return
+	}
 	for r := range rows {
 		d, s := dst[r*ldd:][:cols], src[r*lds:][:cols]
 		for i, v := range s {
@@ -192,9 +196,16 @@ func MergeColumnsAdd(dst []float32, ldd int, even []float32, lde int, odd []floa
 		mergeColumnsAVX512(&dst[0], ldd, &even[0], lde, oddStart, ldo, rows, cols)
 		return
 	}
+	k0 := 0 // the pairs of columns before k0 are added
+	if haveAVX2 && no >= 4 {
+		// Steps of 8 and 4 pairs; the last pairs and an odd row's last
+		// value below.
+		k0 = no / 4 * 4
+		mergeColumnsAddAVX2(&dst[0], ldd, &even[0], lde, &odd[0], ldo, rows, k0)
+	}
 	for r := range rows {
 		row := dst[r*ldd:][:cols]
-		for k := 0; 2*k < cols; k++ {
+		for k := k0; 2*k < cols; k++ {
 			row[2*k] += even[r*lde+k]
 			if 2*k+1 < cols {
 				row[2*k+1] += odd[r*ldo+k]

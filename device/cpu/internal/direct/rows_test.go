@@ -143,7 +143,7 @@ func TestSplitColumnsShort(t *testing.T) {
 // each value of a row gets its source added, and nothing else changes.
 func TestAddRows(t *testing.T) {
 	for _, rows := range []int{1, 3} {
-		for _, cols := range []int{1, 14, 16, 17, 40} {
+		for _, cols := range []int{1, 3, 4, 5, 7, 8, 13, 14, 16, 17, 40} {
 			for _, gap := range []int{0, 3, 16} {
 				ldd, lds := cols+gap, cols+5
 				src := make([]float32, (rows-1)*lds+cols)
@@ -173,7 +173,7 @@ func TestAddRows(t *testing.T) {
 // of 32, with gaps between rows that it must not touch.
 func TestMergeColumnsAdd(t *testing.T) {
 	for _, rows := range []int{1, 4} {
-		for _, cols := range []int{1, 2, 3, 14, 28, 31, 32, 33, 64, 65} {
+		for _, cols := range []int{1, 2, 3, 7, 8, 9, 14, 15, 16, 17, 28, 31, 32, 33, 64, 65} {
 			ldd := cols + 3
 			src := make([]float32, rows*ldd)
 			for i := range src {
