@@ -25,11 +25,22 @@ func checkOutput(t *testing.T, what string, got float32, want, mag float64, hasN
 	}
 }
 
+// sameGeometry is a plane and kernel of a SamePlan (NewSamePlan's
+// arguments).
+type sameGeometry struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }
+
+// tapInput returns the index in the plane of the input that tap (kh, kw)
+// of output q reads, and whether it lies inside the image.
+func (g sameGeometry) tapInput(kh, kw, q int) (int, bool) {
+	ih, iw := q/g.w+kh*g.dilH-g.padH, q%g.w+kw*g.dilW-g.padW
+	return ih*g.w + iw, ih >= 0 && ih < g.h && iw >= 0 && iw < g.w
+}
+
 // sameGeometries are the planes the SamePlan tests run on: MobileNet's,
 // outputs that end inside and at the end of a step, one output, wider
 // kernels, padding, dilation, fewer output rows than input rows, and a
 // kernel of 81 taps.
-var sameGeometries = []struct{ h, w, oh, kh, kw, padH, padW, dilH, dilW int }{
+var sameGeometries = []sameGeometry{
 	{112, 112, 112, 3, 3, 1, 1, 1, 1},
 	{14, 14, 14, 3, 3, 1, 1, 1, 1},
 	{7, 7, 7, 3, 3, 1, 1, 1, 1},
@@ -335,11 +346,9 @@ func TestSamePlanIm2col(t *testing.T) {
 					for kw := range g.kw {
 						row := col[(c*nt+kh*g.kw+kw)*ld:]
 						for q := range n {
-							i, j := q/g.w, q%g.w
-							ih, iw := i+kh*g.dilH-g.padH, j+kw*g.dilW-g.padW
 							var want float32
-							if ih >= 0 && ih < g.h && iw >= 0 && iw < g.w {
-								want = in[c*cstride+ih*g.w+iw]
+							if i, ok := g.tapInput(kh, kw, q); ok {
+								want = in[c*cstride+i]
 							}
 							if row[q] != want {
 								t.Fatalf("%+v, %d channels: row (%d, %d, %d) position %d = %g, want %g", g, channels, c, kh, kw, q, row[q], want)
@@ -407,10 +416,8 @@ func TestSamePlanCol2im(t *testing.T) {
 					for kw := range g.kw {
 						row := col[(c*nt+kh*g.kw+kw)*ld:]
 						for q := range n {
-							i, j := q/g.w, q%g.w
-							ih, iw := i+kh*g.dilH-g.padH, j+kw*g.dilW-g.padW
-							if ih >= 0 && ih < g.h && iw >= 0 && iw < g.w {
-								want[c*cstride+ih*g.w+iw] += row[q]
+							if i, ok := g.tapInput(kh, kw, q); ok {
+								want[c*cstride+i] += row[q]
 							}
 						}
 					}
