@@ -12,8 +12,7 @@ var haveAsm = cpu.X86.HasAVX512F
 // haveAVX2 reports whether the kernels that have an AVX2 version for CPUs
 // without AVX-512 (Block, GradBlock, RowChannelsLast, Depthwise,
 // SplitColumns, CopyRows, CopyRowsBiasClamp, SamePlan.Im2col, AddRows,
-// MergeColumnsAdd) and the
-// AVX2-only SamePlan.Col2im can run it.
+// MergeColumnsAdd) and SamePlan.Col2im, AVX2 on every CPU, can run it.
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 //go:noescape
