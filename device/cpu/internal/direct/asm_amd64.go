@@ -9,10 +9,9 @@ import "golang.org/x/sys/cpu"
 // haveAsm reports whether Block runs in AVX-512 assembly (asm_amd64.s).
 var haveAsm = cpu.X86.HasAVX512F
 
-// haveAVX2 reports whether the kernels that have an AVX2 version for CPUs
-// without AVX-512 (Block, GradBlock, RowChannelsLast, Depthwise,
-// SplitColumns, CopyRows, CopyRowsBiasClamp, SamePlan.Im2col, AddRows,
-// MergeColumnsAdd) and SamePlan.Col2im, AVX2 on every CPU, can run it.
+// haveAVX2 reports whether the AVX2 kernels can run: those that replace
+// the AVX-512 ones on CPUs without AVX-512, and SamePlan.Col2im on every
+// CPU (doc.go lists them).
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 //go:noescape

@@ -32,14 +32,16 @@
 // stride-2 convolution's phases), and for im2col and col2im of stride-2
 // layers AddRows (a strided add) and MergeColumnsAdd (SplitColumns
 // backwards, adding). SamePlan.Im2col writes the column matrix of a
-// same-size convolution with the plan's masks.
+// same-size convolution with the plan's masks, and SamePlan.Col2im adds it
+// back, each input gathering its taps (AVX2 on every amd64 CPU).
 //
-// On CPUs with AVX2 but not AVX-512, Block, GradBlock, Depthwise,
-// RowChannelsLast, SplitColumns, CopyRows, PadRows and CopyRowsBiasClamp
-// run AVX2 assembly (avx2_amd64.s, channelslast_avx2_amd64.s): Block in
-// four passes of 4 rows × 24 positions, GradBlock in four passes of 2 rows
-// × 3 pairs over chunks of 512 positions, with the AVX-512 kernels' bits
-// where the order of operations allows (TestAVX2MatchesAVX512). The plans'
-// in-place kernels and RowsPlan run in Go there (Fast and FastBlocks say
-// what runs in assembly).
+// On CPUs with AVX2 but not AVX-512, Block (BlockCols), GradBlock,
+// Depthwise, RowChannelsLast, SplitColumns, CopyRows, PadRows,
+// CopyRowsBiasClamp, AddRows, MergeColumnsAdd and SamePlan.Im2col run AVX2
+// assembly (avx2_amd64.s, channelslast_avx2_amd64.s): Block in four passes
+// of 4 rows × 24 positions, GradBlock in four passes of 2 rows × 3 pairs
+// over chunks of 512 positions, with the AVX-512 kernels' bits where the
+// order of operations allows (TestAVX2MatchesAVX512). The plans' in-place
+// convolution kernels and RowsPlan run in Go there (Fast, FastBlocks and
+// HaveCol2im say what runs in assembly).
 package direct
