@@ -61,10 +61,17 @@ type Model struct {
 	declared map[string]DataType
 	head     *HeadInfo // the classifier WithoutHead removed
 
-	mu        sync.Mutex
-	constDev  map[device.Device]map[string]*autograd.Var // consts moved to a device, built on demand
-	shapeMemo map[string]map[string]*tensor.Tensor       // input-shape signature -> shape-only values
-	arenas    map[string]*tensor.Arena                   // input-shape signature -> memory of inference runs, while no run uses it
+	mu       sync.Mutex
+	constDev map[device.Device]map[string]*autograd.Var // consts moved to a device, built on demand
+	// slots numbers the values of the main graph (its inputs, the
+	// nodes' inputs and outputs, its outputs): a run keeps them in a
+	// slice, numSlots long, rather than in a map by name; constSlots
+	// holds the constants on a device at their slots, built on demand.
+	slots      map[string]int
+	numSlots   int
+	constSlots map[device.Device][]*autograd.Var
+	shapeMemo  map[string]map[string]*tensor.Tensor // input-shape signature -> shape-only values
+	arenas     map[string]*tensor.Arena             // input-shape signature -> memory of inference runs, while no run uses it
 }
 
 // ValueInfo describes a graph input or output.
@@ -120,6 +127,9 @@ type graphNode struct {
 	// release lists the values no later node reads, dropped after this
 	// node so that their memory can be reused.
 	release []string
+	// inSlots, outSlots and releaseSlots are the slots (Model.slots) of
+	// inputs, outputs and release, -1 for an empty name.
+	inSlots, outSlots, releaseSlots []int
 	// act is the activation of a Relu folded into this Conv or Gemm
 	// (see fuseActivations).
 	act device.Activation
@@ -238,16 +248,17 @@ func decode(data []byte, src string, opts []Option) (*Model, error) {
 // then the constant folding and fusions that make running it cheaper.
 func build(mp *onnxpb.ModelProto, src string, o importOptions) (*Model, error) {
 	m := &Model{
-		consts:    map[string]*tensor.Tensor{},
-		state:     map[string]*tensor.Tensor{},
-		bufByVal:  map[string]*layers.Buffer{},
-		parByVal:  map[string]*autograd.Param{},
-		constDev:  map[device.Device]map[string]*autograd.Var{},
-		shapeMemo: map[string]map[string]*tensor.Tensor{},
-		arenas:    map[string]*tensor.Arena{},
-		rng:       rand.New(rand.NewPCG(0, 0)),
-		Producer:  strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()),
-		Doc:       mp.GetDocString(),
+		consts:     map[string]*tensor.Tensor{},
+		state:      map[string]*tensor.Tensor{},
+		bufByVal:   map[string]*layers.Buffer{},
+		parByVal:   map[string]*autograd.Param{},
+		constDev:   map[device.Device]map[string]*autograd.Var{},
+		constSlots: map[device.Device][]*autograd.Var{},
+		shapeMemo:  map[string]map[string]*tensor.Tensor{},
+		arenas:     map[string]*tensor.Arena{},
+		rng:        rand.New(rand.NewPCG(0, 0)),
+		Producer:   strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()),
+		Doc:        mp.GetDocString(),
 	}
 	opset, err := modelOpset(mp)
 	if err != nil {
@@ -289,6 +300,7 @@ func build(mp *onnxpb.ModelProto, src string, o importOptions) (*Model, error) {
 	m.planChannelsLast()
 	m.markShapeOnly()
 	m.planRelease()
+	m.planSlots()
 	return m, nil
 }
 
@@ -905,6 +917,46 @@ func (m *Model) planRelease() {
 		}
 		m.nodes[i].release = append(m.nodes[i].release, name)
 	}
+}
+
+// planSlots numbers the values of the main graph (see Model.slots) and
+// gives each node the slots of its inputs, outputs and releases.
+func (m *Model) planSlots() {
+	m.slots = map[string]int{}
+	slot := func(name string) int {
+		if name == "" {
+			return -1
+		}
+		s, ok := m.slots[name]
+		if !ok {
+			s = len(m.slots)
+			m.slots[name] = s
+		}
+		return s
+	}
+	slotsOf := func(names []string) []int {
+		s := make([]int, len(names))
+		for i, name := range names {
+			s[i] = slot(name)
+		}
+		return s
+	}
+	for _, in := range m.Inputs {
+		slot(in.Name)
+	}
+	for _, n := range m.nodes {
+		n.inSlots, n.outSlots, n.releaseSlots = slotsOf(n.inputs), slotsOf(n.outputs), slotsOf(n.release)
+	}
+	for _, n := range m.nodes {
+		slotsOf(n.implicit) // read by the node's subgraphs, by name
+	}
+	for _, o := range m.Outputs {
+		slot(o.Name)
+	}
+	for name := range m.consts {
+		slot(name)
+	}
+	m.numSlots = len(m.slots)
 }
 
 // Parameters returns the trainable initializers, named as in the file.

@@ -130,20 +130,20 @@ type nodeCtx struct {
 	dev      device.Device
 	training bool
 	attrs    map[string]*onnxpb.AttributeProto
-	setState func(i int, t *tensor.Tensor) error
 	rng      *rand.Rand
-	act      device.Activation // a Relu fused into this node
-	runGraph func(attr string, args []*autograd.Var) ([]*autograd.Var, error)
+	act      device.Activation    // a Relu fused into this node
 	graphs   map[string]*subgraph // the graph attributes, by name
 	declared map[string]DataType  // ONNX element types known from the file
-	frozen   func(i int) bool     // see InputFrozen; nil while folding constants
+	// run is the model run evaluating the node, nil while constants are
+	// folded (then no input is frozen, no state can be set and no graph
+	// attribute run).
+	run runEnv
 	// residual is the other input of an Add fused into this Conv (see
 	// fuseResiduals), nil otherwise; residualAct is the Add's fused
 	// activation, and addResidual runs the Add itself on the Conv's
 	// output, where the fused kernel does not apply.
 	residual    *autograd.Var
 	residualAct device.Activation
-	addResidual func(y *autograd.Var) ([]*autograd.Var, error)
 	// cache is the node's nodeCache, or nil where the node has none (a
 	// node built for one call).
 	cache *nodeCache
@@ -167,7 +167,16 @@ type nodeCache struct {
 // parameter frozen with autograd.Param.Freeze. A graph input or a value
 // computed by the graph is not frozen.
 func (c *nodeCtx) InputFrozen(i int) bool {
-	return c.frozen != nil && c.frozen(i)
+	return c.run != nil && c.run.inputFrozen(i)
+}
+
+// runEnv is what an operator may ask of the model run evaluating its node
+// (nodeRun).
+type runEnv interface {
+	inputFrozen(i int) bool
+	setState(i int, t *tensor.Tensor) error
+	runGraph(attr string, args []*autograd.Var) ([]*autograd.Var, error)
+	addResidual(y, residual *autograd.Var) ([]*autograd.Var, error)
 }
 
 // InputType returns the ONNX element type the file declares for input i
@@ -184,10 +193,10 @@ func (c *nodeCtx) InputType(i int) DataType {
 // RunGraph evaluates the node's graph attribute attr (If's then_branch,
 // Loop's body) on args, its formal inputs, and returns its outputs.
 func (c *nodeCtx) RunGraph(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
-	if c.runGraph == nil {
+	if c.run == nil {
 		return nil, fmt.Errorf("attribute %s: no graph to run", attr)
 	}
-	return c.runGraph(attr, args)
+	return c.run.runGraph(attr, args)
 }
 
 // FusedActivation returns the activation the interpreter fused into this
@@ -227,10 +236,10 @@ var debugPanics = os.Getenv("HORA_ONNX_DEBUG") != ""
 // BatchNormalization running mean or variance) that feeds input i: how
 // an operator in training mode updates running statistics.
 func (c *nodeCtx) SetState(i int, t *tensor.Tensor) error {
-	if c.setState == nil {
+	if c.run == nil {
 		return fmt.Errorf("input %d: no state to update while folding constants", i)
 	}
-	return c.setState(i, t)
+	return c.run.setState(i, t)
 }
 
 func newNodeCtx(n *onnxpb.NodeProto, index, opset int, dev device.Device, training bool) *nodeCtx {

@@ -256,7 +256,7 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 		if err != nil || c.residual == nil {
 			return outs, err
 		}
-		return c.addResidual(outs[0])
+		return c.run.addResidual(outs[0], c.residual)
 	}
 	n, err := convCheck(c, x, w)
 	if err != nil {
@@ -294,7 +294,7 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 		y = autograd.Squeeze(y, 2)
 	}
 	if c.residual != nil {
-		return c.addResidual(y)
+		return c.run.addResidual(y, c.residual)
 	}
 	return []*autograd.Var{y}, nil
 }

@@ -39,27 +39,27 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 	if len(inputs) > 0 && inputs[0] != nil && inputs[0].Value != nil {
 		dev = inputs[0].Value.Device()
 	}
-	values := make(map[string]*autograd.Var, len(m.nodes)+len(inputs))
 	for i, x := range inputs {
 		if err := m.checkInput(i, x, dev); err != nil {
 			return nil, err
 		}
-		values[m.Inputs[i].Name] = x
 	}
-
 	key := m.signature(inputs)
 	m.mu.Lock()
 	memo, memoOK := m.shapeMemo[key]
-	consts := m.constsOn(dev)
+	vals := m.slotsOn(dev) // the run's values by slot, the constants filled in
 	m.mu.Unlock()
 	arena := m.takeArena(key, inputs) // nil: the run may record gradients
 	var reuse *bufferReuse
 	if arena != nil {
 		reuse = newBufferReuse(arena)
 		defer m.putArena(key, arena)
-		for i, x := range inputs {
-			values[m.Inputs[i].Name] = autograd.Constant(x.Value.WithArena(arena))
+	}
+	for i, x := range inputs {
+		if arena != nil {
+			x = autograd.Constant(x.Value.WithArena(arena))
 		}
+		vals[m.slots[m.Inputs[i].Name]] = x
 	}
 	var newMemo map[string]*tensor.Tensor // filled on the first run of a signature
 	if !memoOK {
@@ -67,46 +67,62 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 	}
 
 	budget := maxUnrolledNodes // of this run's Loop, Scan and If subgraphs
-	lookup := func(name string) *autograd.Var {
-		if v, ok := values[name]; ok {
-			return v
-		}
+	// other reads what is not a value of this run by name: a parameter,
+	// a buffer, a memoised shape-only value.
+	other := func(name string) *autograd.Var {
 		if p := m.parByVal[name]; p != nil {
 			return p.Var
 		}
 		if b := m.bufByVal[name]; b != nil {
 			return autograd.Constant(b.Value)
 		}
-		if c, ok := consts[name]; ok {
-			return c
-		}
 		if t, ok := memo[name]; ok {
 			return autograd.Constant(t)
 		}
 		return nil
+	}
+	lookup := func(name string) *autograd.Var { // by name, for subgraphs
+		if s, ok := m.slots[name]; ok && vals[s] != nil {
+			return vals[s]
+		}
+		return other(name)
 	}
 
 	for _, n := range m.nodes {
 		if n.shapeOnly && memoOK {
 			continue // its outputs are in memo
 		}
-		outs, err := m.evalNode(n, lookup, dev, &budget, arena != nil)
+		in := make([]*autograd.Var, len(n.inputs))
+		for k, s := range n.inSlots {
+			if s < 0 {
+				continue // an omitted input
+			}
+			if in[k] = vals[s]; in[k] == nil {
+				if in[k] = other(n.inputs[k]); in[k] == nil {
+					return nil, m.nodeError(n, fmt.Errorf("input %d %q has no value", k, n.inputs[k]))
+				}
+			}
+		}
+		outs, err := m.evalNode(n, in, lookup, dev, &budget, arena != nil)
 		if err != nil {
 			return nil, err
 		}
-		for k, name := range n.outputs {
-			if name == "" {
+		for k, s := range n.outSlots {
+			if s < 0 {
 				continue
 			}
-			values[name] = outs[k]
+			vals[s] = outs[k]
 			if n.shapeOnly {
-				newMemo[name] = outOfArena(outs[k].Value, arena)
+				newMemo[n.outputs[k]] = outOfArena(outs[k].Value, arena)
 			}
 			reuse.hold(outs[k])
 		}
-		for _, name := range n.release {
-			reuse.drop(values[name])
-			delete(values, name)
+		for _, s := range n.releaseSlots {
+			if s < 0 {
+				continue
+			}
+			reuse.drop(vals[s])
+			vals[s] = nil
 		}
 	}
 	if !memoOK && len(newMemo) > 0 {
@@ -315,6 +331,22 @@ func (m *Model) signature(inputs []*autograd.Var) string {
 	return b.String()
 }
 
+// slotsOn returns a new slice of the run's values by slot (m.slots) with
+// the constants on dev filled in (m.mu held).
+func (m *Model) slotsOn(dev device.Device) []*autograd.Var {
+	c, ok := m.constSlots[dev]
+	if !ok {
+		c = make([]*autograd.Var, m.numSlots)
+		for name, v := range m.constsOn(dev) {
+			if s, ok := m.slots[name]; ok {
+				c[s] = v
+			}
+		}
+		m.constSlots[dev] = c
+	}
+	return slices.Clone(c)
+}
+
 // constsOn returns the constants as Vars on dev, moving them there the
 // first time (m.mu held).
 func (m *Model) constsOn(dev device.Device) map[string]*autograd.Var {
@@ -334,19 +366,11 @@ func (m *Model) constsOn(dev device.Device) map[string]*autograd.Var {
 	return c
 }
 
-// evalNode reads node n's inputs with lookup and evaluates it; the
-// result has an entry for every named output. budget is what remains of
-// the run's maxUnrolledNodes.
-func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev device.Device, budget *int, inference bool) ([]*autograd.Var, error) {
-	in := make([]*autograd.Var, len(n.inputs))
-	for k, name := range n.inputs {
-		if name == "" {
-			continue
-		}
-		if in[k] = lookup(name); in[k] == nil {
-			return nil, m.nodeError(n, fmt.Errorf("input %d %q has no value", k, name))
-		}
-	}
+// evalNode evaluates node n on its inputs in (nil where omitted); the
+// result has an entry for every named output. lookup reads the values of
+// the node's scope by name (for its subgraphs), and budget is what remains
+// of the run's maxUnrolledNodes.
+func (m *Model) evalNode(n *graphNode, in []*autograd.Var, lookup func(string) *autograd.Var, dev device.Device, budget *int, inference bool) ([]*autograd.Var, error) {
 	outs, err := m.runNode(n, in, dev, m.training, inference, lookup, budget)
 	if err != nil {
 		return nil, err
@@ -357,6 +381,20 @@ func (m *Model) evalNode(n *graphNode, lookup func(string) *autograd.Var, dev de
 		}
 	}
 	return outs, nil
+}
+
+// inputsByName reads node n's inputs with lookup (nil where omitted).
+func (m *Model) inputsByName(n *graphNode, lookup func(string) *autograd.Var) ([]*autograd.Var, error) {
+	in := make([]*autograd.Var, len(n.inputs))
+	for k, name := range n.inputs {
+		if name == "" {
+			continue
+		}
+		if in[k] = lookup(name); in[k] == nil {
+			return nil, m.nodeError(n, fmt.Errorf("input %d %q has no value", k, name))
+		}
+	}
+	return in, nil
 }
 
 // maxUnrolledNodes bounds the work of the subgraphs of one run: Loop,
@@ -397,7 +435,11 @@ func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(strin
 		return outer(name)
 	}
 	for _, n := range sg.nodes {
-		outs, err := m.evalNode(n, lookup, dev, budget, false)
+		in, err := m.inputsByName(n, lookup)
+		if err != nil {
+			return nil, err
+		}
+		outs, err := m.evalNode(n, in, lookup, dev, budget, false)
 		if err != nil {
 			return nil, err
 		}
@@ -421,62 +463,12 @@ func (m *Model) runSubgraph(sg *subgraph, args []*autograd.Var, outer func(strin
 // budget is what remains of the run's maxUnrolledNodes, for the subgraphs
 // of If, Loop and Scan (both nil while folding constants).
 func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, training, inference bool, lookup func(string) *autograd.Var, budget *int) (outs []*autograd.Var, err error) {
-	c := &nodeCtx{node: n.proto, in: in, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs, graphs: n.subgraphs, cache: &n.cache,
-		channelsLast: n.channelsLast && inference}
-	if n.subgraphs != nil && lookup != nil {
-		c.runGraph = func(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
-			sg := n.subgraphs[attr]
-			if sg == nil {
-				return nil, fmt.Errorf("no graph attribute %s", attr)
-			}
-			outs, err := m.runSubgraph(sg, args, lookup, dev, budget)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", attr, err)
-			}
-			return outs, nil
-		}
-	}
-	c.rng = m.rng
-	c.act = n.act
+	r := &nodeRun{m: m, n: n, dev: dev, training: training, inference: inference, lookup: lookup, budget: budget}
+	c := &r.ctx
+	*c = nodeCtx{node: n.proto, in: in, name: n.label, opset: m.Opset, dev: dev, training: training, attrs: n.attrs, graphs: n.subgraphs, cache: &n.cache,
+		channelsLast: n.channelsLast && inference, rng: m.rng, act: n.act, declared: m.declared, run: r}
 	if n.add != nil {
 		c.in, c.residual, c.residualAct = in[:len(in)-1], in[len(in)-1], n.add.act
-		c.addResidual = func(y *autograd.Var) ([]*autograd.Var, error) {
-			pair := []*autograd.Var{y, c.residual}
-			if n.convIsB {
-				pair[0], pair[1] = pair[1], pair[0]
-			}
-			return m.runNode(n.add, pair, dev, training, inference, lookup, budget)
-		}
-	}
-	c.frozen = func(k int) bool {
-		if k >= len(n.inputs) || n.inputs[k] == "" {
-			return false
-		}
-		if p := m.parByVal[n.inputs[k]]; p != nil {
-			return p.Frozen()
-		}
-		_, isConst := m.consts[n.inputs[k]]
-		return isConst
-	}
-	c.declared = m.declared
-	c.setState = func(k int, t *tensor.Tensor) error {
-		if k >= len(n.inputs) || m.bufByVal[n.inputs[k]] == nil {
-			return fmt.Errorf("input %d is not a state initializer (running statistics)", k)
-		}
-		buf := m.bufByVal[n.inputs[k]]
-		old := buf.Value
-		switch {
-		case old == t:
-		case old != nil && old.Device() == t.Device() && old.DType() == t.DType() && slices.Equal(old.Shape(), t.Shape()):
-			// In place: t may live in a step's arena (the trainer's), which
-			// is recycled after the step; the buffer must outlive it.
-			old.CopyFrom(t)
-		default:
-			v := tensor.New(t.Device(), t.DType(), t.Shape()...) // outside any arena
-			v.CopyFrom(t)
-			buf.Value = v
-		}
-		return nil
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -491,6 +483,80 @@ func (m *Model) runNode(n *graphNode, in []*autograd.Var, dev device.Device, tra
 		return nil, m.nodeError(n, fmt.Errorf("computed %d outputs, the node declares %d", len(outs), len(n.outputs)))
 	}
 	return outs, nil
+}
+
+// nodeRun is one evaluation of a graph node in a model run: what the
+// node's operator may ask of the run (see nodeCtx.run), and the context it
+// gets, in one allocation.
+type nodeRun struct {
+	ctx                 nodeCtx
+	m                   *Model
+	n                   *graphNode
+	dev                 device.Device
+	training, inference bool
+	lookup              func(string) *autograd.Var // the run's values, for subgraphs
+	budget              *int
+}
+
+// runGraph evaluates the node's graph attribute attr on args.
+func (r *nodeRun) runGraph(attr string, args []*autograd.Var) ([]*autograd.Var, error) {
+	if r.n.subgraphs == nil || r.lookup == nil {
+		return nil, fmt.Errorf("attribute %s: no graph to run", attr)
+	}
+	sg := r.n.subgraphs[attr]
+	if sg == nil {
+		return nil, fmt.Errorf("no graph attribute %s", attr)
+	}
+	outs, err := r.m.runSubgraph(sg, args, r.lookup, r.dev, r.budget)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", attr, err)
+	}
+	return outs, nil
+}
+
+// addResidual runs the Add fused into the node's Conv on its output y and
+// the Add's other input, where the fused kernel does not apply.
+func (r *nodeRun) addResidual(y, residual *autograd.Var) ([]*autograd.Var, error) {
+	pair := []*autograd.Var{y, residual}
+	if r.n.convIsB {
+		pair[0], pair[1] = pair[1], pair[0]
+	}
+	return r.m.runNode(r.n.add, pair, r.dev, r.training, r.inference, r.lookup, r.budget)
+}
+
+// inputFrozen is nodeCtx.InputFrozen.
+func (r *nodeRun) inputFrozen(k int) bool {
+	m, n := r.m, r.n
+	if k >= len(n.inputs) || n.inputs[k] == "" {
+		return false
+	}
+	if p := m.parByVal[n.inputs[k]]; p != nil {
+		return p.Frozen()
+	}
+	_, isConst := m.consts[n.inputs[k]]
+	return isConst
+}
+
+// setState is nodeCtx.SetState.
+func (r *nodeRun) setState(k int, t *tensor.Tensor) error {
+	m, n := r.m, r.n
+	if k >= len(n.inputs) || m.bufByVal[n.inputs[k]] == nil {
+		return fmt.Errorf("input %d is not a state initializer (running statistics)", k)
+	}
+	buf := m.bufByVal[n.inputs[k]]
+	old := buf.Value
+	switch {
+	case old == t:
+	case old != nil && old.Device() == t.Device() && old.DType() == t.DType() && slices.Equal(old.Shape(), t.Shape()):
+		// In place: t may live in a step's arena (the trainer's), which
+		// is recycled after the step; the buffer must outlive it.
+		old.CopyFrom(t)
+	default:
+		v := tensor.New(t.Device(), t.DType(), t.Shape()...) // outside any arena
+		v.CopyFrom(t)
+		buf.Value = v
+	}
+	return nil
 }
 
 // panicSite returns " (at file:line)" for the frame that panicked when
