@@ -71,6 +71,9 @@ func Conv2DAct(x, w, b *Var, o tensor.ConvOptions, act device.Activation) *Var {
 		bv = b.Value
 	}
 	y := tensor.Conv2DBiasAct(x.Value, w.Value, bv, o, act)
+	if v, ok := untaped(y, operands(inputs)...); ok {
+		return v
+	}
 	return describeOp(recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		convGrads(tensor.ActGrad(g, y, act), x, w, b, o, needs, grads)
 	}, operands(inputs)...), "Conv2D", ConvAttrs{Conv: o, Act: act})
@@ -91,6 +94,9 @@ func Conv2DAddAct(x, w, b, r *Var, o tensor.ConvOptions, act device.Activation) 
 	}
 	inputs = append(inputs, r)
 	y := tensor.Conv2DBiasAddAct(x.Value, w.Value, bv, r.Value, o, act)
+	if v, ok := untaped(y, inputs...); ok {
+		return v
+	}
 	return describeOp(recordInto(y, func(g *tensor.Tensor, needs []bool, grads []*tensor.Tensor) {
 		g = tensor.ActGrad(g, y, act)
 		convGrads(g, x, w, b, o, needs, grads)

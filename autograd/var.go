@@ -138,6 +138,25 @@ func record(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bool) 
 	return v
 }
 
+// untaped returns the output Var of an operation on inputs that will not
+// be recorded (some input in no-grad mode, or none requiring a gradient),
+// as recordInto would build it, and false when it must be recorded: a hot
+// operation asks first and builds its backward closure only then (an
+// inference run allocates one object less per node).
+func untaped(value *tensor.Tensor, inputs ...*Var) (*Var, bool) {
+	need := false
+	for _, in := range inputs {
+		if in.noGrad {
+			return &Var{Value: value, noGrad: true}, true
+		}
+		need = need || in.requiresGrad
+	}
+	if !need {
+		return &Var{Value: value}, true
+	}
+	return nil, false
+}
+
 // recordInto is record for a rule that writes its gradients into the
 // slice it is given (one entry per input, nil where not needed), which
 // saves an allocation per node in Backward.

@@ -325,6 +325,15 @@ func (c *nodeCtx) inputs(decl ...string) ([]*autograd.Var, error) {
 	if !rest.variadic && given > len(fixed) {
 		return nil, c.Errorf("the node has %s; %s", plural(given, "input"), c.describeInputs(decl))
 	}
+	if !rest.variadic && given == len(fixed) {
+		// Every input given or omitted at its place: c.in itself.
+		for i, name := range fixed {
+			if c.in[i] == nil && !parseInputDecl(name).optional {
+				return nil, c.missingInput(i, parseInputDecl(name).name, decl)
+			}
+		}
+		return c.in[:given:given], nil
+	}
 	out := make([]*autograd.Var, len(fixed), max(len(fixed), given))
 	for i, name := range fixed {
 		d := parseInputDecl(name)

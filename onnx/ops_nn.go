@@ -43,7 +43,7 @@ func nnSameType(c *nodeCtx, x, v *autograd.Var, name string) error {
 
 // nnVector checks that v is a 1-D tensor of length n.
 func nnVector(c *nodeCtx, v *autograd.Var, name string, n int) error {
-	if s := v.Shape(); len(s) != 1 || s[0] != n {
+	if s := v.Value.Dims(); len(s) != 1 || s[0] != n {
 		return c.Errorf("input %s has shape %v, expected [%d]", name, s, n)
 	}
 	return nil
@@ -235,7 +235,7 @@ func convCheck(c *nodeCtx, x, w *autograd.Var) (int, error) {
 	if err := nnSameType(c, x, w, "W"); err != nil {
 		return 0, err
 	}
-	if xs, ws := x.Shape(), w.Shape(); len(ws) != len(xs) {
+	if xs, ws := x.Value.Dims(), w.Value.Dims(); len(ws) != len(xs) {
 		return 0, c.Errorf("input W has shape %v, expected rank %d like X %v", ws, len(xs), xs)
 	}
 	return n, nil
@@ -262,7 +262,7 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 	if err != nil {
 		return nil, err
 	}
-	xs, ws := x.Shape(), w.Shape()
+	xs, ws := x.Value.Dims(), w.Value.Dims()
 	if b != nil {
 		if err := nnSameType(c, x, b, "B"); err != nil {
 			return nil, err
@@ -285,7 +285,7 @@ func opConv(c *nodeCtx) ([]*autograd.Var, error) {
 	opts.ChannelsLast = c.channelsLast && n == 2
 	if r := c.residual; r != nil && n == 2 && r.Value.DType() == x.Value.DType() {
 		oh, ow := tensor.ConvOutSize(x.Value, w.Value, opts)
-		if slices.Equal(r.Shape(), []int{xs[0], ws[0], oh, ow}) {
+		if rs := r.Value.Dims(); len(rs) == 4 && rs[0] == xs[0] && rs[1] == ws[0] && rs[2] == oh && rs[3] == ow {
 			return []*autograd.Var{autograd.Conv2DAddAct(x, w, b, r, opts, c.residualAct)}, nil
 		}
 	}

@@ -226,6 +226,11 @@ func (t *Tensor) layout() device.Layout {
 // Shape returns a copy of the shape.
 func (t *Tensor) Shape() []int { return append([]int(nil), t.shape...) }
 
+// Dims returns the shape itself, without Shape's copy, for code that only
+// reads it on a hot path (an inference run's per-node checks): the caller
+// must not modify it.
+func (t *Tensor) Dims() []int { return t.shape }
+
 // Rank returns the number of dimensions.
 func (t *Tensor) Rank() int { return len(t.shape) }
 

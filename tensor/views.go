@@ -72,19 +72,30 @@ func (t *Tensor) Flatten(from int) *Tensor {
 // Permute reorders the axes: output axis i is input axis axes[i]. View.
 func (t *Tensor) Permute(axes ...int) *Tensor {
 	if len(axes) != len(t.shape) {
-		panic(fmt.Sprintf("tensor: Permute %v of shape %v: need %d axes", axes, t.shape, len(t.shape)))
+		panic(fmt.Sprintf("tensor: Permute %v of shape %v: need %d axes", slices.Clone(axes), t.shape, len(t.shape)))
 	}
-	seen := make([]bool, len(axes))
-	shape, strides := make([]int, len(axes)), make([]int, len(axes))
+	r := len(axes)
+	var seenBuf [16]bool
+	seen := seenBuf[:min(r, len(seenBuf))]
+	if r > len(seenBuf) {
+		seen = make([]bool, r)
+	}
+	v := t.newView()
+	if r <= len(v.dims)/2 { // inline, as setContiguous lays out
+		v.shape, v.strides = v.dims[:r:r], v.dims[r:2*r:2*r]
+	} else {
+		v.shape, v.strides = make([]int, r), make([]int, r)
+	}
 	for i, a := range axes {
 		a = t.axis(a)
 		if seen[a] {
-			panic(fmt.Sprintf("tensor: Permute %v of shape %v: repeated axis", axes, t.shape))
+			panic(fmt.Sprintf("tensor: Permute %v of shape %v: repeated axis", slices.Clone(axes), t.shape))
 		}
 		seen[a] = true
-		shape[i], strides[i] = t.shape[a], t.strides[a]
+		v.shape[i], v.strides[i] = t.shape[a], t.strides[a]
 	}
-	return t.view(shape, strides, t.offset)
+	v.offset = t.offset
+	return v
 }
 
 // Transpose swaps axes a and b. View.
