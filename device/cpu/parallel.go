@@ -179,20 +179,28 @@ func (d *Device) parallelFor(n, cost int, fn func(lo, hi int)) {
 // directly, so that they do not even build the closure parallelFor needs
 // (a heap allocation).
 func (d *Device) serial(n, cost int) bool {
-	return min(d.numWorkers(), n) <= 1 || n*cost < 1<<15
+	return n*cost < serialWork || min(d.numWorkers(), n) <= 1
 }
+
+// serialWork is the estimated work (n·cost) below which a parallel call
+// runs on the calling goroutine alone.
+const serialWork = 1 << 15
 
 // parallel is parallelFor for a task. The calling goroutine runs the first
 // chunk itself and, while it waits for the others, runs queued chunks (its
 // own or other callers'), so nested or concurrent calls (ranks running as
 // goroutines) cannot deadlock.
 func (d *Device) parallel(n, cost int, t task) {
-	if d.serial(n, cost) {
+	// GOMAXPROCS(0) takes the scheduler's lock: read once per call.
+	procs := runtime.GOMAXPROCS(0)
+	w := procs
+	if set := d.workers.Load(); set > 0 {
+		w = int(set)
+	}
+	if w = min(w, n); w <= 1 || n*cost < serialWork {
 		t.run(0, n)
 		return
 	}
-	w := min(d.numWorkers(), n)
-	procs := runtime.GOMAXPROCS(0)
 	d.pool.start(max(procs, w) - 1)
 	if crowded := w > procs; d.pool.crowded.Load() != crowded {
 		d.pool.crowded.Store(crowded) // spinners read it: no store when it stays
