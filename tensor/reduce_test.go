@@ -3,6 +3,7 @@ package tensor_test
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -194,6 +195,33 @@ func TestReductions(t *testing.T) {
 	assertValues(t, big.Sum(1, false).Slice(0, 0, 2), []int{2}, []float64{350, 350}, 1e-6)
 	assertValues(t, big.SumAll(), nil, []float64{105000}, 1e-6)
 	require.Equal(t, []int{700}, big.Max(0, false).Shape())
+}
+
+// TestSumMiddleAxis checks sums over a middle axis whose inner axes are
+// wide (the row-by-row kernel, in blocks of the inner axis split across
+// workers) against float64 sums in axis order, to the bit.
+func TestSumMiddleAxis(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, shape := range [][]int{{3, 37, 300}, {2, 5, 17}, {1, 49, 1280}, {4, 1, 16}} {
+		outer, n, inner := shape[0], shape[1], shape[2]
+		vals := make([]float32, outer*n*inner)
+		for i := range vals {
+			vals[i] = float32(rng.NormFloat64())
+		}
+		got := tensor.FromFloat32(vals, shape...).Sum(1, false).Values()
+		for o := range outer {
+			for i := range inner {
+				var acc float64
+				for k := range n {
+					acc += float64(vals[(o*n+k)*inner+i])
+				}
+				if want := float32(acc); float32(got[o*inner+i]) != want {
+					t.Fatalf("%v: sum (%d, %d) = %v, want %v", shape, o, i, got[o*inner+i], want)
+				}
+			}
+		}
+	}
 }
 
 func TestSoftmax(t *testing.T) {

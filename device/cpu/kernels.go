@@ -585,6 +585,32 @@ func reduce[T float](dev *Device, op device.ReduceOp, d *Buffer, src []T, outer,
 		})
 		return
 	}
+	if op == device.ReduceSum && inner >= vecPlane {
+		// Sums over a middle axis (a channels-last global average pool:
+		// positions × channels): row by row into float64 sums, in
+		// blocks of the inner axis, each sum in the order of the
+		// element loop below.
+		dev.parallelFor(outer*inner, n, func(lo, hi int) {
+			var accBuf [256]float64
+			for j0 := lo; j0 < hi; {
+				o, i0 := j0/inner, j0%inner
+				i1 := min(inner, i0+len(accBuf), i0+hi-j0)
+				acc := accBuf[:i1-i0]
+				clear(acc)
+				for t := range n {
+					row := src[(o*n+t)*inner+i0 : (o*n+t)*inner+i1]
+					for i, v := range row {
+						acc[i] += float64(v)
+					}
+				}
+				for i, v := range acc {
+					store(j0+i, v)
+				}
+				j0 += i1 - i0
+			}
+		})
+		return
+	}
 	dev.parallelFor(outer*inner, n, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			o, i := j/inner, j%inner
