@@ -16,9 +16,7 @@ import "slices"
 // planChannelsLast sets channelsLast on the 2-D Convs (their residual
 // Add fused, see fuseResiduals) whose output is read only by depthwise
 // or 1×1 Convs, as their input X or as the residual of a Conv that is
-// marked too, or by a GlobalAveragePool (which averages the positions of
-// channels-last order as they lie, see opGlobalAvgPool), and is not a
-// graph output; a depthwise Conv only when its
+// marked too, and is not a graph output; a depthwise Conv only when its
 // own input comes from a marked Conv (its kernel reads channels-last
 // order only). Removing a Conv's mark can take another's, so the marks
 // are removed until none changes. Whether a marked Conv runs so is the
@@ -59,7 +57,6 @@ func (m *Model) planChannelsLast() {
 					ok = false
 				case r.residual:
 					ok = ok && marked[r.n]
-				case r.n.proto.GetOpType() == "GlobalAveragePool" && isONNXDomain(r.n.proto.GetDomain()):
 				default: // as the input X of a depthwise or 1×1 Conv
 					ok = ok && (kind == depthwiseConv || kind == pointwiseConv) && r.n.inputs[0] == n.outputs[0]
 				}

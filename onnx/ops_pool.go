@@ -335,16 +335,7 @@ func globalInput(c *nodeCtx) (*autograd.Var, []int, error) {
 }
 
 // opGlobalAvgPool is GlobalAveragePool: the mean over every spatial axis.
-// An N×C×H×W input in channels-last order (the output of a Conv that
-// planChannelsLast marked) is averaged as it lies: the mean of its H·W
-// rows of C channels, without a copy into planes.
 func opGlobalAvgPool(c *nodeCtx) ([]*autograd.Var, error) {
-	if x, err := c.input("X"); err == nil && x.Value.Rank() == 4 && x.Value.DType().IsFloat() && x.Value.IsChannelsLast() && !x.Value.IsContiguous() {
-		s := x.Value.Dims()
-		n, ch, hw := s[0], s[1], s[2]*s[3]
-		rows := autograd.Reshape(autograd.Permute(x, 0, 2, 3, 1), n, hw, ch) // a view
-		return []*autograd.Var{autograd.Reshape(autograd.Mean(rows, 1, false), n, ch, 1, 1)}, nil
-	}
 	x, out, err := globalInput(c)
 	if err != nil {
 		return nil, err
