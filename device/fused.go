@@ -80,6 +80,20 @@ type ChannelsLastConvKernels interface {
 	Conv2DChannelsLast(p ConvParams, inCL, outCL bool, act Activation, y, x, w, bias, res Buffer)
 }
 
+// ChannelsLastPoolKernels is an optional kernel of a device whose
+// Kernels() value implements it: the global average pooling of images in
+// channels-last order (see ChannelsLastConvKernels), the mean of each
+// channel over an image's positions read as they lie, one row of channels
+// after another, rather than through a copy into N×C×H×W planes.
+type ChannelsLastPoolKernels interface {
+	// GlobalAvgPoolChannelsLast sets y[i·channels+c] to the mean of
+	// x[(i·positions+p)·channels+c] over p < positions, for images
+	// i < n (x dense, n×positions×channels; y n×channels; one
+	// floating-point type; positions > 0). A float32 sum adds the rows
+	// in float32, in an order of the device's choosing.
+	GlobalAvgPoolChannelsLast(y, x Buffer, n, positions, channels int)
+}
+
 // AddActKernels is an optional kernel of a device whose Kernels() value
 // implements it: the sum of two tensors of one shape and its activation in
 // one pass, a residual block's act(branch + shortcut). Callers find it by

@@ -40,6 +40,23 @@ func (t *Tensor) ToChannelsLast() *Tensor {
 	return t.Permute(0, 2, 3, 1).Contiguous().Permute(0, 3, 1, 2)
 }
 
+// GlobalAvgPoolChannelsLast returns the mean of x (N×C×H×W, stored in
+// channels-last order and not also contiguous: IsChannelsLast) over its
+// positions, N×C×1×1, averaging the rows of channels as they lie through
+// the device's device.ChannelsLastPoolKernels; nil when x is not in that
+// order or the device has no such kernel. Without a gradient: it serves
+// inference, where channels-last order is asked for.
+func GlobalAvgPoolChannelsLast(x *Tensor) *Tensor {
+	pk, ok := x.kernels().(device.ChannelsLastPoolKernels)
+	if !ok || !x.channelsLastOnly() || !x.DType().IsFloat() {
+		return nil
+	}
+	n, c, h, w := x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+	y := newOut(false, x.DType(), []int{n, c, 1, 1}, x)
+	pk.GlobalAvgPoolChannelsLast(y.buf, x.buf, n, h*w, c)
+	return y
+}
+
 // channelsLastOnly reports whether t is in channels-last order and not
 // also contiguous (what the N×C×H×W kernels could read as it lies).
 func (t *Tensor) channelsLastOnly() bool { return t.IsChannelsLast() && !t.IsContiguous() }

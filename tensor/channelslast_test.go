@@ -69,3 +69,27 @@ func TestConvChannelsLast(t *testing.T) {
 	want4 := tensor.Conv2DBiasAct(want, full, bias8, tensor.ConvOptions{PadH: 1, PadW: 1}, device.ActReLU)
 	assert.True(t, tensor.AllClose(got4, want4, 1e-5, 1e-5), "3×3 on a channels-last input")
 }
+
+// TestGlobalAvgPoolChannelsLast checks the pooling of channels-last order
+// against the mean of the planes, in float32 and float64, on batches of
+// one to 32 images (32 of 7×7×64 split across the CPU's workers), planes
+// of 1 to 49 positions and channel counts off the vector width; and that
+// it declines tensors that are not channels-last only.
+func TestGlobalAvgPoolChannelsLast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(83, 84))
+	for _, dt := range []device.DType{device.Float32, device.Float64} {
+		for _, shape := range [][]int{{1, 1280, 7, 7}, {32, 64, 7, 7}, {5, 37, 3, 4}, {2, 17, 1, 2}, {3, 16, 2, 1}} {
+			x := tensor.RandNormal(rng, 0, 1, shape...).Cast(dt)
+			cl := x.ToChannelsLast()
+			require.False(t, cl.IsContiguous(), "%v", shape)
+			got := tensor.GlobalAvgPoolChannelsLast(cl)
+			require.NotNil(t, got, "%v %v", dt, shape)
+			assert.Equal(t, []int{shape[0], shape[1], 1, 1}, got.Shape())
+			want := x.MeanAxes([]int{2, 3}, true)
+			assert.InDeltaSlice(t, want.Values(), got.Values(), 1e-5, "%v %v", dt, shape)
+		}
+	}
+	x := tensor.RandNormal(rng, 0, 1, 2, 3, 4, 5)
+	assert.Nil(t, tensor.GlobalAvgPoolChannelsLast(x), "planes")
+	assert.Nil(t, tensor.GlobalAvgPoolChannelsLast(tensor.RandNormal(rng, 0, 1, 2, 3, 1, 1)), "channels-last and contiguous")
+}
