@@ -16,7 +16,9 @@ import "slices"
 // planChannelsLast sets channelsLast on the 2-D Convs (their residual
 // Add fused, see fuseResiduals) whose output is read only by depthwise
 // or 1×1 Convs, as their input X or as the residual of a Conv that is
-// marked too, and is not a graph output; a depthwise Conv only when its
+// marked too, or, for a 1×1 or depthwise Conv, by a GlobalAveragePool
+// (which averages channels-last order as it lies, see opGlobalAvgPool),
+// and is not a graph output; a depthwise Conv only when its
 // own input comes from a marked Conv (its kernel reads channels-last
 // order only). Removing a Conv's mark can take another's, so the marks
 // are removed until none changes. Whether a marked Conv runs so is the
@@ -57,6 +59,15 @@ func (m *Model) planChannelsLast() {
 					ok = false
 				case r.residual:
 					ok = ok && marked[r.n]
+				case r.n.proto.GetOpType() == "GlobalAveragePool" && isONNXDomain(r.n.proto.GetDomain()):
+					// At the end of a chain of 1×1 and depthwise layers
+					// (mobilenet_v2's last layer: 0.1025 → 0.093 ms
+					// without its transposition into planes). A 3×3
+					// layer read by the pooling (resnet18's last, with
+					// its residual) stays in planes: 6.96–7.01 against
+					// 7.02–7.21 ms at batch 1.
+					kind := m.convKind(n)
+					ok = ok && (kind == pointwiseConv || kind == depthwiseConv)
 				default: // as the input X of a depthwise or 1×1 Conv
 					ok = ok && (kind == depthwiseConv || kind == pointwiseConv) && r.n.inputs[0] == n.outputs[0]
 				}

@@ -3,6 +3,7 @@ package onnx
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,9 +17,10 @@ import (
 
 // TestChannelsLastChain imports a MobileNet exported by Hora (a stride-2
 // stem, depthwise-separable blocks on 14×14 and 7×7 planes, pooling, a
-// classifier) frozen: every Conv but the last, whose output the pooling
-// reads, is planned to write channels-last order; inference runs (the
-// chain in channels-last order on the CPU) at batch 1 and 3, each twice
+// classifier) frozen: every Conv, the last one's output read by the
+// global average pooling, is planned to write channels-last order;
+// inference runs (the chain in channels-last order on the CPU, and the
+// pooling of channels-last order) at batch 1 and 3, each twice
 // (the second from the arena's recycled memory), give the Hora model's
 // (its running statistics and parameters random, so that the folded
 // biases are not zero)
@@ -57,8 +59,15 @@ func TestChannelsLastChain(t *testing.T) {
 		}
 	}
 	require.Greater(t, convs, 3)
-	assert.Equal(t, convs-1, marked, "every Conv but the last is channels-last")
-	assert.False(t, last.channelsLast, "the last Conv's output goes to the pooling")
+	assert.Equal(t, convs, marked, "every Conv is channels-last")
+	readers := 0
+	for _, n := range m.nodes {
+		if slices.Contains(n.inputs, last.outputs[0]) {
+			readers++
+			assert.Equal(t, "GlobalAveragePool", n.proto.GetOpType(), "the last Conv's reader")
+		}
+	}
+	assert.Equal(t, 1, readers, "readers of the last Conv's output")
 
 	trainable, err := Import(bytes.NewReader(file))
 	require.NoError(t, err)

@@ -335,7 +335,14 @@ func globalInput(c *nodeCtx) (*autograd.Var, []int, error) {
 }
 
 // opGlobalAvgPool is GlobalAveragePool: the mean over every spatial axis.
+// The output of a Conv that writes channels-last order (planChannelsLast,
+// in an inference run) is averaged as it lies.
 func opGlobalAvgPool(c *nodeCtx) ([]*autograd.Var, error) {
+	if x, err := c.input("X"); err == nil && !x.RequiresGrad() {
+		if y := tensor.GlobalAvgPoolChannelsLast(x.Value); y != nil {
+			return []*autograd.Var{autograd.Constant(y)}, nil
+		}
+	}
 	x, out, err := globalInput(c)
 	if err != nil {
 		return nil, err
