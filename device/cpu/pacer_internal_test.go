@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -32,7 +33,7 @@ func TestAwaitRunsQueuedChunks(t *testing.T) {
 	c := calls.Get().(*call)
 	ran := 0
 	f := funcTask(func(lo, hi int) { ran += hi - lo })
-	c.remaining.Store(3)
+	c.state.Store(3)
 	for i := range 3 {
 		p.jobs <- job{t: f, lo: i, hi: i + 1, c: c}
 	}
@@ -44,5 +45,35 @@ func TestAwaitRunsQueuedChunks(t *testing.T) {
 	case <-c.done:
 		t.Fatal("await left the call's done token behind")
 	default:
+	}
+}
+
+// TestAwaitSleepsUntilLastChunk checks the caller that stops polling: a
+// chunk running elsewhere ends after spinTime, and await returns once it
+// has, woken by the chunk's send on done, which it takes; a call whose
+// chunks end while the caller still polls leaves no token either.
+func TestAwaitSleepsUntilLastChunk(t *testing.T) {
+	p := workerPool{jobs: make(chan job, 8)}
+	for _, delay := range []time.Duration{0, 3 * spinTime} {
+		c := calls.Get().(*call)
+		var ran atomic.Bool
+		f := funcTask(func(lo, hi int) { ran.Store(true) })
+		c.state.Store(1)
+		go func() {
+			time.Sleep(delay)
+			job{t: f, lo: 0, hi: 1, c: c}.run()
+		}()
+		p.await(c)
+		if !ran.Load() {
+			t.Fatalf("delay %v: await returned before the chunk ran", delay)
+		}
+		if n := c.state.Load(); n != 0 && n != asleep {
+			t.Fatalf("delay %v: state %#x after await", delay, n)
+		}
+		select {
+		case <-c.done:
+			t.Fatalf("delay %v: await left the call's done token behind", delay)
+		default:
+		}
 	}
 }

@@ -18,11 +18,17 @@ type funcTask func(lo, hi int)
 
 func (f funcTask) run(lo, hi int) { f(lo, hi) }
 
-// call tracks the chunks of one parallel call that are still running.
+// call tracks the chunks of one parallel call that are still running:
+// state holds their number, plus asleep once the caller has stopped
+// polling for it to reach 0 and waits on done, which the last chunk then
+// sends on (a caller still polling needs no send: it sees state reach 0).
 type call struct {
-	remaining atomic.Int32
-	done      chan struct{} // receives once, when remaining reaches 0
+	state atomic.Int64
+	done  chan struct{}
 }
+
+// asleep is the bit of call.state that says the caller waits on done.
+const asleep = 1 << 32
 
 // calls recycles call states, so a parallel call allocates nothing.
 var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -36,7 +42,7 @@ type job struct {
 
 func (j job) run() {
 	j.t.run(j.lo, j.hi)
-	if j.c.remaining.Add(-1) == 0 {
+	if j.c.state.Add(-1) == asleep {
 		j.c.done <- struct{}{}
 	}
 }
@@ -206,7 +212,7 @@ func (d *Device) parallel(n, cost int, t task) {
 		d.pool.crowded.Store(crowded) // spinners read it: no store when it stays
 	}
 	c := calls.Get().(*call)
-	c.remaining.Store(int32(w))
+	c.state.Store(int64(w))
 	for i := 1; i < w; i++ {
 		j := job{t: t, lo: n * i / w, hi: n * (i + 1) / w, c: c}
 		select {
@@ -226,7 +232,7 @@ func (d *Device) parallel(n, cost int, t task) {
 // sleeps until the last chunk ends.
 func (p *workerPool) await(c *call) {
 	pace := p.newPacer()
-	for i := 0; c.remaining.Load() > 0; i++ {
+	for i := 0; c.state.Load() != 0; i++ {
 		select {
 		case j := <-p.jobs:
 			j.run()
@@ -234,6 +240,16 @@ func (p *workerPool) await(c *call) {
 		default:
 		}
 		if !pace.goOn(i) {
+			break
+		}
+	}
+	for {
+		// Fall asleep unless the last chunk has ended meanwhile.
+		n := c.state.Load()
+		if n == 0 {
+			return
+		}
+		if c.state.CompareAndSwap(n, n|asleep) {
 			break
 		}
 	}
