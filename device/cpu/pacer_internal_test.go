@@ -77,3 +77,27 @@ func TestAwaitSleepsUntilLastChunk(t *testing.T) {
 		}
 	}
 }
+
+// spinTask busies its goroutine for per of work per index.
+type spinTask struct{ per time.Duration }
+
+func (s *spinTask) run(lo, hi int) {
+	end := time.Now().Add(time.Duration(hi-lo) * s.per)
+	for time.Now().Before(end) {
+	}
+}
+
+// BenchmarkHandoff times parallel calls split in two: of no work (the
+// hand-off alone) and of 20 µs (10 µs per goroutine at best).
+func BenchmarkHandoff(b *testing.B) {
+	d := New()
+	d.SetThreads(2)
+	for _, per := range []time.Duration{0, time.Microsecond} {
+		b.Run(per.String(), func(b *testing.B) {
+			t := &spinTask{per}
+			for b.Loop() {
+				d.parallel(20, 1<<20, t)
+			}
+		})
+	}
+}
