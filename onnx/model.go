@@ -67,11 +67,12 @@ type Model struct {
 	// nodes' inputs and outputs, its outputs): a run keeps them in a
 	// slice, numSlots long, rather than in a map by name; constSlots
 	// holds the constants on a device at their slots, built on demand.
-	slots      map[string]int
-	numSlots   int
-	constSlots map[device.Device][]*autograd.Var
-	shapeMemo  map[string]map[string]*tensor.Tensor // input-shape signature -> shape-only values
-	arenas     map[string]*tensor.Arena             // input-shape signature -> memory of inference runs, while no run uses it
+	slots        map[string]int
+	numSlots     int
+	numInputRefs int // the nodes' inputs, all together
+	constSlots   map[device.Device][]*autograd.Var
+	shapeMemo    map[string]map[string]*tensor.Tensor // input-shape signature -> shape-only values
+	arenas       map[string]*tensor.Arena             // input-shape signature -> memory of inference runs, while no run uses it
 }
 
 // ValueInfo describes a graph input or output.
@@ -944,8 +945,10 @@ func (m *Model) planSlots() {
 	for _, in := range m.Inputs {
 		slot(in.Name)
 	}
+	m.numInputRefs = 0
 	for _, n := range m.nodes {
 		n.inSlots, n.outSlots, n.releaseSlots = slotsOf(n.inputs), slotsOf(n.outputs), slotsOf(n.release)
+		m.numInputRefs += len(n.inputs)
 	}
 	for _, n := range m.nodes {
 		slotsOf(n.implicit) // read by the node's subgraphs, by name

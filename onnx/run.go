@@ -88,11 +88,13 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 		return other(name)
 	}
 
+	inputRefs := make([]*autograd.Var, m.numInputRefs) // every node's inputs, one allocation
 	for _, n := range m.nodes {
 		if n.shapeOnly && memoOK {
 			continue // its outputs are in memo
 		}
-		in := make([]*autograd.Var, len(n.inputs))
+		in := inputRefs[:len(n.inputs):len(n.inputs)]
+		inputRefs = inputRefs[len(n.inputs):]
 		for k, s := range n.inSlots {
 			if s < 0 {
 				continue // an omitted input
