@@ -325,22 +325,15 @@ func (c *nodeCtx) inputs(decl ...string) ([]*autograd.Var, error) {
 	if !rest.variadic && given > len(fixed) {
 		return nil, c.Errorf("the node has %s; %s", plural(given, "input"), c.describeInputs(decl))
 	}
-	if !rest.variadic && given == len(fixed) {
-		// Every input given or omitted at its place: c.in itself.
-		for i, name := range fixed {
-			if c.in[i] == nil && !parseInputDecl(name).optional {
-				return nil, c.missingInput(i, parseInputDecl(name).name, decl)
-			}
-		}
-		return c.in[:given:given], nil
+	var out []*autograd.Var
+	if !rest.variadic && len(c.in) >= len(fixed) {
+		out = c.in[:len(fixed):len(fixed)] // the inputs as given, no copy
+	} else {
+		out = make([]*autograd.Var, len(fixed), max(len(fixed), given))
+		copy(out, c.in)
 	}
-	out := make([]*autograd.Var, len(fixed), max(len(fixed), given))
 	for i, name := range fixed {
-		d := parseInputDecl(name)
-		if i < len(c.in) {
-			out[i] = c.in[i]
-		}
-		if out[i] == nil && !d.optional {
+		if d := parseInputDecl(name); out[i] == nil && !d.optional {
 			return nil, c.missingInput(i, d.name, decl)
 		}
 	}
