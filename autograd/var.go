@@ -140,7 +140,7 @@ func record(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bool) 
 
 // untaped returns the output Var of an operation on inputs that will not
 // be recorded (some input in no-grad mode, or none requiring a gradient),
-// as recordInto would build it, and false when it must be recorded: a hot
+// and false when it must be recorded (recordInto's first step): a hot
 // operation asks first and builds its backward closure only then (an
 // inference run allocates one object less per node).
 func untaped(value *tensor.Tensor, inputs ...*Var) (*Var, bool) {
@@ -161,15 +161,8 @@ func untaped(value *tensor.Tensor, inputs ...*Var) (*Var, bool) {
 // slice it is given (one entry per input, nil where not needed), which
 // saves an allocation per node in Backward.
 func recordInto(value *tensor.Tensor, backward func(g *tensor.Tensor, needs []bool, out []*tensor.Tensor), inputs ...*Var) *Var {
-	need := false
-	for _, in := range inputs {
-		if in.noGrad {
-			return &Var{Value: value, noGrad: true}
-		}
-		need = need || in.requiresGrad
-	}
-	if !need {
-		return &Var{Value: value}
+	if v, ok := untaped(value, inputs...); ok {
+		return v
 	}
 	r := &recorded{v: Var{Value: value, requiresGrad: true}}
 	n := &r.n
