@@ -64,11 +64,11 @@ type Model struct {
 	mu       sync.Mutex
 	constDev map[device.Device]map[string]*autograd.Var // consts moved to a device, built on demand
 	// slots numbers the values of the main graph (its inputs, the
-	// nodes' inputs and outputs, its outputs): a run keeps them in a
-	// slice, numSlots long, rather than in a map by name; constSlots
-	// holds the constants on a device at their slots, built on demand.
+	// nodes' inputs and outputs, its outputs, the constants): a run keeps
+	// them in a slice, len(slots) long, rather than in a map by name;
+	// constSlots holds the constants on a device at their slots, built
+	// on demand.
 	slots        map[string]int
-	numSlots     int
 	numInputRefs int // the nodes' inputs, all together
 	constSlots   map[device.Device][]*autograd.Var
 	shapeMemo    map[string]map[string]*tensor.Tensor // input-shape signature -> shape-only values
@@ -959,7 +959,6 @@ func (m *Model) planSlots() {
 	for name := range m.consts {
 		slot(name)
 	}
-	m.numSlots = len(m.slots)
 }
 
 // Parameters returns the trainable initializers, named as in the file.

@@ -338,7 +338,7 @@ func (m *Model) signature(inputs []*autograd.Var) string {
 func (m *Model) slotsOn(dev device.Device) []*autograd.Var {
 	c, ok := m.constSlots[dev]
 	if !ok {
-		c = make([]*autograd.Var, m.numSlots)
+		c = make([]*autograd.Var, len(m.slots))
 		for name, v := range m.constsOn(dev) {
 			if s, ok := m.slots[name]; ok {
 				c[s] = v
