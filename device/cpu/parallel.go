@@ -166,11 +166,15 @@ func (pc *pacer) goOn(i int) bool {
 const osYieldPolls = 256
 
 // numWorkers is the number of chunks work is split into.
-func (d *Device) numWorkers() int {
+func (d *Device) numWorkers() int { return d.workersOf(runtime.GOMAXPROCS(0)) }
+
+// workersOf is numWorkers for GOMAXPROCS procs (which a caller that needs
+// it too reads once: it takes the scheduler's lock).
+func (d *Device) workersOf(procs int) int {
 	if w := d.workers.Load(); w > 0 {
 		return int(w)
 	}
-	return runtime.GOMAXPROCS(0)
+	return procs
 }
 
 // parallelFor runs fn over [0, n) split into at most numWorkers contiguous
@@ -197,13 +201,9 @@ const serialWork = 1 << 15
 // own or other callers'), so nested or concurrent calls (ranks running as
 // goroutines) cannot deadlock.
 func (d *Device) parallel(n, cost int, t task) {
-	// GOMAXPROCS(0) takes the scheduler's lock: read once per call.
 	procs := runtime.GOMAXPROCS(0)
-	w := procs
-	if set := d.workers.Load(); set > 0 {
-		w = int(set)
-	}
-	if w = min(w, n); w <= 1 || n*cost < serialWork {
+	w := min(d.workersOf(procs), n)
+	if w <= 1 || n*cost < serialWork { // serial's rule
 		t.run(0, n)
 		return
 	}
