@@ -586,10 +586,10 @@ func reduce[T float](dev *Device, op device.ReduceOp, d *Buffer, src []T, outer,
 		return
 	}
 	if op == device.ReduceSum && inner >= vecPlane {
-		// Sums over a middle axis (a channels-last global average pool:
-		// positions × channels): row by row into float64 sums, in
-		// blocks of the inner axis, each sum in the order of the
-		// element loop below.
+		// Sums over a middle axis with wide rows (an image's positions
+		// × channels, say): row by row into float64 sums, in blocks of
+		// the inner axis, each sum in the order of the element loop
+		// below.
 		dev.parallelFor(outer*inner, n, func(lo, hi int) {
 			var accBuf [256]float64
 			for j0 := lo; j0 < hi; {
