@@ -201,9 +201,15 @@ const serialWork = 1 << 15
 // own or other callers'), so nested or concurrent calls (ranks running as
 // goroutines) cannot deadlock.
 func (d *Device) parallel(n, cost int, t task) {
+	// serial's rule, the cheap test first: GOMAXPROCS takes the
+	// scheduler's lock, read only for work worth splitting, and once.
+	if n*cost < serialWork {
+		t.run(0, n)
+		return
+	}
 	procs := runtime.GOMAXPROCS(0)
 	w := min(d.workersOf(procs), n)
-	if w <= 1 || n*cost < serialWork { // serial's rule
+	if w <= 1 {
 		t.run(0, n)
 		return
 	}
