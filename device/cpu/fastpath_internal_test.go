@@ -173,6 +173,70 @@ func TestDepthwiseInPlaceMatchesPhases(t *testing.T) {
 	}
 }
 
+// TestDepthwiseBandsMatchPlanes requires depthwiseBand to give, for any
+// band of output rows, the bits depthwiseInPlace gives those rows of the
+// whole planes, and conv2dDepthwise split by bands (a plane of
+// bandPositions outputs or more, 1 to 3 workers) the bits of the planes
+// path.
+func TestDepthwiseBandsMatchPlanes(t *testing.T) {
+	if !direct.Fast() {
+		t.Skip("the in-place kernels need AVX-512")
+	}
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(23, 24))
+	cases := append([]device.ConvParams{
+		depthwiseParams(1, 3, 56, 56, 3, 1, 1, 1),
+		depthwiseParams(1, 3, 112, 112, 3, 2, 1, 1),
+		depthwiseParams(1, 2, 113, 57, 3, 2, 1, 1),
+		{N: 1, C: 2, H: 12, W: 20, OutC: 2, KH: 5, KW: 3, StrideH: 2, StrideW: 2, PadH: 2, PadW: 1, DilH: 2, DilW: 1, Groups: 2},
+		{N: 1, C: 2, H: 9, W: 9, OutC: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 4, PadW: 1, DilH: 1, DilW: 1, Groups: 2},
+		{N: 1, C: 3, H: 10, W: 7, OutC: 3, KH: 5, KW: 3, StrideH: 1, StrideW: 1, PadH: 4, PadW: 1, DilH: 2, DilW: 1, Groups: 3},
+	}, depthwiseCases...)
+	banded := 0
+	for _, p := range cases {
+		p.N = 1
+		s := newConvShape(p)
+		if !inPlaceDepthwise(s) || s.l == 0 {
+			continue
+		}
+		x := randVals[float32](rng, p.C*p.H*p.W, -4, 4)
+		w := randVals[float32](rng, p.C*p.KH*p.KW, -1, 1)
+		bias := randVals[float32](rng, p.C, -1, 1)
+		want := make([]float32, p.C*s.l)
+		depthwiseInPlace(s, device.ActReLU6, want, x, w, bias, 0, p.C)
+		for _, rows := range []int{1, 2, 3, (s.oh + 1) / 2} {
+			got := make([]float32, p.C*s.l)
+			for r0 := 0; r0 < s.oh; r0 += rows {
+				r1 := min(r0+rows, s.oh)
+				depthwiseBand(s, device.ActReLU6, got[r0*s.ow:], s.l, x, w, bias, r0, r1)
+			}
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%+v, bands of %d rows: output %d: %v, whole planes %v", p, rows, i, got[i], want[i])
+				}
+			}
+		}
+		if !depthwiseBands(s) {
+			continue
+		}
+		banded++
+		for _, threads := range threadCounts {
+			dev := New()
+			dev.SetThreads(threads)
+			got := make([]float32, p.C*s.l)
+			conv2dDepthwise(dev, s, device.ActReLU6, got, x, w, bias)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%+v, %d workers: output %d: %v, whole planes %v", p, threads, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	if banded < 3 {
+		t.Fatalf("only %d cases were split by bands", banded)
+	}
+}
+
 // maxPoolRef is the reference loop of MaxPool2D over every plane.
 func maxPoolRef[T float](p device.PoolParams, y []T, arg []int64, x []T) {
 	oh, ow, il := p.OutH(), p.OutW(), p.H*p.W
