@@ -211,8 +211,9 @@ func TestMaxPoolValuesMatchesReference(t *testing.T) {
 	}
 }
 
-// BenchmarkConvSingleImage times a ResNet-18 layer at batch 1: the
-// image-parallel generic path against conv2dIm2col.
+// BenchmarkConvSingleImage times ResNet-18's layers, a 1×1 layer and the
+// stem of MobileNetV2 at batch 1: the image-parallel generic path against
+// the path conv2dBiasAct takes.
 func BenchmarkConvSingleImage(b *testing.B) {
 	dev := New()
 	rng := rand.New(rand.NewPCG(9, 10))
@@ -226,6 +227,7 @@ func BenchmarkConvSingleImage(b *testing.B) {
 		{"layer3-3x3", convCase(1, 256, 14, 14, 256, 3, 1, 1, 1)},
 		{"layer4-3x3", convCase(1, 512, 7, 7, 512, 3, 1, 1, 1)},
 		{"mbv2-1x1-112", convCase(1, 32, 112, 112, 16, 1, 1, 0, 1)},
+		{"mbv2-stem", convCase(1, 3, 224, 224, 32, 3, 2, 1, 1)},
 	} {
 		s := newConvShape(c.p)
 		x := randVals[float32](rng, c.p.N*s.imgIn, -1, 1)

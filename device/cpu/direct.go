@@ -25,12 +25,15 @@ import (
 // channels (fewer leave most of the 8-row block empty) and 16 input
 // channel·taps (a 3×3 kernel over one channel ran at 0.6× of im2col), and
 // at most 64 channels of 3×3 each way, past which the GEMMs of im2col and
-// Winograd run closer to peak. A strided convolution needs 32 channel·taps:
-// its four phases are filled and its output copied out for few
-// multiply-adds per block, and mobilenet_v2's stem (3 channels of 3×3,
-// stride 2, 224×224) ran 23% faster through im2col on 2 Zen 5 threads
-// (batch 1: 0.18 → 0.14 ms; batch 32: 4.5 → 3.5 ms); resnet18's 7×7 stem
-// (147) stays direct, 20–29% faster than im2col at batch 32.
+// Winograd run closer to peak. A strided convolution needs 27 channel·taps
+// (its four phases are filled and its output copied out for few
+// multiply-adds per block): mobilenet_v2's stem (3 channels of 3×3,
+// stride 2, 224×224) ran 23% faster through im2col once, before the
+// in-place and register-storing kernels; with them, 2 Zen 5 threads
+// (BenchmarkConvSingleImage), it runs 6% faster direct at batch 1
+// (91 → 86 µs) and 12% at batch 32 (4.0–4.3 → 3.5–3.65 ms), 11% and 9%
+// with AVX-512 hidden (133 → 118 µs, 4.9 → 4.45 ms); resnet18's 7×7
+// stem (147) is direct too, 20–29% faster than im2col at batch 32.
 //
 // On CPUs with AVX2 but not AVX-512 Block and GradBlock run in AVX2 but
 // the in-place and register-storing kernels do not (every layer lays out
@@ -49,7 +52,7 @@ func useDirect(s convShape) bool {
 	least := 16
 	strided := s.StrideH > 1 || s.StrideW > 1
 	if strided {
-		least = 32
+		least = 27
 	}
 	if s.oh*s.ow < 100 && (strided || !direct.Fast()) {
 		return false

@@ -10,14 +10,15 @@ import (
 	"github.com/hora-dl/hora/device/cpu/internal/direct"
 )
 
-// directCases: ResNet-20's and LeNet's layers, a 7×7 stride-2 stem, a
-// dilated kernel, output channels not a multiple of the block, planes of
-// one position, and asymmetric padding.
+// directCases: ResNet-20's and LeNet's layers, a 7×7 and a 3×3 stride-2
+// stem, a dilated kernel, output channels not a multiple of the block,
+// planes of one position, and asymmetric padding.
 var directCases = []device.ConvParams{
 	convCase(2, 16, 12, 12, 16, 3, 1, 1, 1),
 	convCase(3, 1, 28, 28, 6, 5, 1, 2, 1),
 	convCase(2, 6, 14, 14, 16, 5, 1, 0, 1),
 	convCase(1, 3, 23, 21, 13, 7, 2, 3, 1),
+	convCase(1, 3, 31, 30, 32, 3, 2, 1, 1), // MobileNetV2's stem, smaller
 	convCase(2, 16, 9, 9, 32, 3, 2, 1, 1),
 	convCase(2, 5, 1, 1, 3, 3, 1, 1, 1),
 	{N: 2, C: 4, H: 10, W: 11, OutC: 9, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 2, PadW: 2, DilH: 2, DilW: 2, Groups: 1},
