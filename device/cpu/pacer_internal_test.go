@@ -25,6 +25,33 @@ func TestPacerEnds(t *testing.T) {
 	}
 }
 
+// TestPacerSeesSharedCPU checks when polling threads yield their CPU: not
+// on a pool that has not seen a poller off its CPU, from a gap of more
+// than offCPUGap between a loop's clock readings (a poller the OS set
+// aside) until contendedFor after it.
+func TestPacerSeesSharedCPU(t *testing.T) {
+	var p workerPool
+	now := time.Now()
+	if p.sharedCPU(now) {
+		t.Fatal("a new pool counts as sharing its CPUs")
+	}
+	pace := p.newPacer()
+	for i := range 64 {
+		pace.goOn(i) // the first reading
+	}
+	pace.last = pace.last.Add(-2 * offCPUGap) // as if the thread had been off its CPU
+	for i := 64; i < 128; i++ {
+		pace.goOn(i)
+	}
+	now = time.Now()
+	if !p.sharedCPU(now) {
+		t.Fatalf("a gap of %v between readings was not taken for a shared CPU", 2*offCPUGap)
+	}
+	if p.sharedCPU(now.Add(contendedFor + time.Millisecond)) {
+		t.Fatalf("the pool still yields %v after the gap", contendedFor+time.Millisecond)
+	}
+}
+
 // TestAwaitRunsQueuedChunks checks that a caller waiting for its call runs
 // the chunks still queued (here: all of them, no worker takes any) and
 // returns once the last one has run, with the call's done token taken.

@@ -58,6 +58,9 @@ type workerPool struct {
 	// than GOMAXPROCS: then a polling goroutine holds a P that a worker
 	// with a chunk needs, and it yields after every few polls (pacer).
 	crowded atomic.Bool
+	// sharedUntil is when (since pollEpoch, in nanoseconds) polling
+	// threads stop yielding their CPU to other threads (see pacer).
+	sharedUntil atomic.Int64
 }
 
 func (p *workerPool) start(n int) {
@@ -123,15 +126,19 @@ func (p *workerPool) spin() (job, bool) {
 const yieldGap = 50 * time.Microsecond
 
 // pacer paces a polling loop: it ends it after spinTime and yields the P
-// every yieldGap, or after every 64 polls while the pool is crowded. The
-// clock is read every 64 polls only, the first time after 64: a loop that
-// ends sooner (a call whose chunks are already done) never reads it.
+// every yieldGap, or after every 64 polls while the pool is crowded, and
+// the OS thread every osYieldPolls while the pool's threads have lately
+// been seen to share a CPU (see sharedCPU). The clock is read every 64
+// polls only, the first time after 64: a loop that ends sooner (a call
+// whose chunks are already done) never reads it.
 type pacer struct {
 	deadline, nextYield time.Time // zero until the first reading
+	last                time.Time // the last reading
 	crowded             bool
+	pool                *workerPool
 }
 
-func (p *workerPool) newPacer() pacer { return pacer{crowded: p.crowded.Load()} }
+func (p *workerPool) newPacer() pacer { return pacer{crowded: p.crowded.Load(), pool: p} }
 
 // goOn is called after poll i and reports whether to poll again.
 func (pc *pacer) goOn(i int) bool {
@@ -141,29 +148,62 @@ func (pc *pacer) goOn(i int) bool {
 	now := time.Now()
 	if pc.deadline.IsZero() {
 		pc.deadline, pc.nextYield = now.Add(spinTime), now.Add(yieldGap)
+	} else if now.Sub(pc.last) > offCPUGap {
+		pc.pool.sawSharedCPU(now)
 	}
+	pc.last = now
 	if now.After(pc.deadline) {
 		return false
 	}
 	if pc.crowded || now.After(pc.nextYield) {
 		runtime.Gosched()
 		pc.nextYield = now.Add(yieldGap)
+		pc.last = time.Now() // other goroutines' time on the P is no sign
 	}
-	if i%osYieldPolls == osYieldPolls-1 {
+	if i%osYieldPolls == osYieldPolls-1 && pc.pool.sharedCPU(now) {
 		osYield()
 	}
 	return true
 }
 
 // osYieldPolls is how often (in polls, about 10 µs) a polling goroutine
-// also yields its OS thread's CPU to other threads (osYield). Gosched only
-// lets other goroutines run on the P: when the OS runs two of the pool's
-// threads on one CPU (another process busy on the second CPU of a shared
-// machine), the poller otherwise takes half the CPU from the thread doing
-// the work. resnet18 at batch 1 with a busy loop at nice 5 pinned to the
-// second CPU: 17.4–17.9 ms without it, 14.0–14.2 with it (onnxruntime
-// 12.3); on a quiet machine unchanged (every 64 polls: the same).
+// also yields its OS thread's CPU to other threads (osYield) while the
+// pool's threads share CPUs. Gosched only lets other goroutines run on the
+// P: when the OS runs two of the pool's threads on one CPU (another
+// process busy on the second CPU of a shared machine), the poller
+// otherwise takes half the CPU from the thread doing the work. resnet18
+// at batch 1 with a busy loop at nice 5 pinned to the second CPU: 17.4–
+// 17.9 ms without it, 14.0–14.2 with it (onnxruntime 12.3); on a quiet
+// machine unchanged (every 64 polls: the same).
 const osYieldPolls = 256
+
+// offCPUGap is the time between two clock readings of a polling loop (64
+// polls, a few microseconds apart) past which its thread has been off its
+// CPU, and contendedFor how long the pool keeps yielding OS threads after
+// that was last seen. On a CPU of its own a sched_yield costs a poller
+// about 0.2 µs more before it sees a job: mobilenet_v2 at batch 1, 2 Zen 5
+// vCPUs, a worker started its chunk 480–540 ns after the caller sent it
+// with a yield every 256 polls, 260–350 ns without; with the busy loop
+// above, resnet18 at batch 1 took 16.1–16.2 ms without yields against
+// 12.8 with them.
+const (
+	offCPUGap    = 50 * time.Microsecond
+	contendedFor = 50 * time.Millisecond
+)
+
+// pollEpoch is the origin of workerPool.sharedUntil.
+var pollEpoch = time.Now()
+
+// sawSharedCPU records that a polling thread was off its CPU at now.
+func (p *workerPool) sawSharedCPU(now time.Time) {
+	p.sharedUntil.Store(int64(now.Add(contendedFor).Sub(pollEpoch)))
+}
+
+// sharedCPU reports whether a polling thread was seen off its CPU less
+// than contendedFor before now.
+func (p *workerPool) sharedCPU(now time.Time) bool {
+	return int64(now.Sub(pollEpoch)) < p.sharedUntil.Load()
+}
 
 // numWorkers is the number of chunks work is split into.
 func (d *Device) numWorkers() int { return d.workersOf(runtime.GOMAXPROCS(0)) }
