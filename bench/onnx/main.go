@@ -22,7 +22,10 @@
 // Each measurement runs the model 3 times to warm up, then until -min-time
 // has passed (and at least 5 times), and takes the median time of one run;
 // Hora and onnxruntime take turns (the first swaps on every repetition) and
-// with -repeat N the table reports the median of the N measurements. Both
+// with -repeat N the table reports the median of the N measurements; the
+// line of each pair of measurements ends with the cache-line round trip
+// between two of the process's threads timed after it (coreRoundTrip),
+// which tells a virtual machine's states apart. Both
 // use -threads threads (default GOMAXPROCS): Hora's CPU device and
 // onnxruntime's intraOpNumThreads. Hora loads the model for inference
 // (onnx.Frozen: constants, BatchNorm folded into the convolutions), runs
@@ -61,6 +64,10 @@ import (
 // models lists the benchmark models, the names scripts/onnx_models.py
 // --bench knows.
 var models = []string{"resnet18", "mobilenet_v2"}
+
+// roundTrips is how many cache-line round trips coreRoundTrip times after
+// each measurement (a few tens of milliseconds).
+const roundTrips = 100000
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -180,8 +187,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 				if c.horaOnly {
 					r.ort = append(r.ort, math.NaN())
 				}
-				fmt.Fprintf(stderr, "onnx-bench: %s batch %d, run %d/%d: hora %.2f ms, ort %.2f ms\n",
-					name, batch, i+1, c.repeat, r.hora[i], r.ort[i])
+				fmt.Fprintf(stderr, "onnx-bench: %s batch %d, run %d/%d: hora %.2f ms, ort %.2f ms (cache-line round trip between two threads %v)\n",
+					name, batch, i+1, c.repeat, r.hora[i], r.ort[i], coreRoundTrip(roundTrips))
 			}
 			r.horaMedian, r.ortMedian = median(r.hora), median(r.ort)
 			results = append(results, r)

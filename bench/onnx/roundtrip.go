@@ -1,0 +1,42 @@
+package main
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// coreRoundTrip returns the mean time a cache line takes to go from one
+// busy OS thread to another and back (a counter bumped in turn, trips
+// times), or 0 when GOMAXPROCS leaves no second CPU to run on. On a
+// virtual machine whose two vCPUs the host moves between cores it tells
+// the two apart: on 2 Zen 5 vCPUs about 80 ns while they shared a cache,
+// 380–400 ns while they did not, when both frameworks' times, and Hora's
+// against onnxruntime's, were not the same (see BENCHMARKS.md).
+func coreRoundTrip(trips int) time.Duration {
+	if runtime.GOMAXPROCS(0) < 2 || trips < 1 {
+		return 0
+	}
+	var turn atomic.Int64 // even: the caller's turn, odd: the other thread's
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for i := int64(1); i < 2*int64(trips); i += 2 {
+			for turn.Load() != i {
+			}
+			turn.Store(i + 1)
+		}
+		close(done)
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start := time.Now()
+	for i := int64(0); i < 2*int64(trips); i += 2 {
+		for turn.Load() != i {
+		}
+		turn.Store(i + 1)
+	}
+	<-done
+	return time.Since(start) / time.Duration(trips)
+}
