@@ -257,9 +257,10 @@ func depthwiseBand(s convShape, act device.Activation, out []float32, ldo int, x
 	if s.sameWidth() {
 		// The band is the convolution of the input rows it reads, as a
 		// plane of their own: rows [top, last) of the image, with the
-		// padding above them that its first output rows read.
-		top := max(0, r0-s.PadH)
-		last := min(s.H, r1-s.PadH+(s.KH-1)*s.DilH)
+		// padding above them that its first output rows read (none when
+		// the band reads only padding below the image).
+		top := min(max(0, r0-s.PadH), s.H)
+		last := max(top, min(s.H, r1-s.PadH+(s.KH-1)*s.DilH))
 		padTop := top - (r0 - s.PadH)
 		k := samePlanKey{last - top, s.W, r1 - r0, s.KH, s.KW, padTop, s.PadW, s.DilH, s.DilW}
 		p := samePlans.get(k, func() *direct.SamePlan {

@@ -191,6 +191,7 @@ func TestDepthwiseBandsMatchPlanes(t *testing.T) {
 		{N: 1, C: 2, H: 12, W: 20, OutC: 2, KH: 5, KW: 3, StrideH: 2, StrideW: 2, PadH: 2, PadW: 1, DilH: 2, DilW: 1, Groups: 2},
 		{N: 1, C: 2, H: 9, W: 9, OutC: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 4, PadW: 1, DilH: 1, DilW: 1, Groups: 2},
 		{N: 1, C: 3, H: 10, W: 7, OutC: 3, KH: 5, KW: 3, StrideH: 1, StrideW: 1, PadH: 4, PadW: 1, DilH: 2, DilW: 1, Groups: 3},
+		{N: 1, C: 2, H: 2, W: 9, OutC: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 4, PadW: 1, DilH: 1, DilW: 1, Groups: 2}, // rows of padding only
 	}, depthwiseCases...)
 	banded := 0
 	for _, p := range cases {

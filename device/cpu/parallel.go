@@ -182,10 +182,10 @@ const osYieldPolls = 256
 // CPU, and contendedFor how long the pool keeps yielding OS threads after
 // that was last seen. On a CPU of its own a sched_yield costs a poller
 // about 0.2 µs more before it sees a job: mobilenet_v2 at batch 1, 2 Zen 5
-// vCPUs, a worker started its chunk 480–540 ns after the caller sent it
+// vCPUs, a worker started its chunk 440–540 ns after the caller sent it
 // with a yield every 256 polls, 260–350 ns without; with the busy loop
-// above, resnet18 at batch 1 took 16.1–16.2 ms without yields against
-// 12.8 with them.
+// above, resnet18 at batch 1 took 16.1–16.5 ms without yields against
+// 12.8–13.4 with these.
 const (
 	offCPUGap    = 50 * time.Microsecond
 	contendedFor = 50 * time.Millisecond
