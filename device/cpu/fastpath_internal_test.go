@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -129,6 +130,15 @@ func TestDepthwiseMatchesIm2col(t *testing.T) {
 	}
 }
 
+// inPlaceOddCases are depthwise layers the in-place kernels take with
+// uneven strides, paddings and dilations: a 5×3 kernel of stride 2 and
+// vertical dilation 2, and a padding of 4 rows (whole output rows of
+// padding) with a horizontal stride of 2.
+var inPlaceOddCases = []device.ConvParams{
+	{N: 1, C: 2, H: 12, W: 20, OutC: 2, KH: 5, KW: 3, StrideH: 2, StrideW: 2, PadH: 2, PadW: 1, DilH: 2, DilW: 1, Groups: 2},
+	{N: 1, C: 2, H: 9, W: 9, OutC: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 4, PadW: 1, DilH: 1, DilW: 1, Groups: 2},
+}
+
 // TestDepthwiseInPlaceMatchesPhases requires the kernels that read the
 // plane in place (direct.SamePlan, direct.Stride2Plan) to give the bits of
 // the padded phases' kernel, with and without bias and activation, on
@@ -139,12 +149,10 @@ func TestDepthwiseInPlaceMatchesPhases(t *testing.T) {
 	}
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(21, 22))
-	cases := append([]device.ConvParams{
+	cases := slices.Concat([]device.ConvParams{
 		depthwiseParams(1, 4, 56, 56, 3, 2, 1, 1),
 		depthwiseParams(1, 4, 14, 14, 3, 1, 1, 1),
-		{N: 1, C: 2, H: 12, W: 20, OutC: 2, KH: 5, KW: 3, StrideH: 2, StrideW: 2, PadH: 2, PadW: 1, DilH: 2, DilW: 1, Groups: 2},
-		{N: 1, C: 2, H: 9, W: 9, OutC: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 4, PadW: 1, DilH: 1, DilW: 1, Groups: 2},
-	}, depthwiseCases...)
+	}, inPlaceOddCases, depthwiseCases)
 	taken := 0
 	for _, p := range cases {
 		s := newConvShape(p)
@@ -184,15 +192,13 @@ func TestDepthwiseBandsMatchPlanes(t *testing.T) {
 	}
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(23, 24))
-	cases := append([]device.ConvParams{
+	cases := slices.Concat([]device.ConvParams{
 		depthwiseParams(1, 3, 56, 56, 3, 1, 1, 1),
 		depthwiseParams(1, 3, 112, 112, 3, 2, 1, 1),
 		depthwiseParams(1, 2, 113, 57, 3, 2, 1, 1),
-		{N: 1, C: 2, H: 12, W: 20, OutC: 2, KH: 5, KW: 3, StrideH: 2, StrideW: 2, PadH: 2, PadW: 1, DilH: 2, DilW: 1, Groups: 2},
-		{N: 1, C: 2, H: 9, W: 9, OutC: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 4, PadW: 1, DilH: 1, DilW: 1, Groups: 2},
 		{N: 1, C: 3, H: 10, W: 7, OutC: 3, KH: 5, KW: 3, StrideH: 1, StrideW: 1, PadH: 4, PadW: 1, DilH: 2, DilW: 1, Groups: 3},
 		{N: 1, C: 2, H: 2, W: 9, OutC: 2, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 4, PadW: 1, DilH: 1, DilW: 1, Groups: 2}, // rows of padding only
-	}, depthwiseCases...)
+	}, inPlaceOddCases, depthwiseCases)
 	banded := 0
 	for _, p := range cases {
 		p.N = 1
