@@ -74,6 +74,12 @@ zoo_models() { (cd bench && "$python" -c 'import zoo_twins; print("none", *zoo_t
 hora_zoo() { env "${hora_env[@]}" bin/hora-bench -zoo-model "$1" zoo >>"$results"; }
 torch_zoo() { env "${torch_env[@]}" "$python" bench/pytorch_bench.py --zoo-model "$1" >>"$results"; }
 
+# round_trip reports a cache line's round trip between two threads after
+# each pair of measurements: on a VM whose vCPUs the host moves, about
+# 80 ns while they share a cache and 380–400 ns while they do not here,
+# two states in which the frameworks' ratios differ (BENCHMARKS.md).
+round_trip() { echo "bench:   cache-line round trip between two threads: $(env "${hora_env[@]}" bin/hora-bench -round-trip)" >&2; }
+
 start=$SECONDS
 BENCH_LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')
 export BENCH_LOAD_START
@@ -86,6 +92,7 @@ for g in $groups; do
 				echo "bench: zoo $m, run $i/$repeat: ${first%_zoo}, then ${second%_zoo} ($((SECONDS - start)) s so far)" >&2
 				$first "$m"
 				$second "$m"
+				round_trip
 			done
 			continue
 		fi
@@ -93,6 +100,7 @@ for g in $groups; do
 		echo "bench: $g, run $i/$repeat: $first, then $second ($((SECONDS - start)) s so far)" >&2
 		$first "$g"
 		$second "$g"
+		round_trip
 	done
 done
 echo "bench: done in $((SECONDS - start)) s" >&2

@@ -154,6 +154,16 @@ func TestRunPrintsJSONLines(t *testing.T) {
 	assert.Greater(t, rows[0].Value, 0.0)
 }
 
+// TestRunRoundTrip checks that -round-trip prints one duration and
+// measures nothing else.
+func TestRunRoundTrip(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-round-trip"}, &out))
+	d, err := time.ParseDuration(strings.TrimSpace(out.String()))
+	require.NoError(t, err, "output %q", out.String())
+	require.GreaterOrEqual(t, d, time.Duration(0))
+}
+
 func TestRunRejectsUnknownGroup(t *testing.T) {
 	t.Parallel()
 	err := run([]string{"sgem"}, &bytes.Buffer{})

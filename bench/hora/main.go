@@ -7,6 +7,7 @@
 // Usage (from the repository root, after `make build`):
 //
 //	hora-bench [-min-time 0.5s] [-zoo-time 3s] [-zoo-model NAME,...] [-zoo-in-process] [-train bin/train] [-configs configs] [GROUP ...]
+//	hora-bench -round-trip
 //
 // The groups are sgemm, mlp-gemm, train-step, inference, mlp-epoch,
 // cnn-epoch and zoo; none named runs them all. The epoch groups run the
@@ -21,6 +22,8 @@
 // peak resident memory of a process that trains it alone (each model runs
 // in a process of its own; -zoo-model picks models, -zoo-in-process runs
 // them in this process), against the PyTorch twins of bench/zoo_twins.py.
+// -round-trip prints a cache line's round trip between two threads
+// (package roundtrip), which bench/run.sh shows after each measurement.
 package main
 
 import (
@@ -39,6 +42,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hora-dl/hora/bench/internal/roundtrip"
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/tensor"
@@ -91,11 +95,16 @@ func run(args []string, stdout io.Writer) error {
 	configs := fs.String("configs", "configs", "folder of fashion-mnist-{mlp,cnn}.yaml, for the epoch groups")
 	zooModel := fs.String("zoo-model", "", "the zoo configs to measure, comma separated: files of configs/, their model names, or "+zooNoModel+" (the process without a model) [all]")
 	zooInProcess := fs.Bool("zoo-in-process", false, "measure the zoo models in this process (peak memory is then the largest of all so far) instead of each in a process of its own")
+	roundTrip := fs.Bool("round-trip", false, "print a cache line's round trip between two threads (the state of a VM's vCPUs) and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hora-bench [flags] [GROUP ...]\ngroups: %s (default: all)\n", strings.Join(groups, ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *roundTrip {
+		_, err := fmt.Fprintln(stdout, roundtrip.Measure(100000))
 		return err
 	}
 	todo := fs.Args()

@@ -24,7 +24,7 @@
 // Hora and onnxruntime take turns (the first swaps on every repetition) and
 // with -repeat N the table reports the median of the N measurements; the
 // line of each pair of measurements ends with the cache-line round trip
-// between two of the process's threads timed after it (coreRoundTrip),
+// between two of the process's threads timed after it (roundtrip.Measure),
 // which tells a virtual machine's states apart. Both
 // use -threads threads (default GOMAXPROCS): Hora's CPU device and
 // onnxruntime's intraOpNumThreads. Hora loads the model for inference
@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/bench/internal/roundtrip"
 	"github.com/hora-dl/hora/device/cpu"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/onnx"
@@ -65,8 +66,8 @@ import (
 // --bench knows.
 var models = []string{"resnet18", "mobilenet_v2"}
 
-// roundTrips is how many cache-line round trips coreRoundTrip times after
-// each measurement (a few tens of milliseconds).
+// roundTrips is how many cache-line round trips roundtrip.Measure times
+// after each measurement (a few tens of milliseconds).
 const roundTrips = 100000
 
 func main() {
@@ -188,7 +189,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 					r.ort = append(r.ort, math.NaN())
 				}
 				fmt.Fprintf(stderr, "onnx-bench: %s batch %d, run %d/%d: hora %.2f ms, ort %.2f ms (cache-line round trip between two threads %v)\n",
-					name, batch, i+1, c.repeat, r.hora[i], r.ort[i], coreRoundTrip(roundTrips))
+					name, batch, i+1, c.repeat, r.hora[i], r.ort[i], roundtrip.Measure(roundTrips))
 			}
 			r.horaMedian, r.ortMedian = median(r.hora), median(r.ort)
 			results = append(results, r)

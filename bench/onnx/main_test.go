@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"io"
 	"math"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -73,21 +71,4 @@ func TestTable(t *testing.T) {
 	assert.Contains(t, out, "hora/ort")
 	assert.Regexp(t, `resnet18\s+1\s+20\.00\s+10\.00\s+2\.00`, out)
 	assert.Regexp(t, `mobilenet_v2\s+32\s+30\.00\s+NaN\s+NaN`, out)
-}
-
-// TestCoreRoundTrip checks that coreRoundTrip returns a time per round
-// trip (between a few nanoseconds and, on a loaded machine, a few
-// milliseconds) with two threads, and 0 with one or no trips.
-func TestCoreRoundTrip(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	if d := coreRoundTrip(200); d <= 0 || d > 50*time.Millisecond {
-		t.Fatalf("coreRoundTrip(200) = %v on 2 threads", d)
-	}
-	if d := coreRoundTrip(0); d != 0 {
-		t.Fatalf("coreRoundTrip(0) = %v, want 0", d)
-	}
-	runtime.GOMAXPROCS(1)
-	if d := coreRoundTrip(10); d != 0 {
-		t.Fatalf("coreRoundTrip on GOMAXPROCS 1 = %v, want 0", d)
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package roundtrip
 
 import (
 	"runtime"
@@ -6,14 +6,10 @@ import (
 	"time"
 )
 
-// coreRoundTrip returns the mean time a cache line takes to go from one
-// busy OS thread to another and back (a counter bumped in turn, trips
-// times), or 0 when GOMAXPROCS leaves no second CPU to run on. On a
-// virtual machine whose two vCPUs the host moves between cores it tells
-// the two apart: on 2 Zen 5 vCPUs about 80 ns while they shared a cache,
-// 380–400 ns while they did not, when both frameworks' times, and Hora's
-// against onnxruntime's, were not the same (see BENCHMARKS.md).
-func coreRoundTrip(trips int) time.Duration {
+// Measure returns the mean time a cache line takes to go from one busy
+// OS thread to another and back (a counter bumped in turn, trips times),
+// or 0 when GOMAXPROCS leaves no second CPU to run on.
+func Measure(trips int) time.Duration {
 	if runtime.GOMAXPROCS(0) < 2 || trips < 1 {
 		return 0
 	}
