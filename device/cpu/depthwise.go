@@ -262,10 +262,7 @@ func depthwiseBand(s convShape, act device.Activation, out []float32, ldo int, x
 		top := min(max(0, r0-s.PadH), s.H)
 		last := max(top, min(s.H, r1-s.PadH+(s.KH-1)*s.DilH))
 		padTop := top - (r0 - s.PadH)
-		k := samePlanKey{last - top, s.W, r1 - r0, s.KH, s.KW, padTop, s.PadW, s.DilH, s.DilW}
-		p := samePlans.get(k, func() *direct.SamePlan {
-			return direct.NewSamePlan(k.h, k.w, k.oh, k.kh, k.kw, k.padH, k.padW, k.dilH, k.dilW)
-		})
+		p := samePlanOf(samePlanKey{last - top, s.W, r1 - r0, s.KH, s.KW, padTop, s.PadW, s.DilH, s.DilW})
 		p.RunPlanes(out, ldo, x[top*s.W:], s.inPlane, w, kk, bias, s.C, lower, upper)
 		return
 	}
@@ -330,7 +327,11 @@ var (
 
 // samePlanFor returns the plan of s's planes.
 func samePlanFor(s convShape) *direct.SamePlan {
-	k := samePlanKey{s.H, s.W, s.oh, s.KH, s.KW, s.PadH, s.PadW, s.DilH, s.DilW}
+	return samePlanOf(samePlanKey{s.H, s.W, s.oh, s.KH, s.KW, s.PadH, s.PadW, s.DilH, s.DilW})
+}
+
+// samePlanOf returns the plan of the geometry k, built the first time.
+func samePlanOf(k samePlanKey) *direct.SamePlan {
 	return samePlans.get(k, func() *direct.SamePlan {
 		return direct.NewSamePlan(k.h, k.w, k.oh, k.kh, k.kw, k.padH, k.padW, k.dilH, k.dilW)
 	})
