@@ -99,7 +99,7 @@ func main() {
 	}
 }
 
-const signature = "(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)"
+const signature = "(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)"
 
 func name(w, h int) string { return fmt.Sprintf("smallAVX512w%dx%d", w, h) }
 
@@ -127,10 +127,9 @@ const header = `// Kernels of the small-product path: C = alpha*op(A)·op(B) + b
 // bytes; DI points to the current row of op(B), R9 = bks in bytes; CX
 // counts the k steps; DX = C, R8 = ldc in bytes; in the k loop BX = pf,
 // the distance in bytes past op(B)'s current row that each step
-// prefetches (see smallPrefetch), and R15 = 32*aks in bytes, how far past
-// row 0 of op(A) each step prefetches (32 k steps ahead: the rest of a
-// band of op(A) laid out k-major, as the convolutions' weightPanels are;
-// for A as stored, row 0 only). Row i accumulates in
+// prefetches (see smallPrefetch), and R15 the address in op(A) that it
+// prefetches, pfa bytes past a at first and pfaStep bytes further at each
+// step (see smallPrefetchA). Row i accumulates in
 // Z(2i), Z(2i+1) (w = 32) or Zi (w = 16); Z28, Z29 hold op(B)'s row, Z30,
 // Z31 the broadcast elements of op(A), then alpha and beta; K1, K2 mask
 // columns 0..15 and 16..31.
@@ -290,7 +289,7 @@ func loadArgs(p func(string, ...any)) {
 func kernel(p func(string, ...any), w, h int) {
 	n := name(w, h)
 	p("// func %s%s", n, signature)
-	p("TEXT ·%s(SB), NOSPLIT, $0-104", n)
+	p("TEXT ·%s(SB), NOSPLIT, $0-120", n)
 	loadArgs(p)
 	bases := []string{"R12", "R13", "R14", "AX"}
 	for g := 1; g < 4 && h > 4*g; g++ {
@@ -314,8 +313,8 @@ func kernel(p func(string, ...any), w, h int) {
 		p("\tKMOVW BX, K2")
 	}
 	p("\tMOVQ pf+96(FP), BX")
-	p("\tMOVQ SI, R15")
-	p("\tSHLQ $5, R15")
+	p("\tMOVQ pfa+104(FP), R15")
+	p("\tADDQ R12, R15")
 	p("")
 	regs := h
 	if w == 32 {
@@ -326,7 +325,8 @@ func kernel(p func(string, ...any), w, h int) {
 	}
 	p("")
 	p("%sloop:", n)
-	p("\tPREFETCHT0 (R12)(R15*1)")
+	p("\tPREFETCHT0 (R15)")
+	p("\tADDQ pfaStep+112(FP), R15")
 	p("\tPREFETCHT0 (DI)(BX*1)")
 	if w == 32 {
 		p("\tPREFETCHT0 64(DI)(BX*1)")
@@ -396,7 +396,7 @@ func kernel(p func(string, ...any), w, h int) {
 	p("")
 }
 
-const signatureAVX2 = "(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)"
+const signatureAVX2 = "(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)"
 
 func nameAVX2(w, h int, masked bool) string {
 	n := fmt.Sprintf("smallAVX2w%dx%d", w, h)
@@ -424,8 +424,8 @@ const headerAVX2 = `// AVX2 kernels of the small-product path: C = alpha*op(A)·
 // Registers: R12 and R13 point to rows 0 and 4 of op(A) at the current k
 // step, R10 = ars and R11 = 3*ars in bytes, SI = aks in bytes; DI points to
 // the current row of op(B), R9 = bks in bytes; CX counts the k steps; DX =
-// C, R8 = ldc in bytes; in the k loop BX = pf and R15 = 32*aks in bytes
-// (the prefetch distances of small_amd64.s). Row i accumulates in Y(2i),
+// C, R8 = ldc in bytes; in the k loop BX = pf and R15 the address in op(A)
+// to prefetch (the prefetches of small_amd64.s). Row i accumulates in Y(2i),
 // Y(2i+1) (w = 16) or Yi (w = 8); Y12, Y13 hold op(B)'s row, Y15 the
 // broadcast elements of op(A), then alpha; Y14 the mask; in the
 // write-back Y13 holds beta and Y12 is a temporary.
@@ -500,7 +500,7 @@ func kernelAVX2(p func(string, ...any), w, h int, masked bool) {
 		return fmt.Sprintf("VMOVUPS %s, %d(R9)", reg, off)
 	}
 	p("// func %s%s", n, signatureAVX2)
-	p("TEXT ·%s(SB), NOSPLIT, $0-104", n)
+	p("TEXT ·%s(SB), NOSPLIT, $0-120", n)
 	loadArgs(p)
 	if h > 4 {
 		p("\tLEAQ (R12)(R10*4), R13")
@@ -518,8 +518,8 @@ func kernelAVX2(p func(string, ...any), w, h int, masked bool) {
 		p("\tVMOVDQU (BX), Y14")
 	}
 	p("\tMOVQ pf+96(FP), BX")
-	p("\tMOVQ SI, R15")
-	p("\tSHLQ $5, R15")
+	p("\tMOVQ pfa+104(FP), R15")
+	p("\tADDQ R12, R15")
 	p("")
 	for i := range h {
 		for v := range vecs {
@@ -529,7 +529,8 @@ func kernelAVX2(p func(string, ...any), w, h int, masked bool) {
 	}
 	p("")
 	p("%sloop:", n)
-	p("\tPREFETCHT0 (R12)(R15*1)")
+	p("\tPREFETCHT0 (R15)")
+	p("\tADDQ pfaStep+112(FP), R15")
 	p("\tPREFETCHT0 (DI)(BX*1)")
 	p("\tPREFETCHT0 %d(DI)(BX*1)", 4*w-1)
 	for v := range vecs {

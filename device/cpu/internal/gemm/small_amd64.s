@@ -28,10 +28,9 @@
 // bytes; DI points to the current row of op(B), R9 = bks in bytes; CX
 // counts the k steps; DX = C, R8 = ldc in bytes; in the k loop BX = pf,
 // the distance in bytes past op(B)'s current row that each step
-// prefetches (see smallPrefetch), and R15 = 32*aks in bytes, how far past
-// row 0 of op(A) each step prefetches (32 k steps ahead: the rest of a
-// band of op(A) laid out k-major, as the convolutions' weightPanels are;
-// for A as stored, row 0 only). Row i accumulates in
+// prefetches (see smallPrefetch), and R15 the address in op(A) that it
+// prefetches, pfa bytes past a at first and pfaStep bytes further at each
+// step (see smallPrefetchA). Row i accumulates in
 // Z(2i), Z(2i+1) (w = 32) or Zi (w = 16); Z28, Z29 hold op(B)'s row, Z30,
 // Z31 the broadcast elements of op(A), then alpha and beta; K1, K2 mask
 // columns 0..15 and 16..31.
@@ -145,8 +144,8 @@
 	VBROADCASTSS addr, t; \
 	VFMADD231PS  t, Z28, r0
 
-// func smallAVX512w32x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x1(SB), NOSPLIT, $0-104
+// func smallAVX512w32x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x1(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -170,14 +169,15 @@ TEXT ·smallAVX512w32x1(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
 smallAVX512w32x1loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -222,8 +222,8 @@ smallAVX512w32x1done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x2(SB), NOSPLIT, $0-104
+// func smallAVX512w32x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x2(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -251,8 +251,8 @@ TEXT ·smallAVX512w32x2(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -260,7 +260,8 @@ TEXT ·smallAVX512w32x2(SB), NOSPLIT, $0-104
 	VPXORD Z3, Z3, Z3
 
 smallAVX512w32x2loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -310,8 +311,8 @@ smallAVX512w32x2done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x3(SB), NOSPLIT, $0-104
+// func smallAVX512w32x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x3(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -343,8 +344,8 @@ TEXT ·smallAVX512w32x3(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -354,7 +355,8 @@ TEXT ·smallAVX512w32x3(SB), NOSPLIT, $0-104
 	VPXORD Z5, Z5, Z5
 
 smallAVX512w32x3loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -409,8 +411,8 @@ smallAVX512w32x3done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x4(SB), NOSPLIT, $0-104
+// func smallAVX512w32x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x4(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -446,8 +448,8 @@ TEXT ·smallAVX512w32x4(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -459,7 +461,8 @@ TEXT ·smallAVX512w32x4(SB), NOSPLIT, $0-104
 	VPXORD Z7, Z7, Z7
 
 smallAVX512w32x4loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -519,8 +522,8 @@ smallAVX512w32x4done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x5(SB), NOSPLIT, $0-104
+// func smallAVX512w32x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x5(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -561,8 +564,8 @@ TEXT ·smallAVX512w32x5(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -576,7 +579,8 @@ TEXT ·smallAVX512w32x5(SB), NOSPLIT, $0-104
 	VPXORD Z9, Z9, Z9
 
 smallAVX512w32x5loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -642,8 +646,8 @@ smallAVX512w32x5done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x6(SB), NOSPLIT, $0-104
+// func smallAVX512w32x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x6(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -688,8 +692,8 @@ TEXT ·smallAVX512w32x6(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -705,7 +709,8 @@ TEXT ·smallAVX512w32x6(SB), NOSPLIT, $0-104
 	VPXORD Z11, Z11, Z11
 
 smallAVX512w32x6loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -776,8 +781,8 @@ smallAVX512w32x6done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x7(SB), NOSPLIT, $0-104
+// func smallAVX512w32x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x7(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -826,8 +831,8 @@ TEXT ·smallAVX512w32x7(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -845,7 +850,8 @@ TEXT ·smallAVX512w32x7(SB), NOSPLIT, $0-104
 	VPXORD Z13, Z13, Z13
 
 smallAVX512w32x7loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -921,8 +927,8 @@ smallAVX512w32x7done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x8(SB), NOSPLIT, $0-104
+// func smallAVX512w32x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x8(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -975,8 +981,8 @@ TEXT ·smallAVX512w32x8(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -996,7 +1002,8 @@ TEXT ·smallAVX512w32x8(SB), NOSPLIT, $0-104
 	VPXORD Z15, Z15, Z15
 
 smallAVX512w32x8loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -1077,8 +1084,8 @@ smallAVX512w32x8done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x9(SB), NOSPLIT, $0-104
+// func smallAVX512w32x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x9(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1136,8 +1143,8 @@ TEXT ·smallAVX512w32x9(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1159,7 +1166,8 @@ TEXT ·smallAVX512w32x9(SB), NOSPLIT, $0-104
 	VPXORD Z17, Z17, Z17
 
 smallAVX512w32x9loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -1246,8 +1254,8 @@ smallAVX512w32x9done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x10(SB), NOSPLIT, $0-104
+// func smallAVX512w32x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x10(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1309,8 +1317,8 @@ TEXT ·smallAVX512w32x10(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1334,7 +1342,8 @@ TEXT ·smallAVX512w32x10(SB), NOSPLIT, $0-104
 	VPXORD Z19, Z19, Z19
 
 smallAVX512w32x10loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -1426,8 +1435,8 @@ smallAVX512w32x10done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x11(SB), NOSPLIT, $0-104
+// func smallAVX512w32x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x11(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1493,8 +1502,8 @@ TEXT ·smallAVX512w32x11(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1520,7 +1529,8 @@ TEXT ·smallAVX512w32x11(SB), NOSPLIT, $0-104
 	VPXORD Z21, Z21, Z21
 
 smallAVX512w32x11loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -1617,8 +1627,8 @@ smallAVX512w32x11done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x12(SB), NOSPLIT, $0-104
+// func smallAVX512w32x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x12(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1688,8 +1698,8 @@ TEXT ·smallAVX512w32x12(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1717,7 +1727,8 @@ TEXT ·smallAVX512w32x12(SB), NOSPLIT, $0-104
 	VPXORD Z23, Z23, Z23
 
 smallAVX512w32x12loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -1819,8 +1830,8 @@ smallAVX512w32x12done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x13(SB), NOSPLIT, $0-104
+// func smallAVX512w32x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x13(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1895,8 +1906,8 @@ TEXT ·smallAVX512w32x13(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -1926,7 +1937,8 @@ TEXT ·smallAVX512w32x13(SB), NOSPLIT, $0-104
 	VPXORD Z25, Z25, Z25
 
 smallAVX512w32x13loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -2034,8 +2046,8 @@ smallAVX512w32x13done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w32x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w32x14(SB), NOSPLIT, $0-104
+// func smallAVX512w32x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w32x14(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2114,8 +2126,8 @@ TEXT ·smallAVX512w32x14(SB), NOSPLIT, $0-104
 	SHRL  $16, BX
 	KMOVW BX, K2
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2147,7 +2159,8 @@ TEXT ·smallAVX512w32x14(SB), NOSPLIT, $0-104
 	VPXORD Z27, Z27, Z27
 
 smallAVX512w32x14loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 64(DI)(BX*1)
 	PREFETCHT0 127(DI)(BX*1)
@@ -2260,8 +2273,8 @@ smallAVX512w32x14done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x1(SB), NOSPLIT, $0-104
+// func smallAVX512w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x1(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2282,13 +2295,14 @@ TEXT ·smallAVX512w16x1(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 
 smallAVX512w16x1loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -2331,8 +2345,8 @@ smallAVX512w16x1done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x2(SB), NOSPLIT, $0-104
+// func smallAVX512w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x2(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2356,14 +2370,15 @@ TEXT ·smallAVX512w16x2(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
 smallAVX512w16x2loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -2411,8 +2426,8 @@ smallAVX512w16x2done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x3(SB), NOSPLIT, $0-104
+// func smallAVX512w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x3(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2439,15 +2454,16 @@ TEXT ·smallAVX512w16x3(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 
 smallAVX512w16x3loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -2500,8 +2516,8 @@ smallAVX512w16x3done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x4(SB), NOSPLIT, $0-104
+// func smallAVX512w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x4(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2531,8 +2547,8 @@ TEXT ·smallAVX512w16x4(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2540,7 +2556,8 @@ TEXT ·smallAVX512w16x4(SB), NOSPLIT, $0-104
 	VPXORD Z3, Z3, Z3
 
 smallAVX512w16x4loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -2598,8 +2615,8 @@ smallAVX512w16x4done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x5(SB), NOSPLIT, $0-104
+// func smallAVX512w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x5(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2633,8 +2650,8 @@ TEXT ·smallAVX512w16x5(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2643,7 +2660,8 @@ TEXT ·smallAVX512w16x5(SB), NOSPLIT, $0-104
 	VPXORD Z4, Z4, Z4
 
 smallAVX512w16x5loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -2707,8 +2725,8 @@ smallAVX512w16x5done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x6(SB), NOSPLIT, $0-104
+// func smallAVX512w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x6(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2745,8 +2763,8 @@ TEXT ·smallAVX512w16x6(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2756,7 +2774,8 @@ TEXT ·smallAVX512w16x6(SB), NOSPLIT, $0-104
 	VPXORD Z5, Z5, Z5
 
 smallAVX512w16x6loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -2825,8 +2844,8 @@ smallAVX512w16x6done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x7(SB), NOSPLIT, $0-104
+// func smallAVX512w16x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x7(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2866,8 +2885,8 @@ TEXT ·smallAVX512w16x7(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -2878,7 +2897,8 @@ TEXT ·smallAVX512w16x7(SB), NOSPLIT, $0-104
 	VPXORD Z6, Z6, Z6
 
 smallAVX512w16x7loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -2952,8 +2972,8 @@ smallAVX512w16x7done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x8(SB), NOSPLIT, $0-104
+// func smallAVX512w16x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x8(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2996,8 +3016,8 @@ TEXT ·smallAVX512w16x8(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3009,7 +3029,8 @@ TEXT ·smallAVX512w16x8(SB), NOSPLIT, $0-104
 	VPXORD Z7, Z7, Z7
 
 smallAVX512w16x8loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -3088,8 +3109,8 @@ smallAVX512w16x8done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x9(SB), NOSPLIT, $0-104
+// func smallAVX512w16x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x9(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3136,8 +3157,8 @@ TEXT ·smallAVX512w16x9(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3150,7 +3171,8 @@ TEXT ·smallAVX512w16x9(SB), NOSPLIT, $0-104
 	VPXORD Z8, Z8, Z8
 
 smallAVX512w16x9loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -3235,8 +3257,8 @@ smallAVX512w16x9done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x10(SB), NOSPLIT, $0-104
+// func smallAVX512w16x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x10(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3286,8 +3308,8 @@ TEXT ·smallAVX512w16x10(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3301,7 +3323,8 @@ TEXT ·smallAVX512w16x10(SB), NOSPLIT, $0-104
 	VPXORD Z9, Z9, Z9
 
 smallAVX512w16x10loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -3391,8 +3414,8 @@ smallAVX512w16x10done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x11(SB), NOSPLIT, $0-104
+// func smallAVX512w16x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x11(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3445,8 +3468,8 @@ TEXT ·smallAVX512w16x11(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3461,7 +3484,8 @@ TEXT ·smallAVX512w16x11(SB), NOSPLIT, $0-104
 	VPXORD Z10, Z10, Z10
 
 smallAVX512w16x11loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -3556,8 +3580,8 @@ smallAVX512w16x11done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x12(SB), NOSPLIT, $0-104
+// func smallAVX512w16x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x12(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3613,8 +3637,8 @@ TEXT ·smallAVX512w16x12(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3630,7 +3654,8 @@ TEXT ·smallAVX512w16x12(SB), NOSPLIT, $0-104
 	VPXORD Z11, Z11, Z11
 
 smallAVX512w16x12loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -3730,8 +3755,8 @@ smallAVX512w16x12done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x13(SB), NOSPLIT, $0-104
+// func smallAVX512w16x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x13(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3791,8 +3816,8 @@ TEXT ·smallAVX512w16x13(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3809,7 +3834,8 @@ TEXT ·smallAVX512w16x13(SB), NOSPLIT, $0-104
 	VPXORD Z12, Z12, Z12
 
 smallAVX512w16x13loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28
@@ -3915,8 +3941,8 @@ smallAVX512w16x13done:
 	VZEROUPPER
 	RET
 
-// func smallAVX512w16x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX512w16x14(SB), NOSPLIT, $0-104
+// func smallAVX512w16x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX512w16x14(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3979,8 +4005,8 @@ TEXT ·smallAVX512w16x14(SB), NOSPLIT, $0-104
 	MOVL  mask+72(FP), BX
 	KMOVW BX, K1
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -3998,7 +4024,8 @@ TEXT ·smallAVX512w16x14(SB), NOSPLIT, $0-104
 	VPXORD Z13, Z13, Z13
 
 smallAVX512w16x14loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS.Z (DI), K1, Z28

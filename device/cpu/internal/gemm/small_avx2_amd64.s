@@ -22,8 +22,8 @@
 // Registers: R12 and R13 point to rows 0 and 4 of op(A) at the current k
 // step, R10 = ars and R11 = 3*ars in bytes, SI = aks in bytes; DI points to
 // the current row of op(B), R9 = bks in bytes; CX counts the k steps; DX =
-// C, R8 = ldc in bytes; in the k loop BX = pf and R15 = 32*aks in bytes
-// (the prefetch distances of small_amd64.s). Row i accumulates in Y(2i),
+// C, R8 = ldc in bytes; in the k loop BX = pf and R15 the address in op(A)
+// to prefetch (the prefetches of small_amd64.s). Row i accumulates in Y(2i),
 // Y(2i+1) (w = 16) or Yi (w = 8); Y12, Y13 hold op(B)'s row, Y15 the
 // broadcast elements of op(A), then alpha; Y14 the mask; in the
 // write-back Y13 holds beta and Y12 is a temporary.
@@ -76,8 +76,8 @@
 	VMINPS       v0, t, v0; \
 	ADDQ         $4, BX
 
-// func smallAVX2w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x1(SB), NOSPLIT, $0-104
+// func smallAVX2w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x1(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -96,14 +96,15 @@ TEXT ·smallAVX2w16x1(SB), NOSPLIT, $0-104
 	PREFETCHT0 63(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
 smallAVX2w16x1loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -163,8 +164,8 @@ smallAVX2w16x1done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x2(SB), NOSPLIT, $0-104
+// func smallAVX2w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x2(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -186,8 +187,8 @@ TEXT ·smallAVX2w16x2(SB), NOSPLIT, $0-104
 	PREFETCHT0 63(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -195,7 +196,8 @@ TEXT ·smallAVX2w16x2(SB), NOSPLIT, $0-104
 	VXORPS Y3, Y3, Y3
 
 smallAVX2w16x2loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -278,8 +280,8 @@ smallAVX2w16x2done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x3(SB), NOSPLIT, $0-104
+// func smallAVX2w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x3(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -304,8 +306,8 @@ TEXT ·smallAVX2w16x3(SB), NOSPLIT, $0-104
 	PREFETCHT0 63(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -315,7 +317,8 @@ TEXT ·smallAVX2w16x3(SB), NOSPLIT, $0-104
 	VXORPS Y5, Y5, Y5
 
 smallAVX2w16x3loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -421,8 +424,8 @@ smallAVX2w16x3done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x4(SB), NOSPLIT, $0-104
+// func smallAVX2w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x4(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -450,8 +453,8 @@ TEXT ·smallAVX2w16x4(SB), NOSPLIT, $0-104
 	PREFETCHT0 63(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -463,7 +466,8 @@ TEXT ·smallAVX2w16x4(SB), NOSPLIT, $0-104
 	VXORPS Y7, Y7, Y7
 
 smallAVX2w16x4loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -592,8 +596,8 @@ smallAVX2w16x4done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x5(SB), NOSPLIT, $0-104
+// func smallAVX2w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x5(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -625,8 +629,8 @@ TEXT ·smallAVX2w16x5(SB), NOSPLIT, $0-104
 	PREFETCHT0 63(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -640,7 +644,8 @@ TEXT ·smallAVX2w16x5(SB), NOSPLIT, $0-104
 	VXORPS Y9, Y9, Y9
 
 smallAVX2w16x5loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -793,8 +798,8 @@ smallAVX2w16x5done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x6(SB), NOSPLIT, $0-104
+// func smallAVX2w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x6(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -829,8 +834,8 @@ TEXT ·smallAVX2w16x6(SB), NOSPLIT, $0-104
 	PREFETCHT0 63(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -846,7 +851,8 @@ TEXT ·smallAVX2w16x6(SB), NOSPLIT, $0-104
 	VXORPS Y11, Y11, Y11
 
 smallAVX2w16x6loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -1022,8 +1028,8 @@ smallAVX2w16x6done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x1m(SB), NOSPLIT, $0-104
+// func smallAVX2w16x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x1m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1044,14 +1050,15 @@ TEXT ·smallAVX2w16x1m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
 smallAVX2w16x1mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -1111,8 +1118,8 @@ smallAVX2w16x1mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x2m(SB), NOSPLIT, $0-104
+// func smallAVX2w16x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x2m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1136,8 +1143,8 @@ TEXT ·smallAVX2w16x2m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -1145,7 +1152,8 @@ TEXT ·smallAVX2w16x2m(SB), NOSPLIT, $0-104
 	VXORPS Y3, Y3, Y3
 
 smallAVX2w16x2mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -1228,8 +1236,8 @@ smallAVX2w16x2mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x3m(SB), NOSPLIT, $0-104
+// func smallAVX2w16x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x3m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1256,8 +1264,8 @@ TEXT ·smallAVX2w16x3m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -1267,7 +1275,8 @@ TEXT ·smallAVX2w16x3m(SB), NOSPLIT, $0-104
 	VXORPS Y5, Y5, Y5
 
 smallAVX2w16x3mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -1373,8 +1382,8 @@ smallAVX2w16x3mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x4m(SB), NOSPLIT, $0-104
+// func smallAVX2w16x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x4m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1404,8 +1413,8 @@ TEXT ·smallAVX2w16x4m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -1417,7 +1426,8 @@ TEXT ·smallAVX2w16x4m(SB), NOSPLIT, $0-104
 	VXORPS Y7, Y7, Y7
 
 smallAVX2w16x4mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -1546,8 +1556,8 @@ smallAVX2w16x4mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x5m(SB), NOSPLIT, $0-104
+// func smallAVX2w16x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x5m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1581,8 +1591,8 @@ TEXT ·smallAVX2w16x5m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -1596,7 +1606,8 @@ TEXT ·smallAVX2w16x5m(SB), NOSPLIT, $0-104
 	VXORPS Y9, Y9, Y9
 
 smallAVX2w16x5mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -1749,8 +1760,8 @@ smallAVX2w16x5mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w16x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w16x6m(SB), NOSPLIT, $0-104
+// func smallAVX2w16x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w16x6m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -1787,8 +1798,8 @@ TEXT ·smallAVX2w16x6m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -1804,7 +1815,8 @@ TEXT ·smallAVX2w16x6m(SB), NOSPLIT, $0-104
 	VXORPS Y11, Y11, Y11
 
 smallAVX2w16x6mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 63(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -1980,8 +1992,8 @@ smallAVX2w16x6mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x1(SB), NOSPLIT, $0-104
+// func smallAVX2w8x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x1(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2000,13 +2012,14 @@ TEXT ·smallAVX2w8x1(SB), NOSPLIT, $0-104
 	PREFETCHT0 31(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 
 smallAVX2w8x1loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -2057,8 +2070,8 @@ smallAVX2w8x1done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x2(SB), NOSPLIT, $0-104
+// func smallAVX2w8x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x2(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2080,14 +2093,15 @@ TEXT ·smallAVX2w8x2(SB), NOSPLIT, $0-104
 	PREFETCHT0 31(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
 smallAVX2w8x2loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -2153,8 +2167,8 @@ smallAVX2w8x2done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x3(SB), NOSPLIT, $0-104
+// func smallAVX2w8x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x3(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2179,15 +2193,16 @@ TEXT ·smallAVX2w8x3(SB), NOSPLIT, $0-104
 	PREFETCHT0 31(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 
 smallAVX2w8x3loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -2268,8 +2283,8 @@ smallAVX2w8x3done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x4(SB), NOSPLIT, $0-104
+// func smallAVX2w8x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x4(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2297,8 +2312,8 @@ TEXT ·smallAVX2w8x4(SB), NOSPLIT, $0-104
 	PREFETCHT0 31(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -2306,7 +2321,8 @@ TEXT ·smallAVX2w8x4(SB), NOSPLIT, $0-104
 	VXORPS Y3, Y3, Y3
 
 smallAVX2w8x4loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -2402,8 +2418,8 @@ smallAVX2w8x4done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x5(SB), NOSPLIT, $0-104
+// func smallAVX2w8x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x5(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2435,8 +2451,8 @@ TEXT ·smallAVX2w8x5(SB), NOSPLIT, $0-104
 	PREFETCHT0 31(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -2445,7 +2461,8 @@ TEXT ·smallAVX2w8x5(SB), NOSPLIT, $0-104
 	VXORPS Y4, Y4, Y4
 
 smallAVX2w8x5loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -2557,8 +2574,8 @@ smallAVX2w8x5done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x6(SB), NOSPLIT, $0-104
+// func smallAVX2w8x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x6(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2593,8 +2610,8 @@ TEXT ·smallAVX2w8x6(SB), NOSPLIT, $0-104
 	PREFETCHT0 31(BX)
 	ADDQ R8, BX
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -2604,7 +2621,8 @@ TEXT ·smallAVX2w8x6(SB), NOSPLIT, $0-104
 	VXORPS Y5, Y5, Y5
 
 smallAVX2w8x6loop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMOVUPS 0(DI), Y12
@@ -2731,8 +2749,8 @@ smallAVX2w8x6done:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x1m(SB), NOSPLIT, $0-104
+// func smallAVX2w8x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x1m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2753,13 +2771,14 @@ TEXT ·smallAVX2w8x1m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 
 smallAVX2w8x1mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMASKMOVPS 0(DI), Y14, Y12
@@ -2810,8 +2829,8 @@ smallAVX2w8x1mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x2m(SB), NOSPLIT, $0-104
+// func smallAVX2w8x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x2m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2835,14 +2854,15 @@ TEXT ·smallAVX2w8x2m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 
 smallAVX2w8x2mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMASKMOVPS 0(DI), Y14, Y12
@@ -2908,8 +2928,8 @@ smallAVX2w8x2mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x3m(SB), NOSPLIT, $0-104
+// func smallAVX2w8x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x3m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -2936,15 +2956,16 @@ TEXT ·smallAVX2w8x3m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 
 smallAVX2w8x3mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMASKMOVPS 0(DI), Y14, Y12
@@ -3025,8 +3046,8 @@ smallAVX2w8x3mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x4m(SB), NOSPLIT, $0-104
+// func smallAVX2w8x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x4m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3056,8 +3077,8 @@ TEXT ·smallAVX2w8x4m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -3065,7 +3086,8 @@ TEXT ·smallAVX2w8x4m(SB), NOSPLIT, $0-104
 	VXORPS Y3, Y3, Y3
 
 smallAVX2w8x4mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMASKMOVPS 0(DI), Y14, Y12
@@ -3161,8 +3183,8 @@ smallAVX2w8x4mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x5m(SB), NOSPLIT, $0-104
+// func smallAVX2w8x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x5m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3196,8 +3218,8 @@ TEXT ·smallAVX2w8x5m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -3206,7 +3228,8 @@ TEXT ·smallAVX2w8x5m(SB), NOSPLIT, $0-104
 	VXORPS Y4, Y4, Y4
 
 smallAVX2w8x5mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMASKMOVPS 0(DI), Y14, Y12
@@ -3318,8 +3341,8 @@ smallAVX2w8x5mdone:
 	VZEROUPPER
 	RET
 
-// func smallAVX2w8x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
-TEXT ·smallAVX2w8x6m(SB), NOSPLIT, $0-104
+// func smallAVX2w8x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+TEXT ·smallAVX2w8x6m(SB), NOSPLIT, $0-120
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), R12
 	MOVQ ars+16(FP), R10
@@ -3356,8 +3379,8 @@ TEXT ·smallAVX2w8x6m(SB), NOSPLIT, $0-104
 	MOVQ    mask+72(FP), BX
 	VMOVDQU (BX), Y14
 	MOVQ pf+96(FP), BX
-	MOVQ SI, R15
-	SHLQ $5, R15
+	MOVQ pfa+104(FP), R15
+	ADDQ R12, R15
 
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -3367,7 +3390,8 @@ TEXT ·smallAVX2w8x6m(SB), NOSPLIT, $0-104
 	VXORPS Y5, Y5, Y5
 
 smallAVX2w8x6mloop:
-	PREFETCHT0 (R12)(R15*1)
+	PREFETCHT0 (R15)
+	ADDQ pfaStep+112(FP), R15
 	PREFETCHT0 (DI)(BX*1)
 	PREFETCHT0 31(DI)(BX*1)
 	VMASKMOVPS 0(DI), Y14, Y12

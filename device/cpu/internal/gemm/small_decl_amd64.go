@@ -8,88 +8,88 @@ package gemm
 // rows and up to w columns (see smallTileAVX512).
 
 //go:noescape
-func smallAVX512w32x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w32x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w32x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX512w16x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf int)
+func smallAVX512w16x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 // smallW32 holds the kernels 32 columns wide, by height (1 to 14 rows).
 var smallW32 = [15]smallKernelAVX512{1: smallAVX512w32x1, 2: smallAVX512w32x2, 3: smallAVX512w32x3, 4: smallAVX512w32x4, 5: smallAVX512w32x5, 6: smallAVX512w32x6, 7: smallAVX512w32x7, 8: smallAVX512w32x8, 9: smallAVX512w32x9, 10: smallAVX512w32x10, 11: smallAVX512w32x11, 12: smallAVX512w32x12, 13: smallAVX512w32x13, 14: smallAVX512w32x14}
@@ -102,76 +102,76 @@ var smallW16 = [15]smallKernelAVX512{1: smallAVX512w16x1, 2: smallAVX512w16x2, 3
 // (see smallTileAVX2).
 
 //go:noescape
-func smallAVX2w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w16x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w16x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x1m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x2m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x3m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x4m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x5m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
-func smallAVX2w8x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf int)
+func smallAVX2w8x6m(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 // smallAVX2W16 holds the AVX2 kernels 16 columns wide: [0] reads whole
 // vectors, [1] its last vector under a mask; by height (1 to 6 rows).
