@@ -193,6 +193,9 @@ func BenchmarkDepthwiseChannelsLast(b *testing.B) {
 		{"14x14x384-s1", depthwiseParams(1, 384, 14, 14, 3, 1, 1, 1)},
 		{"14x14x576-s2", depthwiseParams(1, 576, 14, 14, 3, 2, 1, 1)},
 		{"7x7x960-s1", depthwiseParams(1, 960, 7, 7, 3, 1, 1, 1)},
+		{"14x14x384-s1-b32", depthwiseParams(32, 384, 14, 14, 3, 1, 1, 1)},
+		{"14x14x576-s1-b32", depthwiseParams(32, 576, 14, 14, 3, 1, 1, 1)},
+		{"7x7x960-s1-b32", depthwiseParams(32, 960, 7, 7, 3, 1, 1, 1)},
 	} {
 		s := newConvShape(c.p)
 		x := dev.bufferOf(randVals[float32](rng, s.N*s.imgIn, -1, 1))
@@ -206,6 +209,7 @@ func BenchmarkDepthwiseChannelsLast(b *testing.B) {
 				ck.Conv2DChannelsLast(c.p, true, true, device.ActReLU6, y, x, wb, bias, nil)
 			}
 			b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(float64(4*s.N*(s.imgIn+s.imgOut))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hora-dl/hora/device/cpu/internal/x86"
 )
 
 // task is a piece of parallel work over an index range. Hot kernels
@@ -259,7 +261,11 @@ func (d *Device) parallel(n, cost int, t task) {
 	}
 	c := calls.Get().(*call)
 	c.state.Store(int64(w))
-	for i := 1; i < w; i++ {
+	own := callerChunk(w)
+	for i := range w {
+		if i == own {
+			continue
+		}
 		j := job{t: t, lo: n * i / w, hi: n * (i + 1) / w, c: c}
 		select {
 		case d.pool.jobs <- j:
@@ -267,9 +273,29 @@ func (d *Device) parallel(n, cost int, t task) {
 			j.run()
 		}
 	}
-	job{t: t, lo: 0, hi: n / w, c: c}.run()
+	job{t: t, lo: n * own / w, hi: n * (own + 1) / w, c: c}.run()
 	d.pool.await(c)
 	calls.Put(c)
+}
+
+// callerChunk returns which of w chunks the calling goroutine runs: the
+// one of the CPU it is on (its number modulo w), else the first. Kernels
+// split their work the same way from call to call (the same images, rows
+// or positions in chunk i), so that each CPU reads what it wrote in the
+// call before from its own cache; but the Go scheduler moves goroutines
+// between threads, and the caller and the worker swapped CPUs between
+// calls about 40% of the time. The output of a layer written by one CPU
+// and read by the other then crosses between their caches: a depthwise
+// layer of mobilenet_v2 at batch 32 (14×14×384, 2 Zen 4 threads) after
+// the 1×1 layer that feeds it took 0.93 ms against 0.49 alone, and 1.1 ms
+// after a copy of its input by one thread. Choosing the chunk by CPU keeps
+// it on the CPU that had it (with two workers, the other chunk goes to the
+// other CPU's thread).
+func callerChunk(w int) int {
+	if cpu := x86.CPUNumber(); cpu > 0 {
+		return cpu % w
+	}
+	return 0
 }
 
 // await returns when every chunk of c has run. It runs queued chunks (its

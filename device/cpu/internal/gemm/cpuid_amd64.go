@@ -2,8 +2,7 @@
 
 package gemm
 
-// cpuid executes the CPUID instruction (cpuid_amd64.s).
-func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
+import "github.com/hora-dl/hora/device/cpu/internal/x86"
 
 // cpuidCaches reads the cache sizes with CPUID (see cpuidCachesFrom).
-func cpuidCaches() Caches { return cpuidCachesFrom(cpuid) }
+func cpuidCaches() Caches { return cpuidCachesFrom(x86.CPUID) }
