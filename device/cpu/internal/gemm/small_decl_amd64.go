@@ -50,6 +50,48 @@ func smallAVX512w32x13(kc int, a *float32, ars, aks int, b *float32, bks int, c 
 func smallAVX512w32x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
+func smallAVX512w24x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x2(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x3(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x4(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x5(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x6(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x7(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x8(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x9(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x10(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x11(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x12(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x13(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
+func smallAVX512w24x14(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
+
+//go:noescape
 func smallAVX512w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
 //go:noescape
@@ -93,6 +135,9 @@ func smallAVX512w16x14(kc int, a *float32, ars, aks int, b *float32, bks int, c 
 
 // smallW32 holds the kernels 32 columns wide, by height (1 to 14 rows).
 var smallW32 = [15]smallKernelAVX512{1: smallAVX512w32x1, 2: smallAVX512w32x2, 3: smallAVX512w32x3, 4: smallAVX512w32x4, 5: smallAVX512w32x5, 6: smallAVX512w32x6, 7: smallAVX512w32x7, 8: smallAVX512w32x8, 9: smallAVX512w32x9, 10: smallAVX512w32x10, 11: smallAVX512w32x11, 12: smallAVX512w32x12, 13: smallAVX512w32x13, 14: smallAVX512w32x14}
+
+// smallW24 holds the kernels 24 columns wide, by height (1 to 14 rows).
+var smallW24 = [15]smallKernelAVX512{1: smallAVX512w24x1, 2: smallAVX512w24x2, 3: smallAVX512w24x3, 4: smallAVX512w24x4, 5: smallAVX512w24x5, 6: smallAVX512w24x6, 7: smallAVX512w24x7, 8: smallAVX512w24x8, 9: smallAVX512w24x9, 10: smallAVX512w24x10, 11: smallAVX512w24x11, 12: smallAVX512w24x12, 13: smallAVX512w24x13, 14: smallAVX512w24x14}
 
 // smallW16 holds the kernels 16 columns wide, by height (1 to 14 rows).
 var smallW16 = [15]smallKernelAVX512{1: smallAVX512w16x1, 2: smallAVX512w16x2, 3: smallAVX512w16x3, 4: smallAVX512w16x4, 5: smallAVX512w16x5, 6: smallAVX512w16x6, 7: smallAVX512w16x7, 8: smallAVX512w16x8, 9: smallAVX512w16x9, 10: smallAVX512w16x10, 11: smallAVX512w16x11, 12: smallAVX512w16x12, 13: smallAVX512w16x13, 14: smallAVX512w16x14}
