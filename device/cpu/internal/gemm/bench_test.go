@@ -289,3 +289,30 @@ func BenchmarkChannelsLastPointwise(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInPlacePointwise times the products of mobilenet_v2's 1×1
+// layers into few channels on N×C×H×W images (m output channels × k input
+// channels of weights, times the image's k×l planes read in place) on one
+// goroutine: one image, from cache, or 16 in turn, from memory. The data
+// behind smallPrefetch.
+func BenchmarkInPlacePointwise(b *testing.B) {
+	for _, d := range [][3]int{{16, 32, 112 * 112}, {24, 96, 56 * 56}, {32, 144, 28 * 28}} {
+		m, k, l := d[0], d[1], d[2]
+		for _, images := range []int{1, 16} {
+			b.Run(fmt.Sprintf("m=%d,k=%d,l=%d,images=%d", m, k, l, images), func(b *testing.B) {
+				rng := rand.New(rand.NewPCG(1, 2))
+				w := randSlice(rng, m*k)
+				x := randSlice(rng, images*k*l)
+				y := make([]float32, images*m*l)
+				var ws Workspace
+				i := 0
+				for b.Loop() {
+					n := i % images
+					i++
+					Sgemm(&ws, false, false, m, l, k, 1, w, k, x[n*k*l:], l, 0, y[n*m*l:], l)
+				}
+				b.ReportMetric(2*float64(m*k*l)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -51,27 +51,28 @@ func smallTileAVX512(kc int, a []float32, ars, aks int, b []float32, bks int, c 
 	smallW32[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(kc, bks, 32), pfa, pfaStep)
 }
 
-// prefetchRows is how many k steps ahead the small kernels prefetch
-// op(B)'s row: B read in place has its rows bks apart, a stream per row,
-// more than the hardware prefetcher follows. In mobilenet_v2 at batch 32,
-// whose 1×1 layers read each image's activations in place, the run went
-// from 108–111 ms without prefetching to 100–103 ms at 8 or 16 rows ahead
-// and 97–99 ms at 32 (Zen 5, 2 threads); the kernels' own speed on warm
-// operands did not change.
+// prefetchRows is how many k steps ahead the small kernels prefetch a
+// packed op(B) (see smallPrefetch).
 const prefetchRows = 32
 
 // smallPrefetch is the distance in bytes past op(B)'s current row that a
-// small kernel w columns wide prefetches at each of its kc k steps:
-// prefetchRows rows down, or, when the tile has no more k steps than that,
-// the same row of the next strip of columns, which the next tile of the
-// band reads (a 1×1 layer of 32 input channels: rows past the tile's are
-// another tensor's; mobilenet_v2's 32→16 layer on 112×112 planes at batch
-// 1 took 0.135–0.153 ms a run, 0.044–0.045 this way).
+// small kernel w columns wide prefetches at each of its kc k steps. A
+// packed op(B) (rows at most a panel of 32 floats apart) is read row after
+// row: prefetchRows rows down. An op(B) read in place has its rows bks
+// apart, a stream per row, more than the hardware prefetchers follow: the
+// same row of the next strip of columns, which the next tile of the band
+// reads, so that every row of every strip is fetched a strip ahead. A 1×1
+// convolution reads its N×C×H×W image that way: mobilenet_v2's 32→16 layer
+// on 112×112 planes at batch 1 took 0.135–0.153 ms a run without it,
+// 0.044–0.045 with it (Zen 5); its 96→24 layer on 56×56 planes, one Zen 4
+// thread, image after image from memory, ran at 65 GFLOP/s when deeper
+// products (kc > 32) prefetched 32 rows down the strip instead, 91–94 this
+// way (BenchmarkInPlacePointwise).
 func smallPrefetch(kc, bks, w int) int {
-	if kc <= prefetchRows {
-		return 4 * w
+	if bks <= 32 {
+		return 4 * prefetchRows * bks
 	}
-	return 4 * prefetchRows * bks
+	return 4 * w
 }
 
 // haveVL reports AVX512VL, the ymm forms of AVX-512 (registers Y16–Y31)
