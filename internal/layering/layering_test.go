@@ -20,7 +20,7 @@ var allowedImports = map[string][]string{
 	"device/cpu/internal/maxpool":    {},
 	"device/cpu/internal/norm":       {},
 	"device/cpu/internal/winograd":   {},
-	"device/cpu/internal/blas":       {},
+	"device/cpu/internal/blas":       {"device/cpu/internal/x86"},
 	"device/cpu/internal/gemm":       {"device/cpu/internal/vec", "device/cpu/internal/x86"},
 	"device/cpu/internal/vec":        {},
 	"device/cpu/internal/x86":        {},

@@ -1,13 +1,14 @@
 package blas
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
 
-// cpuid executes the CPUID instruction (cpuid_amd64.s).
-func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+	"github.com/hora-dl/hora/device/cpu/internal/x86"
+)
 
 // cpuVendor returns the CPUID vendor string, e.g. "AuthenticAMD".
 func cpuVendor() string {
-	_, b, c, d := cpuid(0, 0)
+	_, b, c, d := x86.CPUID(0, 0)
 	v := make([]byte, 0, 12)
 	for _, r := range [3]uint32{b, d, c} {
 		v = append(v, byte(r), byte(r>>8), byte(r>>16), byte(r>>24))

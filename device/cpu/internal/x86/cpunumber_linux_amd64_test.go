@@ -1,4 +1,4 @@
-//go:build linux && amd64 && !noasm
+//go:build linux && amd64
 
 package x86
 

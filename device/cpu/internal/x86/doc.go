@@ -3,6 +3,7 @@
 // of the CPU the calling thread runs on (RDPID or RDTSCP, which read the
 // number Linux keeps in TSC_AUX).
 //
-// On other architectures, without assembly (the noasm tag) or off Linux,
-// CPUNumber reports -1 and CPUID does not exist.
+// Its assembly is built on every amd64 target, the noasm tag included
+// (that tag concerns the compute kernels). On other architectures, and off
+// Linux, CPUNumber reports -1; CPUID exists on amd64 only.
 package x86
