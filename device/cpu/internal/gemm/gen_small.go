@@ -299,9 +299,9 @@ func loadArgs(p func(string, ...any)) {
 
 func kernel(p func(string, ...any), w, h int) {
 	n := name(w, h)
-	rw := max(w, 32) // the write-back's width: w = 24 stores as 32, under the mask
-	if w == 16 {
-		rw = 16
+	rw := w // the write-back macros' width: w = 24 writes back as 32, under the mask
+	if w == 24 {
+		rw = 32
 	}
 	p("// func %s%s", n, signature)
 	p("TEXT ·%s(SB), NOSPLIT, $0-120", n)

@@ -37,7 +37,7 @@ func smallTileAVX512(kc int, a []float32, ars, aks int, b []float32, bks int, c 
 	bias, lo, hi := checkSmallTile(kc, a, ars, aks, b, bks, c, ldc, rows, cols, e, 14, 32)
 	pfa, pfaStep := smallPrefetchA(rows, ars, aks)
 	if cols <= 16 {
-		smallW16[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, uint32(1)<<cols-1, bias, lo, hi, smallPrefetch(kc, bks, 16), pfa, pfaStep)
+		smallW16[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, uint32(1)<<cols-1, bias, lo, hi, smallPrefetch(bks, 16), pfa, pfaStep)
 		return
 	}
 	mask := uint32(1)<<cols - 1
@@ -45,10 +45,10 @@ func smallTileAVX512(kc int, a []float32, ars, aks int, b []float32, bks int, c 
 		mask = 0xffffffff
 	}
 	if cols <= 24 && haveVL {
-		smallW24[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(kc, bks, 32), pfa, pfaStep)
+		smallW24[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 32), pfa, pfaStep)
 		return
 	}
-	smallW32[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(kc, bks, 32), pfa, pfaStep)
+	smallW32[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 32), pfa, pfaStep)
 }
 
 // prefetchRows is how many k steps ahead the small kernels prefetch a
@@ -56,7 +56,7 @@ func smallTileAVX512(kc int, a []float32, ars, aks int, b []float32, bks int, c 
 const prefetchRows = 32
 
 // smallPrefetch is the distance in bytes past op(B)'s current row that a
-// small kernel w columns wide prefetches at each of its kc k steps. A
+// small kernel w columns wide prefetches at each of its k steps. A
 // packed op(B) (rows at most a panel of 32 floats apart) is read row after
 // row: prefetchRows rows down. An op(B) read in place has its rows bks
 // apart, a stream per row, more than the hardware prefetchers follow: the
@@ -68,7 +68,7 @@ const prefetchRows = 32
 // thread, image after image from memory, ran at 65 GFLOP/s when deeper
 // products (kc > 32) prefetched 32 rows down the strip instead, 91–94 this
 // way (BenchmarkInPlacePointwise).
-func smallPrefetch(kc, bks, w int) int {
+func smallPrefetch(bks, w int) int {
 	if bks <= 32 {
 		return 4 * prefetchRows * bks
 	}
@@ -126,8 +126,8 @@ func smallTileAVX2(kc int, a []float32, ars, aks int, b []float32, bks int, c []
 		masked = 1
 	}
 	if cols <= 8 {
-		smallAVX2W8[masked][rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(kc, bks, 8), pfa, pfaStep)
+		smallAVX2W8[masked][rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 8), pfa, pfaStep)
 		return
 	}
-	smallAVX2W16[masked][rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(kc, bks, 16), pfa, pfaStep)
+	smallAVX2W16[masked][rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 16), pfa, pfaStep)
 }
