@@ -65,9 +65,9 @@ const prefetchRows = 32
 // convolution reads its N×C×H×W image that way: mobilenet_v2's 32→16 layer
 // on 112×112 planes at batch 1 took 0.135–0.153 ms a run without it,
 // 0.044–0.045 with it (Zen 5); its 96→24 layer on 56×56 planes, one Zen 4
-// thread, image after image from memory, ran at 65 GFLOP/s when deeper
-// products (kc > 32) prefetched 32 rows down the strip instead, 91–94 this
-// way (BenchmarkInPlacePointwise).
+// thread, image after image from memory, ran at 68 GFLOP/s when deeper
+// products (kc > 32) prefetched 32 rows down the strip instead, 82 this
+// way (BenchmarkInPlacePointwise; AVX2 59 and 67).
 func smallPrefetch(bks, w int) int {
 	if bks <= 32 {
 		return 4 * prefetchRows * bks
