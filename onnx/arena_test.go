@@ -141,3 +141,35 @@ func TestInferenceRunReusesDeadValues(t *testing.T) {
 		assert.Less(t, a.Bytes(), least, "the run's arena holds every intermediate value")
 	}
 }
+
+// TestLargeRunsTakeExactSizes checks that the runs of a signature whose
+// arena held more than maxSharedArena go on with an arena of exact sizes,
+// with the same outputs bit for bit, and that smaller ones keep sharing.
+func TestLargeRunsTakeExactSizes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	frozen, _ := exportedResNet(t, rng, []int{1, 1}, 12)
+	x := autograd.Constant(tensor.RandNormal(rng, 0, 1, 2, 3, 12, 12))
+	key := frozen.signature([]*autograd.Var{x})
+	runs := func() [][]float32 {
+		var outs [][]float32
+		for range 3 {
+			o, err := frozen.Run(x)
+			require.NoError(t, err)
+			outs = append(outs, o[0].Value.Float32s())
+		}
+		return outs
+	}
+	shared := runs()
+	require.True(t, frozen.arenas[key].SharesSizes(), "a run of a few kilobytes stopped sharing sizes")
+
+	saved := maxSharedArena
+	defer func() { maxSharedArena = saved }()
+	maxSharedArena = 1 // every arena is too large to share
+	clear(frozen.arenas)
+	exact := runs()
+	assert.False(t, frozen.arenas[key].SharesSizes(), "a run past maxSharedArena still shares sizes")
+	assert.NotZero(t, frozen.arenas[key].Bytes(), "the exact arena holds the run's buffers")
+	for i := range exact {
+		assert.Equal(t, shared[i], exact[i], "run %d", i)
+	}
+}

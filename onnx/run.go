@@ -180,8 +180,13 @@ func (m *Model) takeArena(key string, inputs []*autograd.Var) *tensor.Arena {
 }
 
 // putArena keeps arena for the next run of signature key, for at most
-// maxShapeMemo signatures.
+// maxShapeMemo signatures. An arena that shares buffers between sizes and
+// holds more than maxSharedArena is replaced by an empty one that does not
+// (see maxSharedArena).
 func (m *Model) putArena(key string, arena *tensor.Arena) {
+	if arena.SharesSizes() && arena.Bytes() > maxSharedArena {
+		arena = tensor.NewArena()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.arenas[key]; !ok && len(m.arenas) >= maxShapeMemo {
@@ -190,6 +195,26 @@ func (m *Model) putArena(key string, arena *tensor.Arena) {
 	m.arenas[key] = arena
 }
 
+// maxSharedArena is the most memory (in bytes) an inference run's arena
+// holds while it shares buffers between sizes; past it, the next runs of
+// the signature take buffers of their values' exact sizes. Each kernel
+// splits its output among the workers the same way from run to run, so
+// each CPU writes the same lines of a value every run, but a buffer shared
+// with a value of another size moves those lines to the other CPU's share:
+// on two vCPUs that share no cache (a cache line's round trip 330–420 ns
+// against 60) every such line crosses between them. Where a run's values
+// outgrow the last-level cache (32 MB on a Zen 4 or Zen 5 core complex),
+// sharing no longer finds freed memory in cache either. mobilenet_v2 at
+// batch 32 (2 Zen 4 vCPUs): 156–161 ms a run with shared buffers against
+// 124–126 with exact sizes while the vCPUs shared no cache, 127–134 both
+// ways while they did, and 625 MB of peak memory against 732; resnet18 at
+// batch 32 level. Smaller runs keep sharing, whose warmer memory helps
+// while the CPUs share a cache: mobilenet_v2 at batch 1 (7 MB) took
+// 4.25–4.32 ms with exact sizes against 4.10–4.17 then (2.29 against 2.09
+// on Zen 5), though 5.7 against 6.6 without a shared cache (resnet18 at
+// batch 1: 16.6–17.1 against 17.5–17.7, level with one).
+var maxSharedArena = 64 << 20 // a variable for tests
+
 // bufferReuse hands the memory of an inference run's intermediate values
 // back to the run's arena once no later node reads them, so that the next
 // nodes write into memory that is still in cache rather than into a new
@@ -197,7 +222,7 @@ func (m *Model) putArena(key string, arena *tensor.Arena) {
 // run). Values share a buffer when an operator returns a view (Reshape,
 // Identity, Squeeze): a buffer goes back when the last value holding it
 // is dropped. The run's arena shares memory between sizes and plans its
-// runs (tensor.Arena.ShareSizes): a value takes the most recently freed
+// runs (tensor.Arena.ShareSizes) while it holds at most maxSharedArena: a value takes the most recently freed
 // buffer that fits, and from the second run on its planned place in one
 // slab, so the run's values live in less, warmer memory (mobilenet_v2 at
 // batch 1: 17.8 MB of buffers with exact sizes only, 14.3 MB shared, 6.8

@@ -83,8 +83,9 @@ const maxShareRatio = 2
 // slice its buffers (device.Slicer), taking the most recently freed buffer
 // that fits: its memory is the likeliest to be in cache, and the arena
 // holds less memory than one set of buffers per size. Inference runs of
-// imported models use it (their values are freed as soon as no later
-// node reads them); a tensor on such a front cannot be kept (Keep). Call
+// imported models use it while their values fit in a few tens of
+// megabytes (their values are freed as soon as no later node reads them;
+// see onnx's maxSharedArena); a tensor on such a front cannot be kept (Keep). Call
 // it before the arena hands out its first buffer.
 //
 // Such an arena also plans its runs (see arenaplan.go): from the second
@@ -92,6 +93,9 @@ const maxShareRatio = 2
 // same order, finds them in one slab, placed so that it holds no more
 // than the run's peak.
 func (a *Arena) ShareSizes() { a.shareSizes = true }
+
+// SharesSizes reports whether ShareSizes was called.
+func (a *Arena) SharesSizes() bool { return a.shareSizes }
 
 // Reset makes every buffer handed out since the last Reset available again
 // and invalidates the tensors that use them. Using such a tensor panics
