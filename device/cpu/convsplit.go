@@ -24,19 +24,22 @@ import (
 // through the same operations however the output is split, the result is
 // that of the image-parallel path.
 func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x, w, bias, res []T, panels []float32) {
-	if s.l >= s.ocg && !pointwiseByChannels(dev, s) {
-		rows := s.bandRows(dev.numWorkers())
-		nb := (s.oh + rows - 1) / rows
-		cols := 0
-		if s.pointwise() {
-			// Bands of whole vectors of positions: no cache line of y is
-			// written by two workers.
-			cols = ((s.l+nb-1)/nb + bandAlign - 1) / bandAlign * bandAlign
-			nb = (s.l + cols - 1) / cols
+	if s.l >= s.ocg {
+		// The worker count, read once: GOMAXPROCS takes the scheduler's lock.
+		if workers := dev.numWorkers(); !pointwiseByChannels(dev, s, workers) {
+			rows := s.bandRows(workers)
+			nb := (s.oh + rows - 1) / rows
+			cols := 0
+			if s.pointwise() {
+				// Bands of whole vectors of positions: no cache line of y is
+				// written by two workers.
+				cols = ((s.l+nb-1)/nb + bandAlign - 1) / bandAlign * bandAlign
+				nb = (s.l + cols - 1) / cols
+			}
+			launch(dev, s.N*s.Groups*nb, rows*s.ow*s.ocg*s.ckk,
+				convBandArgs[T]{s: s, dev: dev, y: y, x: x, w: w, bias: bias, res: res, act: act, rows: rows, nb: nb, cols: cols, panels: panels})
+			return
 		}
-		launch(dev, s.N*s.Groups*nb, rows*s.ow*s.ocg*s.ckk,
-			convBandArgs[T]{s: s, dev: dev, y: y, x: x, w: w, bias: bias, res: res, act: act, rows: rows, nb: nb, cols: cols, panels: panels})
-		return
 	}
 	unit := channelUnit(dev, s) // output channels per task index
 	for n := 0; n < s.N; n++ {
@@ -53,12 +56,13 @@ func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x,
 // convolution whose plane has more positions than output channels by
 // channels all the same: a plane smaller than depthwiseBands takes, whose
 // depthwise layer (after an expansion) splits by channels too, and at
-// least four tiles of output channels per worker. mobilenet_v2's 32 → 192
+// least four tiles of output channels for each of the workers.
+// mobilenet_v2's 32 → 192
 // layer on 28×28, 2 Zen 4 threads: 80 µs by bands of positions, 60 µs by
 // channels (106 µs on one thread); 24 → 144 on 56×56 141 and 135 µs,
 // where the depthwise layer splits by bands.
-func pointwiseByChannels(dev *Device, s convShape) bool {
-	return s.pointwise() && s.l < bandPositions && s.ocg >= 4*channelUnit(dev, s)*dev.numWorkers()
+func pointwiseByChannels(dev *Device, s convShape, workers int) bool {
+	return s.pointwise() && s.l < bandPositions && s.ocg >= 4*channelUnit(dev, s)*workers
 }
 
 // channelUnit is the number of output channels of a task of conv2dSplit's
