@@ -221,13 +221,14 @@ var maxSharedArena = 64 << 20 // a variable for tests
 // buffer per value (MobileNetV2 at batch 32 would touch about 800 MB per
 // run). Values share a buffer when an operator returns a view (Reshape,
 // Identity, Squeeze): a buffer goes back when the last value holding it
-// is dropped. The run's arena shares memory between sizes and plans its
-// runs (tensor.Arena.ShareSizes) while it holds at most maxSharedArena: a value takes the most recently freed
-// buffer that fits, and from the second run on its planned place in one
-// slab, so the run's values live in less, warmer memory (mobilenet_v2 at
-// batch 1: 17.8 MB of buffers with exact sizes only, 14.3 MB shared, 6.8
-// MB planned). A nil *bufferReuse (a run that may record gradients, where
-// the tape keeps every value) does nothing.
+// is dropped. While it holds at most maxSharedArena, the run's arena
+// shares memory between sizes and plans its runs (tensor.Arena.ShareSizes):
+// a value takes the most recently freed buffer that fits, and from the
+// second run on its planned place in one slab, so the run's values live
+// in less, warmer memory (mobilenet_v2 at batch 1: 17.8 MB of buffers
+// with exact sizes only, 14.3 MB shared, 6.8 MB planned). A nil
+// *bufferReuse (a run that may record gradients, where the tape keeps
+// every value) does nothing.
 type bufferReuse struct {
 	mark  tensor.ArenaMark
 	holds map[device.Buffer]int // live values per arena buffer

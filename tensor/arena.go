@@ -85,8 +85,8 @@ const maxShareRatio = 2
 // holds less memory than one set of buffers per size. Inference runs of
 // imported models use it while their values fit in a few tens of
 // megabytes (their values are freed as soon as no later node reads them;
-// see onnx's maxSharedArena); a tensor on such a front cannot be kept (Keep). Call
-// it before the arena hands out its first buffer.
+// see onnx's maxSharedArena); a tensor on such a front cannot be kept
+// (Keep). Call it before the arena hands out its first buffer.
 //
 // Such an arena also plans its runs (see arenaplan.go): from the second
 // Reset on, a run that takes the buffers its predecessor took, in the

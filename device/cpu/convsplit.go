@@ -57,10 +57,9 @@ func conv2dSplit[T float](dev *Device, s convShape, act device.Activation, y, x,
 // channels all the same: a plane smaller than depthwiseBands takes, whose
 // depthwise layer (after an expansion) splits by channels too, and at
 // least four tiles of output channels for each of the workers.
-// mobilenet_v2's 32 → 192
-// layer on 28×28, 2 Zen 4 threads: 80 µs by bands of positions, 60 µs by
-// channels (106 µs on one thread); 24 → 144 on 56×56 141 and 135 µs,
-// where the depthwise layer splits by bands.
+// mobilenet_v2's 32 → 192 layer on 28×28, 2 Zen 4 threads: 80 µs by bands
+// of positions, 60 µs by channels (106 µs on one thread); 24 → 144 on
+// 56×56 141 and 135 µs, where the depthwise layer splits by bands.
 func pointwiseByChannels(dev *Device, s convShape, workers int) bool {
 	return s.pointwise() && s.l < bandPositions && s.ocg >= 4*channelUnit(dev, s)*workers
 }
