@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hora-dl/hora/device"
+	"github.com/hora-dl/hora/device/cpu/internal/direct"
 )
 
 // BenchmarkDirect times the zoo's small convolutions (ResNet-20, ResNet-8,
@@ -26,6 +27,7 @@ func BenchmarkDirect(b *testing.B) {
 		convCase(128, 48, 14, 14, 96, 3, 2, 1, 1),
 		convCase(128, 24, 28, 28, 24, 3, 1, 1, 1),
 		convCase(128, 48, 14, 14, 48, 3, 1, 1, 1),
+		convCase(128, 96, 7, 7, 96, 3, 1, 1, 1),
 		convCase(128, 1, 28, 28, 16, 3, 1, 1, 1),
 		convCase(128, 32, 14, 14, 64, 3, 1, 1, 1),
 		convCase(256, 1, 28, 28, 6, 5, 1, 2, 1),
@@ -63,6 +65,18 @@ func BenchmarkDirect(b *testing.B) {
 				name string
 				f    func()
 			}{"directGradInput", func() { conv2dDirectGradInput(dev, s, x, y, w) }})
+		}
+		if direct.VecFast() && s.Groups == 1 && s.ckk >= 16 {
+			paths = append(paths, struct {
+				name string
+				f    func()
+			}{"vec", func() { conv2dVec(dev, s, device.ActReLU, y, x, w, nil, nil) }})
+			if s.gradInputIsConv() {
+				paths = append(paths, struct {
+					name string
+					f    func()
+				}{"vecGradInput", func() { conv2dVecGradInput(dev, s, x, y, w) }})
+			}
 		}
 		for _, path := range paths {
 			b.Run(name+"/"+path.name, func(b *testing.B) {

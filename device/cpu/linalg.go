@@ -655,8 +655,9 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 	}
 	winograd := wino != nil
 	direct := f32 && !s.depthwise() && !winograd && useDirect(s)
-	positions := f32 && !s.depthwise() && !winograd && !direct && positionsMajor(dev, s, wb)
-	if res != nil && (s.depthwise() || direct || (s.l < residualBlocks && !positions)) {
+	vec := f32 && !s.depthwise() && !winograd && !direct && useVecDirect(s)
+	positions := f32 && !s.depthwise() && !winograd && !direct && !vec && positionsMajor(dev, s, wb)
+	if res != nil && (s.depthwise() || direct || vec || (s.l < residualBlocks && !positions)) {
 		conv2dBiasAct(dev, s, device.ActNone, y, x, w, bias, nil, wb)
 		launch(dev, len(y), 1, addActArgs[T]{act, y, y, res})
 		return
@@ -668,6 +669,8 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 		winogradForward(dev, s, wino, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), any(res).([]float32), wb)
 	case direct:
 		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
+	case vec:
+		conv2dVec(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
 	case positions:
 		conv2dPositionsMajor(dev, s, pmLayout{}, act, y32, any(x).([]float32), any(bias).([]float32), any(res).([]float32), wb)
 	default:
@@ -928,6 +931,10 @@ func conv2dGradInput[T float](dev *Device, s convShape, dx, dy, w []T) {
 	}
 	if dx32, ok := any(dx).([]float32); ok && s.directGradInput() {
 		conv2dDirectGradInput(dev, s, dx32, any(dy).([]float32), any(w).([]float32))
+		return
+	}
+	if dx32, ok := any(dx).([]float32); ok && s.gradInputIsConv() && useVecDirect(s.gradInputShape()) {
+		conv2dVecGradInput(dev, s, dx32, any(dy).([]float32), any(w).([]float32))
 		return
 	}
 	conv2dGradInputIm2col(dev, s, dx, dy, w)

@@ -123,3 +123,7 @@ func copyRowsAVX2(dst *float32, ldd int, src *float32, lds, rows, cols, zero int
 func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int, bias, lo, hi float32) {
 	panic("direct: no assembly on this platform")
 }
+
+func vecBlockAVX2(out, in *float32, pos *[VecCols]int, offs *int, k int, w *float32) {
+	panic("direct: no assembly on this platform")
+}

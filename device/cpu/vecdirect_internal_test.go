@@ -1,0 +1,73 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hora-dl/hora/device"
+)
+
+// vecCases: ResNet-20's and ResNet-8's 7×7 layers (output channels a
+// multiple of 16, and 24 = 16 + 8), their stride-2 layers, the directCases
+// (planes of one position, dilation, asymmetric padding, output channels
+// not a multiple of the block) and runs of images whose last block of
+// positions is partly empty.
+var vecCases = append([]device.ConvParams{
+	convCase(7, 64, 7, 7, 64, 3, 1, 1, 1),
+	convCase(3, 24, 7, 7, 24, 3, 1, 1, 1),
+	convCase(5, 32, 14, 14, 64, 3, 2, 1, 1),
+	convCase(2, 96, 7, 7, 96, 3, 1, 1, 1),
+	convCase(9, 16, 5, 5, 16, 3, 1, 1, 1),
+}, directCases...)
+
+// TestVecDirectMatchesReference runs the channel-vector direct
+// convolution, with bias and ReLU6, and (at unit stride) its input
+// gradient against float64 reference loops, on one to three workers,
+// whether or not the machine would choose the path.
+func TestVecDirectMatchesReference(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, threads := range []int{1, 2, 3} {
+		dev := New()
+		dev.SetThreads(threads)
+		for _, p := range vecCases {
+			t.Run(fmt.Sprintf("%d/%+v", threads, p), func(t *testing.T) {
+				s := newConvShape(p)
+				x, w, bias := randSlice(rng, s.N*s.imgIn), randSlice(rng, s.OutC*s.ckk), randSlice(rng, s.OutC)
+				for i := range x {
+					x[i] *= 4 // outputs past 6 too
+				}
+				y := make([]float32, s.N*s.imgOut)
+				for i := range y {
+					y[i] = float32(math.NaN())
+				}
+				conv2dVec(dev, s, device.ActReLU6, y, x, w, bias, nil)
+				want := conv2dNaive(s, x, w, bias)
+				scale := conv2dNaive(s, absSlice(x), absSlice(w), absSlice(bias))
+				for i := range want {
+					want[i] = min(max(want[i], 0), 6)
+				}
+				requireConvClose(t, "forward", y, want, scale, 1e-6)
+
+				plain := make([]float32, s.N*s.imgOut) // no bias, no activation: the sums as they are
+				conv2dVec(dev, s, device.ActNone, plain, x, w, nil, nil)
+				wantPlain := conv2dNaive(s, x, w, nil)
+				requireConvClose(t, "forward without bias", plain, wantPlain, scale, 1e-6)
+
+				if !s.gradInputIsConv() {
+					return
+				}
+				dy := randSlice(rng, s.N*s.imgOut)
+				dx := make([]float32, s.N*s.imgIn)
+				for i := range dx {
+					dx[i] = float32(math.NaN())
+				}
+				conv2dVecGradInput(dev, s, dx, dy, w)
+				wantDx, scaleDx := convGradInputNaive(s, dy, w)
+				requireConvClose(t, "input gradient", dx, wantDx, scaleDx, 1e-6)
+			})
+		}
+	}
+}
