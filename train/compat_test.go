@@ -24,8 +24,11 @@ func TestResumesARunWrittenBeforeTheLibrary(t *testing.T) {
 	// The reference weights come from Hora's kernel; a BLAS library
 	// (chosen by HORA_GEMM, or measured faster on this machine for some of
 	// the MLP's products) rounds differently.
-	for _, s := range [][3]int{{64, 256, 784}, {64, 10, 256}, {784, 256, 64}} {
-		if got := cpu.Default().Float32GEMM(s[0], s[1], s[2]); got != "hora" {
+	for _, s := range []struct {
+		transB  bool
+		m, n, k int
+	}{{true, 64, 256, 784}, {true, 64, 10, 256}, {false, 784, 256, 64}} {
+		if got := cpu.Default().Float32GEMM(s.transB, s.m, s.n, s.k); got != "hora" {
 			t.Skipf("float32 products of %v run on %s (%s), not the kernel the reference weights come from", s, got, cpu.Default().Backend())
 		}
 	}

@@ -16,8 +16,14 @@ const (
 	// Small products have m·n·k at most 128³: the MLP's 10-wide layer,
 	// LeNet's layers, one image's late convolutions at batch 1.
 	Small Class = iota
-	// Skinny products are larger than Small, with m, n or k at most 64:
-	// a 7×7 convolution output (n = 49), a narrow layer at a large batch.
+	// Narrow products are larger than Small, read B transposed (stored
+	// n×k) and have at most 64 columns: a convolution's weight gradient
+	// through im2col (n: its output channels, k: the positions of a few
+	// images), a narrow Linear layer's forward product.
+	Narrow
+	// Skinny products are larger than Small and not Narrow, with m, n or
+	// k at most 64: a 7×7 convolution output (n = 49), a first
+	// convolution (k = 27).
 	Skinny
 	// Large products are all the others.
 	Large
@@ -31,9 +37,9 @@ const (
 	skinnyDim   = 64
 )
 
-var classNames = [NumClasses]string{"small", "skinny", "large"}
+var classNames = [NumClasses]string{"small", "narrow", "skinny", "large"}
 
-// String returns "small", "skinny" or "large".
+// String returns "small", "narrow", "skinny" or "large".
 func (c Class) String() string {
 	if c < 0 || c >= NumClasses {
 		return fmt.Sprintf("Class(%d)", int(c))
@@ -41,10 +47,14 @@ func (c Class) String() string {
 	return classNames[c]
 }
 
-// ClassOf returns the class of the product of an m×k by a k×n matrix.
-func ClassOf(m, n, k int) Class {
+// ClassOf returns the class of the product of an m×k by a k×n matrix
+// op(B), transB telling whether op(B) is B transposed.
+func ClassOf(transB bool, m, n, k int) Class {
 	if float64(m)*float64(n)*float64(k) <= smallVolume {
 		return Small
+	}
+	if transB && n <= skinnyDim {
+		return Narrow
 	}
 	if min(m, n, k) <= skinnyDim {
 		return Skinny
@@ -74,9 +84,11 @@ type Choice struct {
 	Mismatch string `json:"mismatch,omitempty"`
 }
 
-// UseBLAS reports whether the product of an m×k by a k×n matrix goes to the
-// BLAS library.
-func (c *Choice) UseBLAS(m, n, k int) bool { return c.Classes[ClassOf(m, n, k)].UseBLAS }
+// UseBLAS reports whether the product of an m×k by a k×n matrix op(B)
+// goes to the BLAS library (transB: op(B) is B transposed).
+func (c *Choice) UseBLAS(transB bool, m, n, k int) bool {
+	return c.Classes[ClassOf(transB, m, n, k)].UseBLAS
+}
 
 // AllBLAS reports whether every class goes to the library; NoBLAS whether
 // none does.
@@ -113,8 +125,9 @@ func (c *Choice) List(blas bool) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
-// String gives the measurement, "GFLOP/s Hora/BLAS: small 150/60, skinny
-// 140/120, large 190/170", with the mismatch if there was one.
+// String gives the measurement, "GFLOP/s Hora/BLAS: small 150/60, narrow
+// 100/80, skinny 140/120, large 190/170", with the mismatch if there was
+// one.
 func (c *Choice) String() string {
 	var b strings.Builder
 	b.WriteString("GFLOP/s Hora/BLAS:")
@@ -159,10 +172,15 @@ var probes = [NumClasses][]probe{
 		{transA: true, m: 10, n: 256, k: 128}, // its weight gradient
 		{m: 64, n: 64, k: 64},
 	},
-	Skinny: {
-		{m: 512, n: 49, k: 2304},               // a 3×3 convolution on 7×7, batch 1
-		{m: 64, n: 3136, k: 27},                // a first 3×3 convolution on 56×56
+	Narrow: {
+		{transB: true, m: 144, n: 16, k: 1568}, // a 16-channel 3×3 layer's weight gradient, 2 images of 28×28
+		{transB: true, m: 288, n: 32, k: 784},  // a 32-channel one, 4 images of 14×14
+		{transB: true, m: 576, n: 64, k: 392},  // a 64-channel one, 8 images of 7×7
 		{transB: true, m: 128, n: 32, k: 1024}, // a narrow layer at batch 128
+	},
+	Skinny: {
+		{m: 512, n: 49, k: 2304}, // a 3×3 convolution on 7×7, batch 1
+		{m: 64, n: 3136, k: 27},  // a first 3×3 convolution on 56×56
 	},
 	Large: {
 		{m: 512, n: 512, k: 512},

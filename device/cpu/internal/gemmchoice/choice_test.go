@@ -8,23 +8,28 @@ import (
 
 func TestClassOf(t *testing.T) {
 	for _, c := range []struct {
+		transB  bool
 		m, n, k int
 		want    Class
 	}{
-		{128, 128, 128, Small},
-		{128, 10, 256, Small},
-		{129, 128, 128, Large},
-		{4096, 64, 4096, Skinny},
-		{65, 4096, 4096, Large},
-		{1, 1 << 30, 1 << 30, Skinny}, // no overflow
+		{false, 128, 128, 128, Small},
+		{true, 128, 10, 256, Small},
+		{false, 129, 128, 128, Large},
+		{false, 4096, 64, 4096, Skinny},
+		{true, 4096, 64, 4096, Narrow},
+		{true, 4096, 65, 4096, Large},
+		{false, 65, 4096, 4096, Large},
+		{true, 64, 4096, 4096, Skinny},
+		{true, 144, 16, 1568, Narrow},
+		{false, 1, 1 << 30, 1 << 30, Skinny}, // no overflow
 	} {
-		if got := ClassOf(c.m, c.n, c.k); got != c.want {
-			t.Errorf("ClassOf(%d, %d, %d) = %v, want %v", c.m, c.n, c.k, got, c.want)
+		if got := ClassOf(c.transB, c.m, c.n, c.k); got != c.want {
+			t.Errorf("ClassOf(%v, %d, %d, %d) = %v, want %v", c.transB, c.m, c.n, c.k, got, c.want)
 		}
 	}
 	for cl, ps := range probes {
 		for _, p := range ps {
-			if got := ClassOf(p.m, p.n, p.k); got != Class(cl) {
+			if got := ClassOf(p.transB, p.m, p.n, p.k); got != Class(cl) {
 				t.Errorf("probe %dx%dx%d of class %v is in class %v", p.m, p.k, p.n, Class(cl), got)
 			}
 		}
@@ -81,7 +86,7 @@ func TestMeasureChoosesTheFaster(t *testing.T) {
 	if !ch.AllBLAS() {
 		t.Errorf("a faster library was not chosen: %v", ch.String())
 	}
-	if !ch.UseBLAS(2000, 2000, 2000) || !ch.UseBLAS(1, 1, 1) {
+	if !ch.UseBLAS(false, 2000, 2000, 2000) || !ch.UseBLAS(false, 1, 1, 1) || !ch.UseBLAS(true, 2000, 20, 2000) {
 		t.Error("UseBLAS disagrees with the classes")
 	}
 	for cl, r := range ch.Classes {
@@ -113,11 +118,15 @@ func TestList(t *testing.T) {
 	if got := ch.List(true); got != "skinny and large" {
 		t.Errorf("List(true) = %q", got)
 	}
-	if got := ch.List(false); got != "small" {
+	if got := ch.List(false); got != "small and narrow" {
 		t.Errorf("List(false) = %q", got)
 	}
 	ch.Classes[Small].UseBLAS = true
+	ch.Classes[Narrow].UseBLAS = true
 	if got := ch.List(false); got != "none" {
 		t.Errorf("List(false) = %q", got)
+	}
+	if got := ch.List(true); got != "small, narrow, skinny and large" {
+		t.Errorf("List(true) = %q", got)
 	}
 }
