@@ -12,8 +12,9 @@
 #   PYTHON        the Python with torch [/usr/bin/python3, Debian's python3-torch]
 #   BENCH_ISA=avx2  both frameworks without AVX-512, as on a CPU with AVX2
 #                 only (run on a machine with AVX-512): Hora under
-#                 GODEBUG=cpu.avx512f=off, PyTorch under ATEN_CPU_CAPABILITY=avx2,
-#                 DNNL_MAX_CPU_ISA=AVX2 and OPENBLAS_CORETYPE=Haswell [native]
+#                 GODEBUG=cpu.avx512f=off, PyTorch under ATEN_CPU_CAPABILITY=avx2
+#                 and DNNL_MAX_CPU_ISA=AVX2, both with OPENBLAS_CORETYPE=Haswell
+#                 (the OpenBLAS kernels such a CPU would load) [native]
 #
 # The two frameworks take turns per workload group, and in the zoo group per
 # model (swapping who goes first every time), so that load drifting on a
@@ -32,7 +33,7 @@ hora_env=()
 case ${BENCH_ISA:-native} in
 native) ;;
 avx2)
-	hora_env+=(GODEBUG=cpu.avx512f=off)
+	hora_env+=(GODEBUG=cpu.avx512f=off OPENBLAS_CORETYPE=Haswell)
 	torch_env+=(OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2)
 	;;
 *) echo "bench/run.sh: BENCH_ISA=$BENCH_ISA: expected native or avx2" >&2; exit 2 ;;
