@@ -77,6 +77,10 @@ func BenchmarkDirect(b *testing.B) {
 					f    func()
 				}{"vecGradInput", func() { conv2dVecGradInput(dev, s, x, y, w) }})
 			}
+			paths = append(paths, struct {
+				name string
+				f    func()
+			}{"vecGradWeight", func() { conv2dVecGradWeight(dev, s, dw, y, x) }})
 		}
 		for _, path := range paths {
 			b.Run(name+"/"+path.name, func(b *testing.B) {

@@ -1000,6 +1000,10 @@ func conv2dGradWeight[T float](dev *Device, s convShape, dw, dy, x []T) {
 		conv2dDirectGradWeight(dev, s, dw32, any(dy).([]float32), any(x).([]float32))
 		return
 	}
+	if dw32, ok := any(dw).([]float32); ok && useVecGradWeight(s) {
+		conv2dVecGradWeight(dev, s, dw32, any(dy).([]float32), any(x).([]float32))
+		return
+	}
 	conv2dGradWeightIm2col(dev, s, dw, dy, x)
 }
 

@@ -102,4 +102,4 @@ func copyRowsAVX2(dst *float32, ldd int, src *float32, lds, rows, cols, zero int
 func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int, bias, lo, hi float32)
 
 //go:noescape
-func vecBlockAVX2(out, in *float32, pos *[VecCols]int, offs *int, k int, w *float32)
+func vecBlockAVX2(out, in *float32, pos *[VecCols]int, offs *int, k int, w *float32, add bool)

@@ -124,6 +124,6 @@ func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols 
 	panic("direct: no assembly on this platform")
 }
 
-func vecBlockAVX2(out, in *float32, pos *[VecCols]int, offs *int, k int, w *float32) {
+func vecBlockAVX2(out, in *float32, pos *[VecCols]int, offs *int, k int, w *float32, add bool) {
 	panic("direct: no assembly on this platform")
 }

@@ -31,12 +31,28 @@ func VecFast() bool { return haveAVX2 }
 // position reads inside in. It panics if a slice is too short or an offset
 // out of range.
 func VecBlocks(out []float32, in []float32, pos []int, offs []int, w []float32) {
+	vecBlocks(out, in, pos, offs, w, false)
+}
+
+// VecBlocksAdd is VecBlocks adding to out: each sum starts from out's
+// value instead of zero and goes on as VecBlocks's (so that a run of
+// offsets cut in two calls gives the bits of one call). With the roles
+// swapped it computes a convolution's weight gradient: pos the (input
+// channel, tap) pairs' offsets, offs the output positions' first inputs
+// and w their output gradients, VecRows channels per position.
+func VecBlocksAdd(out []float32, in []float32, pos []int, offs []int, w []float32) {
+	vecBlocks(out, in, pos, offs, w, true)
+}
+
+func vecBlocks(out []float32, in []float32, pos []int, offs []int, w []float32, add bool) {
 	k := len(offs)
 	if len(pos)%VecCols != 0 || len(out) < len(pos)*VecRows || len(w) < k*VecRows {
 		panic(fmt.Sprintf("direct: VecBlocks of %d positions, %d pairs: %d outputs, %d weights", len(pos), k, len(out), len(w)))
 	}
 	if k == 0 {
-		clear(out[:len(pos)*VecRows])
+		if !add {
+			clear(out[:len(pos)*VecRows])
+		}
 		return
 	}
 	lo, hi := offs[0], offs[0]
@@ -51,17 +67,22 @@ func VecBlocks(out []float32, in []float32, pos []int, offs []int, w []float32) 
 	for b := 0; b < len(pos); b += VecCols {
 		block := (*[VecCols]int)(pos[b : b+VecCols])
 		if haveAVX2 {
-			vecBlockAVX2(&out[b*VecRows], &in[0], block, &offs[0], k, &w[0])
+			vecBlockAVX2(&out[b*VecRows], &in[0], block, &offs[0], k, &w[0], add)
 		} else {
-			vecBlockGo(out[b*VecRows:], in, block, offs, w)
+			vecBlockGo(out[b*VecRows:], in, block, offs, w, add)
 		}
 	}
 }
 
 // vecBlockGo is VecBlock in Go, summing in the assembly's order (Go
 // rounds each product, the assembly's fused multiply-add does not).
-func vecBlockGo(out []float32, in []float32, pos *[VecCols]int, offs []int, w []float32) {
+func vecBlockGo(out []float32, in []float32, pos *[VecCols]int, offs []int, w []float32, add bool) {
 	var acc [VecCols][VecRows]float32
+	if add {
+		for p := range VecCols {
+			copy(acc[p][:], out[p*VecRows:(p+1)*VecRows])
+		}
+	}
 	for k, o := range offs {
 		wk := w[k*VecRows : (k+1)*VecRows]
 		for p, q := range pos {

@@ -2,14 +2,15 @@
 
 #include "textflag.h"
 
-// func vecBlockAVX2(out, in *float32, pos *[6]int, offs *int, k int, w *float32)
+// func vecBlockAVX2(out, in *float32, pos *[6]int, offs *int, k int, w *float32, add bool)
 //
-// VecBlock: Y(2p) and Y(2p+1) accumulate position p's output channels 0–7
+// One block of VecBlocks: Y(2p) and Y(2p+1) accumulate position p's output channels 0–7
 // and 8–15. Each pair k loads its offset (DX), the pair's 16 weights
 // (Y12, Y13) and, for each position, the input it reads broadcast to all
 // lanes (Y14, Y15 in turn): 12 multiply-adds for 2 + 6 loads. R8…R13
-// point at each position's first input.
-TEXT ·vecBlockAVX2(SB), NOSPLIT, $0-48
+// point at each position's first input. With add the sums start from
+// out's values, else from zero.
+TEXT ·vecBlockAVX2(SB), NOSPLIT, $0-49
 	MOVQ in+8(FP), AX
 	MOVQ pos+16(FP), BX
 	MOVQ 0(BX), R8
@@ -27,6 +28,24 @@ TEXT ·vecBlockAVX2(SB), NOSPLIT, $0-48
 	MOVQ offs+24(FP), SI
 	MOVQ k+32(FP), CX
 	MOVQ w+40(FP), DI
+	MOVQ    out+0(FP), AX
+	CMPB    add+48(FP), $0
+	JEQ     vbzero
+	VMOVUPS 0(AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS 64(AX), Y2
+	VMOVUPS 96(AX), Y3
+	VMOVUPS 128(AX), Y4
+	VMOVUPS 160(AX), Y5
+	VMOVUPS 192(AX), Y6
+	VMOVUPS 224(AX), Y7
+	VMOVUPS 256(AX), Y8
+	VMOVUPS 288(AX), Y9
+	VMOVUPS 320(AX), Y10
+	VMOVUPS 352(AX), Y11
+	JMP     vbloop
+
+vbzero:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2

@@ -55,3 +55,32 @@ func TestVecBlocksPanicsOutside(t *testing.T) {
 	pos := []int{0, 1, 2, 3, 4, 95}
 	VecBlocks(make([]float32, VecCols*VecRows), in, pos, []int{0, 5}, make([]float32, 2*VecRows))
 }
+
+// TestVecBlocksAddGoesOn checks that VecBlocksAdd goes on with the sums:
+// a run of offsets cut in two calls gives the bits of one VecBlocks call.
+func TestVecBlocksAddGoesOn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	in := make([]float32, 3000)
+	for i := range in {
+		in[i] = rng.Float32()*2 - 1
+	}
+	offs := make([]int, 100)
+	for k := range offs {
+		offs[k] = rng.IntN(2000)
+	}
+	w := make([]float32, len(offs)*VecRows)
+	for i := range w {
+		w[i] = rng.Float32()*2 - 1
+	}
+	pos := []int{0, 7, 99, 500, 3, 990}
+	whole := make([]float32, len(pos)*VecRows)
+	VecBlocks(whole, in, pos, offs, w)
+	cut := make([]float32, len(pos)*VecRows)
+	VecBlocks(cut, in, pos, offs[:37], w)
+	VecBlocksAdd(cut, in, pos, offs[37:], w[37*VecRows:])
+	for i := range whole {
+		if whole[i] != cut[i] {
+			t.Fatalf("sum %d: %g in one call, %g in two", i, whole[i], cut[i])
+		}
+	}
+}
