@@ -110,10 +110,10 @@ func Conv2DAddAct(x, w, b, r *Var, o tensor.ConvOptions, act device.Activation) 
 // (b may be nil) for the gradient g of its output.
 func convGrads(g *tensor.Tensor, x, w, b *Var, o tensor.ConvOptions, needs []bool, grads []*tensor.Tensor) {
 	if needs[0] {
-		grads[0] = tensor.Conv2DGradInput(g, w.Value, x.Value.Shape(), o)
+		grads[0] = tensor.Conv2DGradInput(g, w.Value, x.Value.Dims(), o)
 	}
 	if needs[1] {
-		grads[1] = tensor.Conv2DGradWeight(g, x.Value, w.Value.Shape(), o)
+		grads[1] = tensor.Conv2DGradWeight(g, x.Value, w.Value.Dims(), o)
 	}
 	if b != nil && needs[2] {
 		grads[2] = tensor.BiasGrad(g)

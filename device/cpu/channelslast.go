@@ -109,10 +109,10 @@ func (k kernels) Conv2DChannelsLast(p device.ConvParams, inCL, outCL bool, act d
 // constant weights.
 func depthwiseChannelsLast(dev *Device, s convShape, act device.Activation, y, x []float32, wb *Buffer, bias, res []float32) {
 	kk := s.KH * s.KW
-	taps, release := derived(wb, derivedKey{kind: channelsLastTaps, outC: s.C, taps: kk}, kk*s.C, func(f []float32) {
+	taps, held := derived(wb, derivedKey{kind: channelsLastTaps, outC: s.C, taps: kk}, kk*s.C, func(f []float32) {
 		gemm.Transpose(f, s.C, wb.f32, kk, s.C, kk) // C×KH·KW → KH·KW×C
 	})
-	defer release()
+	defer held.release()
 	if bias == nil {
 		sc := getScratch[float32](s.C)
 		defer putScratch(sc)

@@ -66,23 +66,36 @@ func (b *Buffer) keepsForms() bool { return b != nil && b.forms != nil }
 // derived returns the form key of the weights held by wb, n floats that
 // fill computes: when wb is constant, computed on the first call and kept
 // with wb (callers may read it concurrently, never write it); otherwise
-// computed into scratch on every call. release gives the scratch back.
-func derived(wb *Buffer, key derivedKey, n int, fill func(form []float32)) (form []float32, release func()) {
+// computed into scratch on every call, which the caller gives back with
+// held.release.
+func derived(wb *Buffer, key derivedKey, n int, fill func(form []float32)) (form []float32, held heldForm) {
 	if !wb.keepsForms() {
 		sc := getScratch[float32](n)
 		fill(sc.s)
-		return sc.s, func() { putScratch(sc) }
+		return sc.s, heldForm{sc}
 	}
 	f := wb.forms
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if form, ok := f.forms[key]; ok && len(form) == n {
-		return form, func() {}
+		return form, heldForm{}
 	}
 	form = make([]float32, n)
 	fill(form)
 	f.forms[key] = form
-	return form, func() {}
+	return form, heldForm{}
+}
+
+// heldForm is the scratch buffer of a derived form computed for one call
+// (nil for a kept one). A value, not a closure, so that a training step's
+// calls allocate nothing for it.
+type heldForm struct{ sc *scratch[float32] }
+
+// release gives the scratch buffer back, if there is one.
+func (h heldForm) release() {
+	if h.sc != nil {
+		putScratch(h.sc)
+	}
 }
 
 // packedWeight returns, for a float32 product whose B is a whole constant
@@ -108,8 +121,8 @@ func packedOperand(b *Buffer, transB bool, k, n int) []float32 {
 }
 
 // packedForm is packedOperand for any buffer b: with b not constant, op(B)
-// is packed into scratch that release gives back.
-func packedForm(b *Buffer, transB bool, k, n int) (pb []float32, release func()) {
+// is packed into scratch that held.release gives back.
+func packedForm(b *Buffer, transB bool, k, n int) (pb []float32, held heldForm) {
 	key := derivedKey{kind: packedMatrix, outC: n, inC: k}
 	ldb := n
 	if transB {

@@ -93,8 +93,8 @@ func newDirectGeom(s convShape) directGeom {
 // convolution of one group.
 func conv2dDirect(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32, wb *Buffer) {
 	g := newDirectGeom(s)
-	wp, release := g.packFilters(w, wb)
-	defer release()
+	wp, held := g.packFilters(w, wb)
+	defer held.release()
 	directRun(dev, s, g, act, y, x, wp, bias)
 }
 
@@ -118,8 +118,9 @@ func (s convShape) directGradInput() bool {
 
 // packFilters packs the filters w (OutC×C×KH×KW) of the forward
 // convolution (see packWeights), once for all calls when wb, the buffer
-// holding w, is constant (see derived); release gives the packing back.
-func (g directGeom) packFilters(w []float32, wb *Buffer) (wp []float32, release func()) {
+// holding w, is constant (see derived); held.release gives the packing
+// back.
+func (g directGeom) packFilters(w []float32, wb *Buffer) (wp []float32, held heldForm) {
 	key := derivedKey{kind: directFilters, outC: g.s.OutC, inC: g.s.C, taps: g.nTaps, alt: g.s.Groups}
 	return derived(wb, key, g.packedLen, func(wp []float32) {
 		g.packWeights(wp, func(oc, c, t int) float32 { return w[(oc*g.s.C+c)*g.nTaps+t] })
@@ -487,8 +488,8 @@ func (a *directGradArgs) run(lo, hi int) {
 // pooling of each channel into y and argmax.
 func convPoolDirect(dev *Device, s convShape, q device.PoolParams, act device.Activation, y []float32, argmax []int64, x, w, bias []float32, wb *Buffer) {
 	g := newDirectGeom(s)
-	wp, release := g.packFilters(w, wb)
-	defer release()
+	wp, held := g.packFilters(w, wb)
+	defer held.release()
 	launch(dev, s.N, s.imgOut*s.ckk, convPoolDirectArgs{s: s, g: g, q: q, act: act, y: y, argmax: argmax, x: x, wp: wp, bias: bias})
 }
 

@@ -33,6 +33,7 @@ func BenchmarkDirect(b *testing.B) {
 		convCase(256, 1, 28, 28, 6, 5, 1, 2, 1),
 		convCase(256, 6, 14, 14, 16, 5, 1, 0, 1),
 		convCase(8, 3, 224, 224, 64, 7, 2, 3, 1),
+		convCase(1, 3, 224, 224, 32, 3, 2, 1, 1), // mobilenet_v2's stem at batch 1
 	} {
 		s := newConvShape(p)
 		x, w := randSlice(rng, s.N*s.imgIn), randSlice(rng, s.OutC*s.ckk)

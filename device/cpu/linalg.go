@@ -524,9 +524,9 @@ func conv2dIm2col[T float](dev *Device, s convShape, act device.Activation, y, x
 	split := tasks < dev.numWorkers() && !dev.serial(2, s.imgOut*s.ckk)
 	var panels []float32 // for the paths of one image per GEMM
 	if gi == 1 || split {
-		var release func()
-		panels, release = weightPanels(dev, s, w, wb)
-		defer release()
+		var held heldForm
+		panels, held = weightPanels(dev, s, w, wb)
+		defer held.release()
 	}
 	if split {
 		conv2dSplit(dev, s, act, y, x, w, bias, res, panels)

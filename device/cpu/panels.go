@@ -27,11 +27,11 @@ import (
 // of 8 rows or more (the same bits either way: its kernels compute op(A)
 // alike whatever its layout; conv2dSplit's blocks of channels are then
 // whole bands).
-func weightPanels[T float](dev *Device, s convShape, w []T, wb *Buffer) (panels []float32, release func()) {
+func weightPanels[T float](dev *Device, s convShape, w []T, wb *Buffer) (panels []float32, held heldForm) {
 	w32, ok := any(w).([]float32)
 	mr := keptBandRows(dev, wb)
 	if !ok || mr == 0 || len(w32) < s.OutC*s.ckk {
-		return nil, func() {}
+		return nil, heldForm{}
 	}
 	key := derivedKey{kind: bandedWeights, outC: s.OutC, inC: s.ckk, taps: mr, alt: s.Groups}
 	return derived(wb, key, s.OutC*s.ckk, func(p []float32) {

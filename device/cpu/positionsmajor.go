@@ -71,8 +71,8 @@ type pmLayout struct{ inCL, outCL bool }
 // bias, residual and activation. Several images: the same for groups of
 // images side by side (positionsMajorImages), a group per task.
 func conv2dPositionsMajor(dev *Device, s convShape, lay pmLayout, act device.Activation, y, x, bias, res []float32, wb *Buffer) {
-	pb, release := packedForm(wb, true, s.ckk, s.OutC) // the filters, OutC×ckk, read transposed
-	defer release()
+	pb, held := packedForm(wb, true, s.ckk, s.OutC) // the filters, OutC×ckk, read transposed
+	defer held.release()
 	args := positionsMajorArgs{s: s, act: act, y: y, pb: pb, bias: bias, res: res, outCL: lay.outCL}
 	switch {
 	case lay.inCL:

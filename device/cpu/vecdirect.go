@@ -67,10 +67,10 @@ func useVecGradWeight(s convShape) bool {
 func conv2dVec(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32, wb *Buffer) {
 	g := newDirectGeom(s)
 	key := derivedKey{kind: vecFilters, outC: s.OutC, inC: s.C, taps: g.nTaps}
-	wp, release := derived(wb, key, vecPackedLen(s, g), func(wp []float32) {
+	wp, held := derived(wb, key, vecPackedLen(s, g), func(wp []float32) {
 		vecPackWeights(wp, s, g, func(oc, c, t int) float32 { return w[(oc*s.C+c)*g.nTaps+t] })
 	})
-	defer release()
+	defer held.release()
 	vecRun(dev, s, g, act, y, x, wp, bias)
 }
 

@@ -156,7 +156,7 @@ func winogradForward(dev *Device, s convShape, t *winogradAlgo, act device.Activ
 	mr := keptBandRows(dev, wb)
 	key.alt = mr
 	n := t.Matrices * s.OutC * s.C
-	u, release := derived(wb, key, n, func(u []float32) {
+	u, held := derived(wb, key, n, func(u []float32) {
 		plain := u
 		if mr > 0 {
 			sc := getScratch[float32](n)
@@ -170,7 +170,7 @@ func winogradForward(dev *Device, s convShape, t *winogradAlgo, act device.Activ
 			}
 		}
 	})
-	defer release()
+	defer held.release()
 	winogradRun(dev, newWinoGeom(s, t, dev.numWorkers()), act, y, x, u, mr > 0, bias, res)
 }
 
