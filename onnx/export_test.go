@@ -216,17 +216,18 @@ func TestExportReimport(t *testing.T) {
 }
 
 // horaGEMMOnly reports whether every class of float32 product (small,
-// narrow, skinny, large) runs on Hora's own kernel on this machine. Only then do a
+// transposed, narrow, skinny, large) runs on Hora's own kernel on this
+// machine. Only then do a
 // layer and its re-imported file, whose constant weights the interpreter
 // multiplies through Hora's packed kernel, round alike: where a BLAS
 // library was measured faster for a class (CPUs without AVX-512, mostly),
 // the layer's products go to it.
 func horaGEMMOnly() bool {
 	for _, s := range []struct {
-		transB  bool
-		m, n, k int
-	}{{false, 8, 8, 8}, {true, 512, 16, 512}, {false, 512, 16, 512}, {false, 512, 512, 512}} {
-		if cpu.Default().Float32GEMM(s.transB, s.m, s.n, s.k) != "hora" {
+		transA, transB bool
+		m, n, k        int
+	}{{false, false, 8, 8, 8}, {true, false, 512, 512, 512}, {false, true, 512, 16, 512}, {false, false, 512, 16, 512}, {false, false, 512, 512, 512}} {
+		if cpu.Default().Float32GEMM(s.transA, s.transB, s.m, s.n, s.k) != "hora" {
 			return false
 		}
 	}

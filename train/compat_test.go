@@ -25,10 +25,10 @@ func TestResumesARunWrittenBeforeTheLibrary(t *testing.T) {
 	// (chosen by HORA_GEMM, or measured faster on this machine for some of
 	// the MLP's products) rounds differently.
 	for _, s := range []struct {
-		transB  bool
-		m, n, k int
-	}{{true, 64, 256, 784}, {true, 64, 10, 256}, {false, 784, 256, 64}} {
-		if got := cpu.Default().Float32GEMM(s.transB, s.m, s.n, s.k); got != "hora" {
+		transA, transB bool
+		m, n, k        int
+	}{{false, true, 64, 256, 784}, {false, true, 64, 10, 256}, {true, false, 784, 256, 64}} {
+		if got := cpu.Default().Float32GEMM(s.transA, s.transB, s.m, s.n, s.k); got != "hora" {
 			t.Skipf("float32 products of %v run on %s (%s), not the kernel the reference weights come from", s, got, cpu.Default().Backend())
 		}
 	}

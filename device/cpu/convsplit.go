@@ -69,7 +69,7 @@ func pointwiseByChannels(dev *Device, s convShape, workers int) bool {
 // AVX-512), so that no task ends in a short tile (16 channels, one tile of
 // 14 and one of 2, took 15% longer on MobileNet's 7×7×960 layer), else 16.
 func channelUnit(dev *Device, s convShape) int {
-	if dev.Float32GEMM(false, s.ocg, s.l, s.ckk) == "hora" {
+	if dev.Float32GEMM(false, false, s.ocg, s.l, s.ckk) == "hora" {
 		if mr := gemm.Blocking().MR; mr >= 8 {
 			return mr
 		}

@@ -104,7 +104,7 @@ func (h heldForm) release() {
 // runs Hora's vector kernel, which gives the same bits from the panels (a
 // BLAS library reads B as stored).
 func packedWeight(d *Device, p device.MatMulParams, b *Buffer) ([]float32, bool) {
-	if p.Batch != 1 || !b.keepsForms() || p.BOff != 0 || len(b.f32) != p.N*p.K || d.Float32GEMM(p.TransB, p.M, p.N, p.K) != "hora" {
+	if p.Batch != 1 || !b.keepsForms() || p.BOff != 0 || len(b.f32) != p.N*p.K || d.Float32GEMM(p.TransA, p.TransB, p.M, p.N, p.K) != "hora" {
 		return nil, false
 	}
 	return packedOperand(b, p.TransB, p.K, p.N), true

@@ -28,8 +28,8 @@ import (
 // one, float32 goes to Hora's kernel for the CPU (AVX-512, AVX2 or, on
 // arm64, NEON; gonum's pure-Go Sgemm where there is none) and float64 to
 // gonum. With one, float32 goes to whichever of the two was faster on this
-// machine for the product's class of shapes (small, narrow, skinny, large;
-// see gemmchoice): measured once per machine, kernel and library, and kept in
+// machine for the product's class of shapes (small, transposed, narrow,
+// skinny, large; see gemmchoice): measured once per machine, kernel and library, and kept in
 // the user's cache folder (gemmChoicePath). HORA_GEMM=go or HORA_GEMM=blas
 // forces the float32 choice, HORA_GEMM=measure measures again; HORA_BLAS
 // picks or disables the library (see blas.Load).
@@ -90,15 +90,16 @@ func (d *Device) ownKernelOnly() bool {
 	return (g.lib == nil || g.choice.NoBLAS()) && gemm.Kernel() != "go"
 }
 
-// Float32GEMM names what multiplies a float32 m×k by k×n matrix op(B) on
-// this device (transB: op(B) is B transposed, B stored n×k): "hora"
-// (Hora's vector kernel), "blas" (the BLAS library Backend names) or
-// "gonum" (no vector kernel for this CPU). Results are reproducible bit
-// for bit only on the same implementation.
-func (d *Device) Float32GEMM(transB bool, m, n, k int) string {
+// Float32GEMM names what multiplies a float32 m×k matrix op(A) by a k×n
+// matrix op(B) on this device (transA: op(A) is A transposed, A stored
+// k×m; transB: op(B) is B transposed, B stored n×k): "hora" (Hora's
+// vector kernel), "blas" (the BLAS library Backend names) or "gonum" (no
+// vector kernel for this CPU). Results are reproducible bit for bit only
+// on the same implementation.
+func (d *Device) Float32GEMM(transA, transB bool, m, n, k int) string {
 	g := d.gemmBackend()
 	switch {
-	case g.lib != nil && g.choice.UseBLAS(transB, m, n, k):
+	case g.lib != nil && g.choice.UseBLAS(transA, transB, m, n, k):
 		return "blas"
 	case gemm.Kernel() == "go":
 		return "gonum"
@@ -231,7 +232,7 @@ func gemmOn[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda in
 	switch a := any(a).(type) {
 	case []float32:
 		b, c := any(b).([]float32), any(c).([]float32)
-		if be.lib != nil && be.choice.UseBLAS(tB, m, n, k) {
+		if be.lib != nil && be.choice.UseBLAS(tA, tB, m, n, k) {
 			be.lib.Sgemm(tA, tB, m, n, k, float32(alpha), a, lda, b, ldb, float32(beta), c, ldc)
 			return
 		}
@@ -252,7 +253,7 @@ func gemmOn[T float](d *Device, tA, tB bool, m, n, k int, alpha T, a []T, lda in
 // product that goes to the BLAS or to gonum is computed alone, and the
 // caller applies e.
 func sgemmEpilogueOn(d *Device, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, e gemm.Epilogue) bool {
-	if d.Float32GEMM(false, m, n, k) != "hora" {
+	if d.Float32GEMM(false, false, m, n, k) != "hora" {
 		gemmOn(d, false, false, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
 		return false
 	}

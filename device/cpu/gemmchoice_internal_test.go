@@ -75,18 +75,18 @@ func TestGEMMChoiceRoutes(t *testing.T) {
 			continue
 		}
 		want, by := fromOwn, "Hora's kernel"
-		if ch.UseBLAS(false, s.m, s.n, s.k) {
+		if ch.UseBLAS(false, false, s.m, s.n, s.k) {
 			want, by = fromBLAS, "the library"
 		}
 		own := "hora"
 		if gemm.Kernel() == "go" {
 			own = "gonum" // a noasm build
 		}
-		if name := map[bool]string{true: "blas", false: own}[ch.UseBLAS(false, s.m, s.n, s.k)]; d.Float32GEMM(false, s.m, s.n, s.k) != name {
-			t.Errorf("%v: Float32GEMM = %q, want %q", s, d.Float32GEMM(false, s.m, s.n, s.k), name)
+		if name := map[bool]string{true: "blas", false: own}[ch.UseBLAS(false, false, s.m, s.n, s.k)]; d.Float32GEMM(false, false, s.m, s.n, s.k) != name {
+			t.Errorf("%v: Float32GEMM = %q, want %q", s, d.Float32GEMM(false, false, s.m, s.n, s.k), name)
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("%v (class %v): the product is not %s's", s, gemmchoice.ClassOf(false, s.m, s.n, s.k), by)
+			t.Errorf("%v (class %v): the product is not %s's", s, gemmchoice.ClassOf(false, false, s.m, s.n, s.k), by)
 		}
 	}
 }

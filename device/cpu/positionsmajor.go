@@ -31,7 +31,7 @@ import (
 // planes, not 28×28), and at least minPositionsMajorDepth values per sum.
 func positionsMajor(dev *Device, s convShape, wb *Buffer) bool {
 	if s.Groups != 1 || s.l == 0 || s.ckk < minPositionsMajorDepth || !wb.keepsForms() || wb.dt != device.Float32 ||
-		dev.Float32GEMM(true, s.l, s.OutC, s.ckk) != "hora" {
+		dev.Float32GEMM(false, true, s.l, s.OutC, s.ckk) != "hora" {
 		return false
 	}
 	b := gemm.Blocking()

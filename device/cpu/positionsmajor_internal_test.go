@@ -26,7 +26,7 @@ func constantBuffer(dev *Device) *Buffer {
 // side, with and without bias,
 // residual and activation, on one and two workers.
 func TestPositionsMajorSameBits(t *testing.T) {
-	if New().Float32GEMM(false, 1, 1, 1) != "hora" {
+	if New().Float32GEMM(false, false, 1, 1, 1) != "hora" {
 		t.Skip("float32 products run a BLAS library or gonum here: no packed filters")
 	}
 	rng := rand.New(rand.NewPCG(11, 12))

@@ -16,13 +16,18 @@ const (
 	// Small products have m·n·k at most 128³: the MLP's 10-wide layer,
 	// LeNet's layers, one image's late convolutions at batch 1.
 	Small Class = iota
-	// Narrow products are larger than Small, read B transposed (stored
-	// n×k) and have at most 64 columns: a convolution's weight gradient
+	// Transposed products are larger than Small and read A transposed
+	// (stored k×m): a convolution's input gradient through im2col (the
+	// filters transposed times the output gradient), a Linear layer's
+	// weight gradient.
+	Transposed
+	// Narrow products are larger than Small, not Transposed, read B
+	// transposed (stored n×k) and have at most 64 columns: a convolution's weight gradient
 	// through im2col (n: its output channels, k: the positions of a few
 	// images), a narrow Linear layer's forward product.
 	Narrow
-	// Skinny products are larger than Small and not Narrow, with m, n or
-	// k at most 64: a 7×7 convolution output (n = 49), a first
+	// Skinny products are larger than Small, neither Transposed nor
+	// Narrow, with m, n or k at most 64: a 7×7 convolution output (n = 49), a first
 	// convolution (k = 27).
 	Skinny
 	// Large products are all the others.
@@ -37,9 +42,9 @@ const (
 	skinnyDim   = 64
 )
 
-var classNames = [NumClasses]string{"small", "narrow", "skinny", "large"}
+var classNames = [NumClasses]string{"small", "transposed", "narrow", "skinny", "large"}
 
-// String returns "small", "narrow", "skinny" or "large".
+// String returns "small", "transposed", "narrow", "skinny" or "large".
 func (c Class) String() string {
 	if c < 0 || c >= NumClasses {
 		return fmt.Sprintf("Class(%d)", int(c))
@@ -47,11 +52,15 @@ func (c Class) String() string {
 	return classNames[c]
 }
 
-// ClassOf returns the class of the product of an m×k by a k×n matrix
-// op(B), transB telling whether op(B) is B transposed.
-func ClassOf(transB bool, m, n, k int) Class {
+// ClassOf returns the class of the product of an m×k matrix op(A) by a
+// k×n matrix op(B), transA and transB telling whether op(A) is A
+// transposed and op(B) B transposed.
+func ClassOf(transA, transB bool, m, n, k int) Class {
 	if float64(m)*float64(n)*float64(k) <= smallVolume {
 		return Small
+	}
+	if transA {
+		return Transposed
 	}
 	if transB && n <= skinnyDim {
 		return Narrow
@@ -84,10 +93,11 @@ type Choice struct {
 	Mismatch string `json:"mismatch,omitempty"`
 }
 
-// UseBLAS reports whether the product of an m×k by a k×n matrix op(B)
-// goes to the BLAS library (transB: op(B) is B transposed).
-func (c *Choice) UseBLAS(transB bool, m, n, k int) bool {
-	return c.Classes[ClassOf(transB, m, n, k)].UseBLAS
+// UseBLAS reports whether the product of an m×k matrix op(A) by a k×n
+// matrix op(B) goes to the BLAS library (transA, transB: op(A) is A
+// transposed, op(B) B transposed).
+func (c *Choice) UseBLAS(transA, transB bool, m, n, k int) bool {
+	return c.Classes[ClassOf(transA, transB, m, n, k)].UseBLAS
 }
 
 // AllBLAS reports whether every class goes to the library; NoBLAS whether
@@ -125,8 +135,8 @@ func (c *Choice) List(blas bool) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
-// String gives the measurement, "GFLOP/s Hora/BLAS: small 150/60, narrow
-// 100/80, skinny 140/120, large 190/170", with the mismatch if there was
+// String gives the measurement, "GFLOP/s Hora/BLAS: small 150/60,
+// transposed 120/110, narrow 100/80, skinny 140/120, large 190/170", with the mismatch if there was
 // one.
 func (c *Choice) String() string {
 	var b strings.Builder
@@ -172,6 +182,11 @@ var probes = [NumClasses][]probe{
 		{transA: true, m: 10, n: 256, k: 128}, // its weight gradient
 		{m: 64, n: 64, k: 64},
 	},
+	Transposed: {
+		{transA: true, m: 128, n: 784, k: 128}, // a 1×1 layer's input gradient, 128 channels on 28×28
+		{transA: true, m: 32, n: 3136, k: 64},  // a narrower one on 56×56
+		{transA: true, m: 784, n: 512, k: 128}, // an MLP's weight gradient
+	},
 	Narrow: {
 		{transB: true, m: 144, n: 16, k: 1568}, // a 16-channel 3×3 layer's weight gradient, 2 images of 28×28
 		{transB: true, m: 288, n: 32, k: 784},  // a 32-channel one, 4 images of 14×14
@@ -184,8 +199,7 @@ var probes = [NumClasses][]probe{
 	},
 	Large: {
 		{m: 512, n: 512, k: 512},
-		{m: 256, n: 784, k: 1152},              // a 3×3 convolution on 28×28
-		{transA: true, m: 784, n: 512, k: 128}, // an MLP's weight gradient
+		{m: 256, n: 784, k: 1152}, // a 3×3 convolution on 28×28
 	},
 }
 

@@ -8,28 +8,31 @@ import (
 
 func TestClassOf(t *testing.T) {
 	for _, c := range []struct {
-		transB  bool
-		m, n, k int
-		want    Class
+		transA, transB bool
+		m, n, k        int
+		want           Class
 	}{
-		{false, 128, 128, 128, Small},
-		{true, 128, 10, 256, Small},
-		{false, 129, 128, 128, Large},
-		{false, 4096, 64, 4096, Skinny},
-		{true, 4096, 64, 4096, Narrow},
-		{true, 4096, 65, 4096, Large},
-		{false, 65, 4096, 4096, Large},
-		{true, 64, 4096, 4096, Skinny},
-		{true, 144, 16, 1568, Narrow},
-		{false, 1, 1 << 30, 1 << 30, Skinny}, // no overflow
+		{false, false, 128, 128, 128, Small},
+		{false, true, 128, 10, 256, Small},
+		{true, false, 10, 256, 128, Small},
+		{false, false, 129, 128, 128, Large},
+		{true, false, 129, 128, 128, Transposed},
+		{true, true, 4096, 64, 4096, Transposed},
+		{false, false, 4096, 64, 4096, Skinny},
+		{false, true, 4096, 64, 4096, Narrow},
+		{false, true, 4096, 65, 4096, Large},
+		{false, false, 65, 4096, 4096, Large},
+		{false, true, 64, 4096, 4096, Skinny},
+		{false, true, 144, 16, 1568, Narrow},
+		{false, false, 1, 1 << 30, 1 << 30, Skinny}, // no overflow
 	} {
-		if got := ClassOf(c.transB, c.m, c.n, c.k); got != c.want {
-			t.Errorf("ClassOf(%v, %d, %d, %d) = %v, want %v", c.transB, c.m, c.n, c.k, got, c.want)
+		if got := ClassOf(c.transA, c.transB, c.m, c.n, c.k); got != c.want {
+			t.Errorf("ClassOf(%v, %v, %d, %d, %d) = %v, want %v", c.transA, c.transB, c.m, c.n, c.k, got, c.want)
 		}
 	}
 	for cl, ps := range probes {
 		for _, p := range ps {
-			if got := ClassOf(p.transB, p.m, p.n, p.k); got != Class(cl) {
+			if got := ClassOf(p.transA, p.transB, p.m, p.n, p.k); got != Class(cl) {
 				t.Errorf("probe %dx%dx%d of class %v is in class %v", p.m, p.k, p.n, Class(cl), got)
 			}
 		}
@@ -86,7 +89,7 @@ func TestMeasureChoosesTheFaster(t *testing.T) {
 	if !ch.AllBLAS() {
 		t.Errorf("a faster library was not chosen: %v", ch.String())
 	}
-	if !ch.UseBLAS(false, 2000, 2000, 2000) || !ch.UseBLAS(false, 1, 1, 1) || !ch.UseBLAS(true, 2000, 20, 2000) {
+	if !ch.UseBLAS(false, false, 2000, 2000, 2000) || !ch.UseBLAS(false, false, 1, 1, 1) || !ch.UseBLAS(false, true, 2000, 20, 2000) || !ch.UseBLAS(true, false, 2000, 2000, 2000) {
 		t.Error("UseBLAS disagrees with the classes")
 	}
 	for cl, r := range ch.Classes {
@@ -118,15 +121,16 @@ func TestList(t *testing.T) {
 	if got := ch.List(true); got != "skinny and large" {
 		t.Errorf("List(true) = %q", got)
 	}
-	if got := ch.List(false); got != "small and narrow" {
+	if got := ch.List(false); got != "small, transposed and narrow" {
 		t.Errorf("List(false) = %q", got)
 	}
 	ch.Classes[Small].UseBLAS = true
 	ch.Classes[Narrow].UseBLAS = true
+	ch.Classes[Transposed].UseBLAS = true
 	if got := ch.List(false); got != "none" {
 		t.Errorf("List(false) = %q", got)
 	}
-	if got := ch.List(true); got != "small, narrow, skinny and large" {
+	if got := ch.List(true); got != "small, transposed, narrow, skinny and large" {
 		t.Errorf("List(true) = %q", got)
 	}
 }
