@@ -99,6 +99,9 @@ func gradBlockAVX2(sums *[GradRows * GradCols]float64, dy *float32, ldy int, in 
 func copyRowsAVX2(dst *float32, ldd int, src *float32, lds, rows, cols, zero int)
 
 //go:noescape
+func copyRows4AVX2(dst *float32, ldd int, src *float32, lds, rows, cols, zero int)
+
+//go:noescape
 func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int, bias, lo, hi float32)
 
 //go:noescape

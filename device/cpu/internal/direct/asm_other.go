@@ -127,3 +127,7 @@ func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols 
 func vecBlockAVX2(out, in *float32, pos *[VecCols]int, offs *int, k int, w *float32, add bool) {
 	panic("direct: no assembly on this platform")
 }
+
+func copyRows4AVX2(dst *float32, ldd int, src *float32, lds, rows, cols, zero int) {
+	panic("direct: no assembly on this platform")
+}

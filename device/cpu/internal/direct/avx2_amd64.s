@@ -518,6 +518,51 @@ cdone:
 	VZEROUPPER
 	RET
 
+// func copyRows4AVX2(dst *float32, ldd int, src *float32, lds, rows, cols, zero int)
+//
+// copyRowsAVX2 for rows of 4 to 7 values (a 7×7 plane's): per row the
+// first 4 values and the last 4 (overlapping) in two 4-lane moves, then,
+// with zero set and before the last row, zeros from cols to ldd in
+// stores of 4 (the last may reach into the next row, which its copy then
+// overwrites).
+TEXT ·copyRows4AVX2(SB), NOSPLIT, $0-56
+	MOVQ   dst+0(FP), DI
+	MOVQ   ldd+8(FP), R8
+	MOVQ   src+16(FP), SI
+	MOVQ   lds+24(FP), R9
+	SHLQ   $2, R9
+	MOVQ   rows+32(FP), R10
+	MOVQ   cols+40(FP), R11
+	MOVQ   zero+48(FP), R12
+	LEAQ   -4(R11), R13 // the last 4 values' first column
+	VXORPS X1, X1, X1
+
+c4row:
+	VMOVUPS (SI), X0
+	VMOVUPS (SI)(R13*4), X2
+	VMOVUPS X0, (DI)
+	VMOVUPS X2, (DI)(R13*4)
+	DECQ    R10
+	JZ      c4done
+	TESTQ   R12, R12
+	JZ      c4next
+	MOVQ    R11, BX
+
+c4zero:
+	CMPQ    BX, R8
+	JGE     c4next
+	VMOVUPS X1, (DI)(BX*4)
+	ADDQ    $4, BX
+	JMP     c4zero
+
+c4next:
+	LEAQ (DI)(R8*4), DI
+	ADDQ R9, SI
+	JMP  c4row
+
+c4done:
+	RET
+
 // func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols int, bias, lo, hi float32)
 //
 // Per row, cols >= 8: dst = min(max(src + bias, lo), hi) in whole vectors

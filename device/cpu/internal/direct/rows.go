@@ -32,12 +32,16 @@ func copyRows(dst []float32, ldd int, src []float32, lds, rows, cols int, zeroGa
 		copyRowsAVX512(&dst[0], ldd, &src[0], lds, rows, cols, zero)
 		return
 	}
-	if haveAVX2 && cols >= 8 {
+	if haveAVX2 && cols >= 4 {
 		zero := 0
 		if zeroGaps {
 			zero = 1
 		}
-		copyRowsAVX2(&dst[0], ldd, &src[0], lds, rows, cols, zero)
+		if cols >= 8 {
+			copyRowsAVX2(&dst[0], ldd, &src[0], lds, rows, cols, zero)
+		} else {
+			copyRows4AVX2(&dst[0], ldd, &src[0], lds, rows, cols, zero)
+		}
 		return
 	}
 	copyRowsGo(dst, ldd, src, lds, rows, cols, zeroGaps)

@@ -17,7 +17,7 @@ func TestCopyRows(t *testing.T) {
 	const sentinel = float32(-7.5)
 	for _, pad := range []bool{false, true} {
 		for _, rows := range []int{1, 2, 5} {
-			for _, cols := range []int{1, 7, 15, 16, 17, 33} {
+			for _, cols := range []int{1, 3, 4, 5, 7, 8, 15, 16, 17, 33} {
 				for _, gap := range []int{0, 1, 2, 15, 16, 19} {
 					t.Run(fmt.Sprintf("pad%v/%dx%d/gap%d", pad, rows, cols, gap), func(t *testing.T) {
 						ldd, lds := cols+gap, cols+3
