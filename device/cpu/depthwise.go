@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/hora-dl/hora/device"
@@ -631,22 +632,13 @@ func (a *depthwiseGradArgs[T]) run(lo, hi int) {
 	var tapBuf [maxStackTaps]int
 	taps := g.taps(tapBuf[:0])
 	span := s.oh * g.wq // the output rows, wq wide
-	sc := getScratch[T](g.phaseLen*g.nPhase + span)
-	defer putScratch(sc)
-	ph, dyq := sc.s[:g.phaseLen*g.nPhase], sc.s[g.phaseLen*g.nPhase:]
-	// spread lays the output gradient of plane out wq wide into dyq.
-	spread := func(plane int) {
-		if s.oh == 0 || s.ow == 0 {
-			clear(dyq)
-			return
-		}
-		copyRows(dyq, g.wq, a.dy[plane*s.l:(plane+1)*s.l], s.ow, s.oh, s.ow, true) // and the zeros between the rows
-		clear(dyq[(s.oh-1)*g.wq+s.ow:])
-	}
 	if a.dx != nil {
+		sc := getScratch[T](g.phaseLen*g.nPhase + span)
+		defer putScratch(sc)
+		ph, dyq := sc.s[:g.phaseLen*g.nPhase], sc.s[g.phaseLen*g.nPhase:]
 		for plane := lo; plane < hi; plane++ {
 			c := plane % s.C
-			spread(plane)
+			spreadOutGrad(g, dyq, a.dy[plane*s.l:(plane+1)*s.l])
 			clear(ph)
 			for t, at := range taps {
 				axpyT(ph[at:at+span], a.w[c*kk+t], dyq)
@@ -655,6 +647,16 @@ func (a *depthwiseGradArgs[T]) run(lo, hi int) {
 		}
 		return
 	}
+	// The weight gradient of channel c: a group of images' phases side by
+	// side, L apart, and their output gradients likewise (zero past each
+	// image's output rows), so that a tap's sum over the group is one dot
+	// product instead of one per image (7×7 planes: 56 values).
+	L := g.phaseLen * g.nPhase
+	reach := slices.Max(taps) // how far the last image's taps read past its phases
+	group := max(1, min(s.N, depthwiseGradValues/L))
+	sc := getScratch[T](2*group*L + reach)
+	defer putScratch(sc)
+	ph, dyq := sc.s[:group*L+reach], sc.s[group*L+reach:]
 	var acc [64]float64 // the taps' sums (a larger kernel allocates them)
 	for c := lo; c < hi; c++ {
 		sums := acc[:]
@@ -663,18 +665,39 @@ func (a *depthwiseGradArgs[T]) run(lo, hi int) {
 		}
 		sums = sums[:kk]
 		clear(sums)
-		for n := 0; n < s.N; n++ {
-			plane := n*s.C + c
-			fillPhases(g, ph, a.x[plane*s.inPlane:(plane+1)*s.inPlane])
-			spread(plane)
+		for n0 := 0; n0 < s.N; n0 += group {
+			k := min(group, s.N-n0)
+			for j := range k {
+				plane := (n0+j)*s.C + c
+				fillPhases(g, ph[j*L:(j+1)*L], a.x[plane*s.inPlane:(plane+1)*s.inPlane])
+				spreadOutGrad(g, dyq[j*L:(j+1)*L], a.dy[plane*s.l:(plane+1)*s.l])
+			}
+			clear(ph[k*L : k*L+reach])
 			for t, at := range taps {
-				sums[t] += dotT(dyq, ph[at:at+span])
+				sums[t] += dotT(dyq[:k*L], ph[at:at+k*L])
 			}
 		}
 		for t, v := range sums {
 			a.dw[c*kk+t] = T(v)
 		}
 	}
+}
+
+// depthwiseGradValues is about how many values of phases (and as many of
+// output gradients) depthwiseGradArgs lays out side by side for one dot
+// product per tap.
+const depthwiseGradValues = 1024
+
+// spreadOutGrad lays the output gradient dy of one plane out wq wide into
+// dst (the rows of g's phases), zero between and after its rows.
+func spreadOutGrad[T float](g dwGeom, dst, dy []T) {
+	s := g.s
+	if s.oh == 0 || s.ow == 0 {
+		clear(dst)
+		return
+	}
+	copyRows(dst, g.wq, dy, s.ow, s.oh, s.ow, true) // and the zeros between the rows
+	clear(dst[(s.oh-1)*g.wq+s.ow:])
 }
 
 // gatherPhases is the adjoint of fillPhases: it sets the H×W plane dx to

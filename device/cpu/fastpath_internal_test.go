@@ -41,6 +41,8 @@ var depthwiseCases = []device.ConvParams{
 	depthwiseParams(1, 3, 13, 17, 3, 3, 0, 1),
 	depthwiseParams(1, 3, 5, 6, 3, 2, 3, 1), // padding wider than the kernel
 	depthwiseParams(2, 3, 2, 2, 3, 1, 1, 1),
+	depthwiseParams(5, 3, 40, 40, 3, 1, 1, 1), // weight gradients in groups of 4 images and 1 (depthwiseGradArgs)
+	depthwiseParams(7, 2, 44, 44, 3, 2, 1, 1), // and in groups of 2 strided ones
 	{N: 1, C: 4, H: 9, W: 16, OutC: 4, KH: 2, KW: 5, StrideH: 1, StrideW: 3, PadH: 0, PadW: 2, DilH: 2, DilW: 1, Groups: 4},
 	// Horizontal stride 2 (its phases split by direct.SplitColumns) with
 	// other vertical strides, even padding and odd widths.
