@@ -406,15 +406,30 @@ func conv2dDirectGradWeight(dev *Device, s convShape, dw, dy, x []float32) {
 		clear(dw[:size])
 		return
 	}
-	chunk := (s.N + gradWeightParts - 1) / gradWeightParts
-	nparts := (s.N + chunk - 1) / chunk
+	chunk, nparts := gradWeightChunks(s.N)
 	psc := getScratch[float64](nparts * size)
 	defer putScratch(psc)
 	launch(dev, nparts, chunk*g.qPad*s.OutC*s.C*g.nTaps, directGradArgs{s: s, g: g, dy: dy, x: x, partials: psc.s, chunk: chunk})
+	sumPartsInOrder(dw[:size], psc.s, nparts)
+}
+
+// gradWeightChunks returns the images per chunk of a weight gradient
+// summed in fixed chunks of the batch (at most gradWeightParts, whatever
+// the number of workers), and the number of chunks.
+func gradWeightChunks(images int) (chunk, nparts int) {
+	chunk = ceilDiv(images, gradWeightParts)
+	return chunk, ceilDiv(images, chunk)
+}
+
+// sumPartsInOrder sets dw[i] to the sum of the chunks' partial sums
+// partials[p·len(dw) + i], p < nparts, added in float64 in chunk order:
+// the same bits whatever the number of workers.
+func sumPartsInOrder(dw []float32, partials []float64, nparts int) {
+	size := len(dw)
 	for i := range size {
 		var v float64
 		for p := range nparts {
-			v += psc.s[p*size+i]
+			v += partials[p*size+i]
 		}
 		dw[i] = float32(v)
 	}

@@ -30,53 +30,76 @@ var directCases = []device.ConvParams{
 }
 
 // TestDirectMatchesReference runs the direct convolution, with bias and
-// ReLU6, and (at unit stride) its input gradient against float64
-// reference loops, on one to three workers.
+// ReLU6, its weight gradient and (at unit stride) its input gradient
+// against float64 reference loops, on one to three workers.
 func TestDirectMatchesReference(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(31, 32))
+	testConvPaths(t, rand.New(rand.NewPCG(31, 32)), directCases, convPaths{
+		forward: func(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32) {
+			conv2dDirect(dev, s, act, y, x, w, bias, nil)
+		},
+		gradWeight: conv2dDirectGradWeight,
+		gradInput:  conv2dDirectGradInput,
+	})
+}
+
+// convPaths are the kernels of one float32 convolution path.
+type convPaths struct {
+	forward    func(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32)
+	gradWeight func(dev *Device, s convShape, dw, dy, x []float32)
+	gradInput  func(dev *Device, s convShape, dx, dy, w []float32) // of unit-stride convolutions
+}
+
+// testConvPaths runs a path's forward convolution with bias and ReLU6 and
+// without either, its weight gradient and (where the input gradient is a
+// convolution, which unit stride must give) its input gradient on cases,
+// against float64 reference loops, on one to three workers. Every output
+// starts as NaN, so each must be written.
+func testConvPaths(t *testing.T, rng *rand.Rand, cases []device.ConvParams, k convPaths) {
+	nans := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(math.NaN())
+		}
+		return v
+	}
 	for _, threads := range []int{1, 2, 3} {
 		dev := New()
 		dev.SetThreads(threads)
-		for _, p := range directCases {
+		for _, p := range cases {
 			t.Run(fmt.Sprintf("%d/%+v", threads, p), func(t *testing.T) {
 				s := newConvShape(p)
 				x, w, bias := randSlice(rng, s.N*s.imgIn), randSlice(rng, s.OutC*s.ckk), randSlice(rng, s.OutC)
 				for i := range x {
 					x[i] *= 4 // outputs past 6 too
 				}
-				y := make([]float32, s.N*s.imgOut)
-				for i := range y {
-					y[i] = float32(math.NaN())
-				}
-				conv2dDirect(dev, s, device.ActReLU6, y, x, w, bias, nil)
+				y := nans(s.N * s.imgOut)
+				k.forward(dev, s, device.ActReLU6, y, x, w, bias)
 				want := conv2dNaive(s, x, w, bias)
 				scale := conv2dNaive(s, absSlice(x), absSlice(w), absSlice(bias))
 				for i := range want {
 					want[i] = min(max(want[i], 0), 6)
 				}
 				requireConvClose(t, "forward", y, want, scale, 1e-6)
+				plain := nans(s.N * s.imgOut) // no bias, no activation: the sums as they are
+				k.forward(dev, s, device.ActNone, plain, x, w, nil)
+				requireConvClose(t, "forward without bias", plain, conv2dNaive(s, x, w, nil), scale, 1e-6)
+
 				dyw := randSlice(rng, s.N*s.imgOut)
-				dw := make([]float32, s.OutC*s.ckk)
-				for i := range dw {
-					dw[i] = float32(math.NaN())
-				}
-				conv2dDirectGradWeight(dev, s, dw, dyw, x)
+				dw := nans(s.OutC * s.ckk)
+				k.gradWeight(dev, s, dw, dyw, x)
 				wantDw, scaleDw := convGradWeightNaive(s, dyw, x)
 				requireConvClose(t, "weight gradient", dw, wantDw, scaleDw, 1e-6)
 
 				if !s.gradInputIsConv() {
-					if s.StrideH == 1 {
+					if s.StrideH == 1 && s.StrideW == 1 {
 						t.Fatalf("unit stride, yet the input gradient is no convolution")
 					}
 					return
 				}
 				dy := randSlice(rng, s.N*s.imgOut)
-				dx := make([]float32, s.N*s.imgIn)
-				for i := range dx {
-					dx[i] = float32(math.NaN())
-				}
-				conv2dDirectGradInput(dev, s, dx, dy, w)
+				dx := nans(s.N * s.imgIn)
+				k.gradInput(dev, s, dx, dy, w)
 				wantDx, scaleDx := convGradInputNaive(s, dy, w)
 				requireConvClose(t, "input gradient", dx, wantDx, scaleDx, 1e-6)
 			})

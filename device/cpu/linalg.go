@@ -1016,8 +1016,7 @@ func conv2dGradWeightIm2col[T float](dev *Device, s convShape, dw, dy, x []T) {
 	if s.N == 0 {
 		return
 	}
-	chunk := (s.N + gradWeightParts - 1) / gradWeightParts
-	nparts := (s.N + chunk - 1) / chunk
+	chunk, nparts := gradWeightChunks(s.N)
 	gi := min(s.imagesPerGEMM(), chunk)
 	// Partial sums of chunks 1.. live in one scratch buffer; chunk 0
 	// accumulates in place.

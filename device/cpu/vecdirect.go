@@ -246,18 +246,11 @@ func conv2dVecGradWeight(dev *Device, s convShape, dw, dy, x []float32) {
 		clear(dw[:size])
 		return
 	}
-	chunk := ceilDiv(s.N, gradWeightParts)
-	nparts := ceilDiv(s.N, chunk)
+	chunk, nparts := gradWeightChunks(s.N)
 	psc := getScratch[float64](nparts * size)
 	defer putScratch(psc)
 	launch(dev, nparts, chunk*s.l*size, vecGradArgs{s: s, g: g, dy: dy, x: x, partials: psc.s, chunk: chunk})
-	for i := range size {
-		var v float64
-		for p := range nparts {
-			v += psc.s[p*size+i]
-		}
-		dw[i] = float32(v)
-	}
+	sumPartsInOrder(dw[:size], psc.s, nparts)
 }
 
 // vecGradArgs are the arguments of conv2dVecGradWeight: task index p sums

@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -27,61 +25,17 @@ var vecCases = append([]device.ConvParams{
 
 // TestVecDirectMatchesReference runs the channel-vector direct
 // convolution, with bias and ReLU6, its weight gradient and (at unit
-// stride) its input gradient against float64 reference loops, on one to three workers,
-// whether or not the machine would choose the path.
+// stride) its input gradient against float64 reference loops, on one to
+// three workers, whether or not the machine would choose the path.
 func TestVecDirectMatchesReference(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(41, 42))
-	for _, threads := range []int{1, 2, 3} {
-		dev := New()
-		dev.SetThreads(threads)
-		for _, p := range vecCases {
-			t.Run(fmt.Sprintf("%d/%+v", threads, p), func(t *testing.T) {
-				s := newConvShape(p)
-				x, w, bias := randSlice(rng, s.N*s.imgIn), randSlice(rng, s.OutC*s.ckk), randSlice(rng, s.OutC)
-				for i := range x {
-					x[i] *= 4 // outputs past 6 too
-				}
-				y := make([]float32, s.N*s.imgOut)
-				for i := range y {
-					y[i] = float32(math.NaN())
-				}
-				conv2dVec(dev, s, device.ActReLU6, y, x, w, bias, nil)
-				want := conv2dNaive(s, x, w, bias)
-				scale := conv2dNaive(s, absSlice(x), absSlice(w), absSlice(bias))
-				for i := range want {
-					want[i] = min(max(want[i], 0), 6)
-				}
-				requireConvClose(t, "forward", y, want, scale, 1e-6)
-
-				plain := make([]float32, s.N*s.imgOut) // no bias, no activation: the sums as they are
-				conv2dVec(dev, s, device.ActNone, plain, x, w, nil, nil)
-				wantPlain := conv2dNaive(s, x, w, nil)
-				requireConvClose(t, "forward without bias", plain, wantPlain, scale, 1e-6)
-
-				dyw := randSlice(rng, s.N*s.imgOut)
-				dw := make([]float32, s.OutC*s.ckk)
-				for i := range dw {
-					dw[i] = float32(math.NaN())
-				}
-				conv2dVecGradWeight(dev, s, dw, dyw, x)
-				wantDw, scaleDw := convGradWeightNaive(s, dyw, x)
-				requireConvClose(t, "weight gradient", dw, wantDw, scaleDw, 1e-6)
-
-				if !s.gradInputIsConv() {
-					return
-				}
-				dy := randSlice(rng, s.N*s.imgOut)
-				dx := make([]float32, s.N*s.imgIn)
-				for i := range dx {
-					dx[i] = float32(math.NaN())
-				}
-				conv2dVecGradInput(dev, s, dx, dy, w)
-				wantDx, scaleDx := convGradInputNaive(s, dy, w)
-				requireConvClose(t, "input gradient", dx, wantDx, scaleDx, 1e-6)
-			})
-		}
-	}
+	testConvPaths(t, rand.New(rand.NewPCG(41, 42)), vecCases, convPaths{
+		forward: func(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32) {
+			conv2dVec(dev, s, act, y, x, w, bias, nil)
+		},
+		gradWeight: conv2dVecGradWeight,
+		gradInput:  conv2dVecGradInput,
+	})
 }
 
 // TestVecDirectAllocatesNothing checks that the channel-vector kernels
