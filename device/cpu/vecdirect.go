@@ -6,7 +6,7 @@ import (
 	"github.com/hora-dl/hora/device/cpu/internal/gemm"
 )
 
-// The channel-vector direct convolution (direct.VecBlock): the output
+// The channel-vector direct convolution (direct.VecBlocks): the output
 // channels of a position fill the vectors, 16 at a time, and each input
 // value a pair (channel, tap) reads is broadcast to them. It reads the
 // images' padded phases, as the direct convolution does (directGeom), but
@@ -32,37 +32,36 @@ const maxVecPairs = 96 * 9
 // VecCols): vecTaskPositions plus most of one plane of under 100.
 const maxVecTaskPositions = 384
 
-// useVecDirect reports whether s takes the channel-vector direct path:
-// float32 with the AVX2 kernel and without the AVX-512 in-place ones, one
-// group, a kernel larger than 1×1, output planes under 100 positions
-// (larger ones fill the direct convolution's blocks), a last block of
-// output channels at least half full, and from 16 to 96·9 input
-// channel·taps (a block's filters, 64 bytes a pair, 54 KB at most).
-func useVecDirect(s convShape) bool {
+// vecShape reports whether the channel-vector kernels can take s on this
+// machine: float32 with the AVX2 kernel and without the AVX-512 in-place
+// ones, one group, a kernel larger than 1×1, a last block of output
+// channels at least half full, and from 16 to 96·9 input channel·taps (a
+// block's filters, 64 bytes a pair, 54 KB at most).
+func vecShape(s convShape) bool {
 	kk, rem := s.KH*s.KW, s.OutC%direct.VecRows
-	return direct.VecFast() && !direct.Fast() && s.Groups == 1 && kk > 1 && s.oh > 0 && s.ow > 0 &&
-		s.oh*s.ow < 100 && (rem == 0 || rem >= direct.VecRows/2) && s.C*kk >= 16 && s.C*kk <= maxVecPairs
-}
-
-// useVecGradWeight reports whether s's weight gradient takes the
-// channel-vector path (conv2dVecGradWeight): a convolution useVecDirect
-// would take at any plane size, except unit-stride ones with output planes
-// under 100 positions. Measured on Zen 4 with AVX-512 hidden (2 threads,
-// BenchmarkDirect, a process per measurement), against im2col's weight
-// gradient: ResNet-20's and ResNet-8's layers on 28×28 and 14×14
-// 1.05–1.6×, their stride-2 ones 1.05–1.3×; 3×3 layers of 64 and 96
-// channels on 7×7 0.9×.
-func useVecGradWeight(s convShape) bool {
-	kk, rem := s.KH*s.KW, s.OutC%direct.VecRows
-	if s.StrideH == 1 && s.StrideW == 1 && s.oh*s.ow < 100 {
-		return false
-	}
 	return direct.VecFast() && !direct.Fast() && s.Groups == 1 && kk > 1 && s.oh > 0 && s.ow > 0 &&
 		(rem == 0 || rem >= direct.VecRows/2) && s.C*kk >= 16 && s.C*kk <= maxVecPairs
 }
 
+// useVecDirect reports whether s's forward convolution (and, for its
+// gradient's shape, the input gradient) takes the channel-vector path: a
+// vecShape with output planes under 100 positions (larger ones fill the
+// direct convolution's blocks).
+func useVecDirect(s convShape) bool { return vecShape(s) && s.oh*s.ow < 100 }
+
+// useVecGradWeight reports whether s's weight gradient takes the
+// channel-vector path (conv2dVecGradWeight): a vecShape except unit-stride
+// ones with output planes under 100 positions. Measured on Zen 4 with
+// AVX-512 hidden (2 threads, BenchmarkDirect, a process per measurement),
+// against im2col's weight gradient: ResNet-20's and ResNet-8's layers on
+// 28×28 and 14×14 1.05–1.6×, their stride-2 ones 1.05–1.3×; 3×3 layers of
+// 64 and 96 channels on 7×7 0.9×.
+func useVecGradWeight(s convShape) bool {
+	return vecShape(s) && !(s.StrideH == 1 && s.StrideW == 1 && s.oh*s.ow < 100)
+}
+
 // conv2dVec computes y = act(conv(x, w) + bias) (bias may be nil) of a
-// convolution of one group through direct.VecBlock; the filters are packed
+// convolution of one group through direct.VecBlocks; the filters are packed
 // once for all calls when wb is constant (see derived).
 func conv2dVec(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32, wb *Buffer) {
 	g := newDirectGeom(s)
@@ -94,7 +93,7 @@ func vecPackedLen(s convShape, g directGeom) int {
 	return ceilDiv(s.OutC, direct.VecRows) * s.C * g.nTaps * direct.VecRows
 }
 
-// vecPackWeights lays the filters out for direct.VecBlock: blocks of
+// vecPackWeights lays the filters out for direct.VecBlocks: blocks of
 // VecRows output channels, then input channels, then taps, the block's
 // weights side by side (zero past OutC). weight(oc, c, t) is the filter
 // element.

@@ -17,6 +17,14 @@
 // applied, stored straight into the output planes (rows of the phase
 // width go to rows of the output width, two masked stores per vector).
 //
+// VecBlocks turns the block around for small planes: 16 output channels
+// in two AVX2 vectors × 6 output positions, each input value a (channel,
+// tap) pair reads broadcast, the positions listed one by one (any rows,
+// any images), so that a 7×7 plane's 49 outputs fill its blocks;
+// VecBlocksAdd, its sums going on from the output's values, computes
+// weight gradients with the roles swapped (the vectors hold output
+// gradients, the sums are pairs).
+//
 // The depthwise kernels of MobileNet's layers read a plane in place,
 // without a padded copy: SamePlan for unit stride and output rows as wide
 // as the input's (one masked load per tap and vector; also the weight

@@ -2,14 +2,14 @@ package direct
 
 import "fmt"
 
-// VecRows and VecCols are the size of the block VecBlock computes: output
-// channels (two vectors of 8) and output positions.
+// VecRows and VecCols are the size of the blocks VecBlocks computes:
+// output channels (two vectors of 8) and output positions.
 const (
 	VecRows = 16
 	VecCols = 6
 )
 
-// VecFast reports whether VecBlock runs in vector assembly (AVX2) on this
+// VecFast reports whether VecBlocks runs in vector assembly (AVX2) on this
 // machine.
 func VecFast() bool { return haveAVX2 }
 
@@ -74,8 +74,9 @@ func vecBlocks(out []float32, in []float32, pos []int, offs []int, w []float32, 
 	}
 }
 
-// vecBlockGo is VecBlock in Go, summing in the assembly's order (Go
-// rounds each product, the assembly's fused multiply-add does not).
+// vecBlockGo is one block of VecBlocks in Go, summing in the assembly's
+// order (Go rounds each product, the assembly's fused multiply-add does
+// not).
 func vecBlockGo(out []float32, in []float32, pos *[VecCols]int, offs []int, w []float32, add bool) {
 	var acc [VecCols][VecRows]float32
 	if add {
