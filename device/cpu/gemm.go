@@ -29,8 +29,8 @@ import (
 // arm64, NEON; gonum's pure-Go Sgemm where there is none) and float64 to
 // gonum. With one, float32 goes to whichever of the two was faster on this
 // machine for the product's class of shapes (small, transposed, narrow,
-// skinny, large; see gemmchoice): measured once per machine, kernel and library, and kept in
-// the user's cache folder (gemmChoicePath). HORA_GEMM=go or HORA_GEMM=blas
+// skinny, large; see gemmchoice): measured once per machine, kernel and
+// library, and kept in the user's cache folder (gemmChoicePath). HORA_GEMM=go or HORA_GEMM=blas
 // forces the float32 choice, HORA_GEMM=measure measures again; HORA_BLAS
 // picks or disables the library (see blas.Load).
 type gemmBackend struct {

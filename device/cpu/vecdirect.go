@@ -166,6 +166,20 @@ func vecPositions(dst []int, s convShape, g directGeom, e0, nq int) {
 	}
 }
 
+// vecFillImages lays images [n0, n1) of the batch x out in padded phases
+// into in, image n at (n-n0)·g.inLen, each channel g.chanLen long and the
+// slack past the last channel zero.
+func vecFillImages(g directGeom, in, x []float32, n0, n1 int) {
+	s := g.s
+	for n := n0; n < n1; n++ {
+		img := in[(n-n0)*g.inLen:][:g.inLen]
+		clear(img[s.C*g.chanLen:])
+		for c := range s.C {
+			fillPhases(g.dwGeom, img[c*g.chanLen:(c+1)*g.chanLen], x[(n*s.C+c)*s.inPlane:][:s.inPlane])
+		}
+	}
+}
+
 // vecDirectArgs are the arguments of vecRun: task i computes the output
 // positions [i·span, (i+1)·span) of the batch, counting each image's after
 // the previous one's.
@@ -191,13 +205,7 @@ func (a *vecDirectArgs) run(lo, hi int) {
 	for task := lo; task < hi; task++ {
 		e0, e1 := task*a.span, min((task+1)*a.span, s.N*s.l)
 		n0, n1 := e0/s.l, (e1-1)/s.l+1 // the images of the run
-		for n := n0; n < n1; n++ {
-			img := in[(n-n0)*g.inLen:][:g.inLen]
-			clear(img[s.C*g.chanLen:]) // the slack past the last channel
-			for c := range s.C {
-				fillPhases(g.dwGeom, img[c*g.chanLen:(c+1)*g.chanLen], a.x[(n*s.C+c)*s.inPlane:][:s.inPlane])
-			}
-		}
+		vecFillImages(g, in, a.x, n0, n1)
 		pos := posBuf[:ceilDiv(e1-e0, direct.VecCols)*direct.VecCols]
 		vecPositions(pos, s, g, e0-n0*s.l, e1-n0*s.l)
 		for ob := range ceilDiv(s.OutC, direct.VecRows) {
@@ -278,13 +286,7 @@ func (a *vecGradArgs) run(lo, hi int) {
 		acc := a.partials[p*s.OutC*pairs : (p+1)*s.OutC*pairs]
 		n0, n1 := p*a.chunk, min((p+1)*a.chunk, s.N)
 		nq := (n1 - n0) * s.l
-		for n := n0; n < n1; n++ {
-			img := in[(n-n0)*g.inLen:][:g.inLen]
-			clear(img[s.C*g.chanLen:])
-			for c := range s.C {
-				fillPhases(g.dwGeom, img[c*g.chanLen:(c+1)*g.chanLen], a.x[(n*s.C+c)*s.inPlane:][:s.inPlane])
-			}
-		}
+		vecFillImages(g, in, a.x, n0, n1)
 		for ob := range ceilDiv(s.OutC, direct.VecRows) {
 			rows := min(direct.VecRows, s.OutC-ob*direct.VecRows)
 			if rows < direct.VecRows {
