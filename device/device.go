@@ -107,6 +107,21 @@ type ConstantMarker interface {
 	MarkConstant(b Buffer)
 }
 
+// LaneRunner is implemented by devices whose cores can each run a piece
+// of independent work on their own (the CPU): an inference run of a batch
+// of images, say, runs as several runs of a few images side by side, each
+// on one core with its activations in that core's caches, instead of
+// every layer of the whole batch split across the cores.
+type LaneRunner interface {
+	// Lanes returns how many pieces of work run side by side: the cores
+	// a kernel is split over now (1 inside RunLanes).
+	Lanes() int
+	// RunLanes calls fn(0), …, fn(n-1), each on its own goroutine, and
+	// returns when all have returned. Until then the device's kernels run
+	// on their calling goroutine alone, whoever calls them.
+	RunLanes(n int, fn func(lane int))
+}
+
 // Slicer is implemented by devices whose buffers can be viewed in part,
 // without a copy (a fusion buffer's prefix handed to a collective).
 type Slicer interface {

@@ -57,6 +57,7 @@ type Model struct {
 	bufByVal map[string]*layers.Buffer
 	parByVal map[string]*autograd.Param
 	training bool
+	lanes    bool       // an inference run may split its batch into lanes (see planLanes)
 	rng      *rand.Rand // Dropout's masks in training
 	declared map[string]DataType
 	head     *HeadInfo // the classifier WithoutHead removed
@@ -73,6 +74,8 @@ type Model struct {
 	constSlots   map[device.Device][]*autograd.Var
 	shapeMemo    map[string]map[string]*tensor.Tensor // input-shape signature -> shape-only values
 	arenas       map[string]*tensor.Arena             // input-shape signature -> memory of inference runs, while no run uses it
+	itemBytes    map[string]int                       // input-shape signature -> an inference run's memory per batch item (see laneSplit)
+	weightBytes  int                                  // the parameters', buffers' and constants' memory (see planLanes)
 }
 
 // ValueInfo describes a graph input or output.
@@ -257,6 +260,7 @@ func build(mp *onnxpb.ModelProto, src string, o importOptions) (*Model, error) {
 		constSlots: map[device.Device][]*autograd.Var{},
 		shapeMemo:  map[string]map[string]*tensor.Tensor{},
 		arenas:     map[string]*tensor.Arena{},
+		itemBytes:  map[string]int{},
 		rng:        rand.New(rand.NewPCG(0, 0)),
 		Producer:   strings.TrimSpace(mp.GetProducerName() + " " + mp.GetProducerVersion()),
 		Doc:        mp.GetDocString(),
@@ -299,6 +303,7 @@ func build(mp *onnxpb.ModelProto, src string, o importOptions) (*Model, error) {
 	m.fuseActivations()
 	m.fuseResiduals()
 	m.planChannelsLast()
+	m.planLanes()
 	m.markShapeOnly()
 	m.planRelease()
 	m.planSlots()

@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -25,8 +26,10 @@ const maxShapeMemo = 16
 // a gradient: a Frozen model, say) takes the memory of its intermediate
 // values from the previous run with the same input shapes instead of
 // allocating it anew, reuses the memory of each intermediate value once
-// no later node reads it, and returns copies of its outputs. Runs may be
-// concurrent.
+// no later node reads it, and returns copies of its outputs. On the CPU,
+// an inference run of a batch of images may run as chunks of two images
+// side by side, one per core (see planLanes and laneSplit), with the
+// same outputs. Runs may be concurrent.
 func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 	if len(inputs) != len(m.Inputs) {
 		names := make([]string, len(m.Inputs))
@@ -44,16 +47,25 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 			return nil, err
 		}
 	}
+	if lr, lanes := m.laneSplit(dev, inputs); lanes > 1 {
+		return m.runLanes(lr, lanes, inputs)
+	}
+	return m.run(dev, inputs, "")
+}
+
+// run is Run on checked inputs on dev. lane keys the arena of an
+// inference run ("" outside runLanes: each lane has its own).
+func (m *Model) run(dev device.Device, inputs []*autograd.Var, lane string) ([]*autograd.Var, error) {
 	key := m.signature(inputs)
 	m.mu.Lock()
 	memo, memoOK := m.shapeMemo[key]
 	vals := m.slotsOn(dev) // the run's values by slot, the constants filled in
 	m.mu.Unlock()
-	arena := m.takeArena(key, inputs) // nil: the run may record gradients
+	arena := m.takeArena(key+lane, inputs) // nil: the run may record gradients
 	var reuse *bufferReuse
 	if arena != nil {
 		reuse = newBufferReuse(arena)
-		defer m.putArena(key, arena)
+		defer m.putArena(key+lane, arena)
 	}
 	for i, x := range inputs {
 		if arena != nil {
@@ -145,6 +157,9 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 			outs[i] = autograd.Constant(outOfArena(outs[i].Value, arena))
 		}
 	}
+	if arena != nil && lane == "" && m.lanes {
+		m.noteItemBytes(key, arena.Bytes(), inputs)
+	}
 	return outs, nil
 }
 
@@ -153,18 +168,8 @@ func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 // mode, a parameter or an input that requires them): a tape must not
 // point into memory the next run reuses.
 func (m *Model) takeArena(key string, inputs []*autograd.Var) *tensor.Arena {
-	if m.training {
+	if !m.inferenceRun(inputs) {
 		return nil
-	}
-	for _, x := range inputs {
-		if x.RequiresGrad() {
-			return nil
-		}
-	}
-	for _, p := range m.params {
-		if p.RequiresGrad() {
-			return nil
-		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -179,8 +184,29 @@ func (m *Model) takeArena(key string, inputs []*autograd.Var) *tensor.Arena {
 	return a
 }
 
-// putArena keeps arena for the next run of signature key, for at most
-// maxShapeMemo signatures. An arena that shares buffers between sizes and
+// inferenceRun reports whether a run on inputs records no gradients: the
+// model is in evaluation mode and neither a parameter nor an input
+// requires them.
+func (m *Model) inferenceRun(inputs []*autograd.Var) bool {
+	if m.training {
+		return false
+	}
+	for _, x := range inputs {
+		if x.RequiresGrad() {
+			return false
+		}
+	}
+	for _, p := range m.params {
+		if p.RequiresGrad() {
+			return false
+		}
+	}
+	return true
+}
+
+// putArena keeps arena for the next run of key (a signature and a lane),
+// for at most maxShapeMemo signatures plus the lanes' two chunk sizes per
+// core (see runLanes). An arena that shares buffers between sizes and
 // holds more than maxSharedArena is replaced by an empty one that does not
 // (see maxSharedArena).
 func (m *Model) putArena(key string, arena *tensor.Arena) {
@@ -189,7 +215,7 @@ func (m *Model) putArena(key string, arena *tensor.Arena) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.arenas[key]; !ok && len(m.arenas) >= maxShapeMemo {
+	if _, ok := m.arenas[key]; !ok && len(m.arenas) >= maxShapeMemo+2*runtime.GOMAXPROCS(0) {
 		clear(m.arenas)
 	}
 	m.arenas[key] = arena

@@ -22,6 +22,7 @@ func init() {
 // all cores (runtime.GOMAXPROCS).
 type Device struct {
 	workers atomic.Int64 // 0: runtime.GOMAXPROCS(0) at each call
+	lanes   atomic.Int64 // RunLanes calls in progress: kernels run serially while > 0
 	pool    workerPool
 	gemm    gemmBackend
 }

@@ -213,6 +213,9 @@ func (d *Device) numWorkers() int { return d.workersOf(runtime.GOMAXPROCS(0)) }
 // workersOf is numWorkers for GOMAXPROCS procs (which a caller that needs
 // it too reads once: it takes the scheduler's lock).
 func (d *Device) workersOf(procs int) int {
+	if d.lanes.Load() > 0 {
+		return 1 // inside RunLanes: each lane is a core's
+	}
 	if w := d.workers.Load(); w > 0 {
 		return int(w)
 	}
