@@ -244,7 +244,10 @@ func timeHora(m *onnx.Model, batch int, minTime time.Duration) (float64, error) 
 	rng := rand.New(rand.NewPCG(1, uint64(batch)))
 	x := tensor.RandNormal(rng, 0, 1, shape...).To(tensor.CPU())
 	// The first run, without an arena, is the reference the arena's runs
-	// must reproduce (a check that recycling memory is safe here).
+	// must reproduce (a check that recycling memory is safe here), within
+	// float32 rounding: later runs of a batch may run in lanes (see
+	// onnx.Model.Run), whose products of a few images may go to another
+	// kernel (OpenBLAS for some classes without AVX-512).
 	ref, err := m.Run(autograd.NoGrad(autograd.Constant(x)))
 	if err != nil {
 		return 0, err
@@ -259,8 +262,8 @@ func timeHora(m *onnx.Model, batch int, minTime time.Duration) (float64, error) 
 		if err != nil {
 			return 0, err
 		}
-		if got := outs[0].Value.Values(); !slices.Equal(got, want) {
-			return 0, fmt.Errorf("a run with a tensor.Arena gives other outputs than one without")
+		if d := relDiff(outs[0].Value.Values(), want); !(d <= maxRelDiff) {
+			return 0, fmt.Errorf("a run with a tensor.Arena gives other outputs than one without: they differ by %.3g of the largest output, expected at most %.0e", d, maxRelDiff)
 		}
 		arena.Reset()
 	}
@@ -268,6 +271,30 @@ func timeHora(m *onnx.Model, batch int, minTime time.Duration) (float64, error) 
 		_, _ = infer() // a serving loop would read the predictions here
 		arena.Reset()
 	})), nil
+}
+
+// maxRelDiff is the largest difference relDiff accepts between two runs
+// of a model on the same input: float32 rounding through a deep network
+// (mobilenet_v2 at batch 32 without AVX-512, in lanes against the whole
+// batch: 4.3e-7), far below what reading recycled memory too early gives.
+const maxRelDiff = 1e-5
+
+// relDiff returns the largest difference between got and want relative
+// to want's largest magnitude (+Inf when their lengths differ, NaN where a
+// value is NaN).
+func relDiff(got, want []float64) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	var d, scale float64
+	for i := range got {
+		d = max(d, math.Abs(got[i]-want[i]))
+		scale = max(scale, math.Abs(want[i]))
+	}
+	if d == 0 {
+		return 0
+	}
+	return d / scale
 }
 
 // measure calls f 3 times to warm up, then until minTime has passed and

@@ -72,3 +72,13 @@ func TestTable(t *testing.T) {
 	assert.Regexp(t, `resnet18\s+1\s+20\.00\s+10\.00\s+2\.00`, out)
 	assert.Regexp(t, `mobilenet_v2\s+32\s+30\.00\s+NaN\s+NaN`, out)
 }
+
+// TestRelDiff checks the comparison of a run against the reference run:
+// equal outputs, rounding, a wrong value, other lengths and NaN.
+func TestRelDiff(t *testing.T) {
+	assert.Equal(t, 0.0, relDiff([]float64{1, -2}, []float64{1, -2}))
+	assert.InDelta(t, 1e-7, relDiff([]float64{1, -2 + 2e-7}, []float64{1, -2}), 1e-12)
+	assert.Greater(t, relDiff([]float64{1, 3}, []float64{1, -2}), maxRelDiff)
+	assert.True(t, math.IsInf(relDiff([]float64{1}, []float64{1, 2}), 1))
+	assert.False(t, relDiff([]float64{math.NaN(), 1}, []float64{1, 1}) <= maxRelDiff)
+}
