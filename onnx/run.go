@@ -28,8 +28,10 @@ const maxShapeMemo = 16
 // allocating it anew, reuses the memory of each intermediate value once
 // no later node reads it, and returns copies of its outputs. On the CPU,
 // an inference run of a batch of images may run as chunks of two images
-// side by side, one per core (see planLanes and laneSplit), with the
-// same outputs. Runs may be concurrent.
+// side by side, one per core (see planLanes and laneSplit): the outputs
+// are the whole batch's to the bit where every product runs on Hora's
+// GEMM kernel, within float32 rounding where some go to a BLAS (which
+// products do depends on their sizes). Runs may be concurrent.
 func (m *Model) Run(inputs ...*autograd.Var) ([]*autograd.Var, error) {
 	if len(inputs) != len(m.Inputs) {
 		names := make([]string, len(m.Inputs))
