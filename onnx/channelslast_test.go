@@ -15,6 +15,27 @@ import (
 	"github.com/hora-dl/hora/tensor"
 )
 
+// exportedMobileNet returns a small MobileNet for 1×28×28 images in
+// evaluation mode, its parameters and running statistics random (so that
+// the biases BatchNorm folds into the convolutions are not zero), and the
+// model exported.
+func exportedMobileNet(t *testing.T, rng *rand.Rand) (*models.Net, []byte) {
+	net, err := models.NewMobileNet(models.MobileNetSmallConfig(1, 10), rng)
+	require.NoError(t, err)
+	for _, b := range layers.BuffersOf(net) { // running statistics that are not the identity
+		if b.Value.DType().IsFloat() {
+			b.Value = tensor.RandUniform(rng, 0.5, 1.5, b.Value.Shape()...)
+		}
+	}
+	for _, p := range net.Parameters() {
+		p.Value = tensor.RandUniform(rng, -0.5, 0.5, p.Value.Shape()...)
+	}
+	layers.Eval(net)
+	var buf bytes.Buffer
+	require.NoError(t, Export(net, []*tensor.Tensor{tensor.RandNormal(rng, 0, 1, 1, 1, 28, 28)}, &buf, ExportOptions{}))
+	return net, buf.Bytes()
+}
+
 // TestChannelsLastChain imports a MobileNet exported by Hora (a stride-2
 // stem, depthwise-separable blocks on 14×14 and 7×7 planes, pooling, a
 // classifier) frozen: every Conv, the last one's output read by the
@@ -29,20 +50,7 @@ import (
 // order then).
 func TestChannelsLastChain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
-	net, err := models.NewMobileNet(models.MobileNetSmallConfig(1, 10), rng)
-	require.NoError(t, err)
-	for _, b := range layers.BuffersOf(net) { // running statistics that are not the identity
-		if b.Value.DType().IsFloat() {
-			b.Value = tensor.RandUniform(rng, 0.5, 1.5, b.Value.Shape()...)
-		}
-	}
-	for _, p := range net.Parameters() {
-		p.Value = tensor.RandUniform(rng, -0.5, 0.5, p.Value.Shape()...)
-	}
-	layers.Eval(net)
-	var buf bytes.Buffer
-	require.NoError(t, Export(net, []*tensor.Tensor{tensor.RandNormal(rng, 0, 1, 1, 1, 28, 28)}, &buf, ExportOptions{}))
-	file := buf.Bytes()
+	net, file := exportedMobileNet(t, rng)
 
 	m, err := Import(bytes.NewReader(file), Frozen())
 	require.NoError(t, err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/layers"
-	"github.com/hora-dl/hora/models"
 	"github.com/hora-dl/hora/onnx/onnxpb"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -22,15 +21,8 @@ import (
 // and every run gives the Hora model's outputs.
 func TestLanesGiveTheWholeBatchsOutputs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(81, 82))
-	net, err := models.NewMobileNet(models.MobileNetSmallConfig(1, 10), rng)
-	require.NoError(t, err)
-	for _, p := range net.Parameters() {
-		p.Value = tensor.RandUniform(rng, -0.5, 0.5, p.Value.Shape()...)
-	}
-	layers.Eval(net)
-	var buf bytes.Buffer
-	require.NoError(t, Export(net, []*tensor.Tensor{tensor.RandNormal(rng, 0, 1, 1, 1, 28, 28)}, &buf, ExportOptions{}))
-	m, err := Import(bytes.NewReader(buf.Bytes()), Frozen())
+	net, file := exportedMobileNet(t, rng)
+	m, err := Import(bytes.NewReader(file), Frozen())
 	require.NoError(t, err)
 	layers.Eval(m)
 	require.True(t, m.lanes, "a MobileNet treats each image on its own")
