@@ -32,7 +32,7 @@ const laneBatch = 2
 // laneUnary are the operators that map each element of their first
 // input on its own (other inputs, such as Clip's bounds, are constants).
 var laneUnary = []string{"Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish",
-	"Elu", "Selu", "Softplus", "Identity", "Dropout", "Neg", "Abs", "Exp", "Log", "Sqrt", "Erf", "Gelu", "Cast"}
+	"Elu", "Selu", "Softplus", "Identity", "Neg", "Abs", "Exp", "Log", "Sqrt", "Erf", "Gelu", "Cast"}
 
 // laneSpatial are the operators that treat each image of their first
 // input (N×C×…) on their own, their other inputs being weights.
@@ -44,8 +44,8 @@ var laneBinary = []string{"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "PRel
 
 // planLanes sets m.lanes when the graph treats each item of its batch on
 // its own, so that a run may split its batch (see laneSplit): the graph
-// has a Conv; every input has a known rank and the batch as its first
-// axis; every node that reads a value derived from the inputs is one of
+// has a Conv; every input has a known rank and a dynamic first axis, the
+// same one (by name) for all: the batch; every node that reads a value derived from the inputs is one of
 // the operators above (or Flatten, Gemm, MatMul, Softmax, LogSoftmax,
 // Concat) used so that item i of its output depends on item i of its
 // inputs alone (axes past the batch, constant weights that broadcast
@@ -56,8 +56,8 @@ func (m *Model) planLanes() {
 	m.lanes = false
 	rank := map[string]int{} // the values that carry the batch on axis 0, by rank
 	for _, in := range m.Inputs {
-		if len(in.Shape) == 0 {
-			return
+		if len(in.Shape) == 0 || in.Shape[0] >= 0 || len(in.DimNames) == 0 || in.DimNames[0] != m.Inputs[0].DimNames[0] {
+			return // not a batch axis by the file's word
 		}
 		rank[in.Name] = len(in.Shape)
 	}

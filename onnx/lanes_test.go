@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"bytes"
+	"cmp"
 	"math/rand/v2"
 	"testing"
 
@@ -61,7 +62,9 @@ func TestLanesGiveTheWholeBatchsOutputs(t *testing.T) {
 // TestPlanLanes plans lanes for small graphs around a Conv: those whose
 // output item i depends on input item i alone may split their batch, the
 // others (a reduction over the batch, a reshape, a batch-sized constant,
-// MaxPool's indices, …) may not, nor may a graph without a Conv.
+// MaxPool's indices, a Dropout, whose masks are drawn per run, …) may
+// not, nor may a graph without a Conv or whose input's first axis is not
+// dynamic.
 func TestPlanLanes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(83, 84))
 	w := initTensor(t, "w", tensor.RandNormal(rng, 0, 1, 4, 2, 3, 3), f32)
@@ -83,31 +86,34 @@ func TestPlanLanes(t *testing.T) {
 		nodes []*onnxpb.NodeProto
 		inits []*onnxpb.TensorProto
 		lanes bool
+		batch int64 // the input's first axis: -1 (dynamic, "batch") unless set
 	}{
-		{"conv, relu, pooling, gemm", append([]*onnxpb.NodeProto{conv, node("Relu", "relu", []string{"c"}, []string{"r"})}, head("r")...), nil, true},
+		{"conv, relu, pooling, gemm", append([]*onnxpb.NodeProto{conv, node("Relu", "relu", []string{"c"}, []string{"r"})}, head("r")...), nil, true, 0},
 		{"add of a constant broadcast over the batch", append([]*onnxpb.NodeProto{conv, node("Add", "add", []string{"c", "c1"}, []string{"a"})}, head("a")...),
-			[]*onnxpb.TensorProto{rowConst}, true},
-		{"softmax over the classes", append(append([]*onnxpb.NodeProto{conv}, head("c")...)[:4:4], node("Softmax", "sm", []string{"y"}, []string{"s"})), nil, true},
+			[]*onnxpb.TensorProto{rowConst}, true, 0},
+		{"softmax over the classes", append(append([]*onnxpb.NodeProto{conv}, head("c")...)[:4:4], node("Softmax", "sm", []string{"y"}, []string{"s"})), nil, true, 0},
 		{"add of a constant with an axis against the batch", append([]*onnxpb.NodeProto{conv, node("Add", "add", []string{"c", "c4"}, []string{"a"})}, head("a")...),
-			[]*onnxpb.TensorProto{batchConst}, false},
-		{"softmax over the batch", append(append([]*onnxpb.NodeProto{conv}, head("c")...)[:4:4], node("Softmax", "sm", []string{"y"}, []string{"s"}, intAttr("axis", 0))), nil, false},
+			[]*onnxpb.TensorProto{batchConst}, false, 0},
+		{"softmax over the batch", append(append([]*onnxpb.NodeProto{conv}, head("c")...)[:4:4], node("Softmax", "sm", []string{"y"}, []string{"s"}, intAttr("axis", 0))), nil, false, 0},
 		{"reshape", []*onnxpb.NodeProto{conv, node("Reshape", "rs", []string{"c", "shape"}, []string{"f"}), node("Gemm", "fc", []string{"f", "fc144"}, []string{"y"})},
-			[]*onnxpb.TensorProto{shape, initTensor(t, "fc144", tensor.RandNormal(rng, 0, 1, 144, 3), f32)}, false},
+			[]*onnxpb.TensorProto{shape, initTensor(t, "fc144", tensor.RandNormal(rng, 0, 1, 144, 3), f32)}, false, 0},
 		{"gemm of the batch transposed", []*onnxpb.NodeProto{conv, node("GlobalAveragePool", "pool", []string{"c"}, []string{"p"}),
 			node("Flatten", "flat", []string{"p"}, []string{"f"}), node("Gemm", "fc", []string{"f", "fcT"}, []string{"y"}, intAttr("transA", 1))},
-			[]*onnxpb.TensorProto{initTensor(t, "fcT", tensor.RandNormal(rng, 0, 1, 2, 3), f32)}, false},
-		{"max pooling with indices", append([]*onnxpb.NodeProto{conv, node("MaxPool", "mp", []string{"c"}, []string{"m", "idx"}, attrInts("kernel_shape", 2, 2))}, head("m")...), nil, false},
-		{"mean over the batch", append([]*onnxpb.NodeProto{conv, node("ReduceMean", "mean", []string{"c"}, []string{"r"}, attrInts("axes", 0))}, head("r")...), nil, false},
+			[]*onnxpb.TensorProto{initTensor(t, "fcT", tensor.RandNormal(rng, 0, 1, 2, 3), f32)}, false, 0},
+		{"max pooling with indices", append([]*onnxpb.NodeProto{conv, node("MaxPool", "mp", []string{"c"}, []string{"m", "idx"}, attrInts("kernel_shape", 2, 2))}, head("m")...), nil, false, 0},
+		{"mean over the batch", append([]*onnxpb.NodeProto{conv, node("ReduceMean", "mean", []string{"c"}, []string{"r"}, attrInts("axes", 0))}, head("r")...), nil, false, 0},
+		{"a static first axis", append([]*onnxpb.NodeProto{conv}, head("c")...), nil, false, 4},
+		{"dropout", append([]*onnxpb.NodeProto{conv, node("Dropout", "drop", []string{"c"}, []string{"d"})}, head("d")...), nil, false, 0},
 		{"no conv", []*onnxpb.NodeProto{node("GlobalAveragePool", "pool", []string{"x"}, []string{"p"}),
 			node("Flatten", "flat", []string{"p"}, []string{"f"}), node("Gemm", "fc", []string{"f", "fc2"}, []string{"y"})},
-			[]*onnxpb.TensorProto{initTensor(t, "fc2", tensor.RandNormal(rng, 0, 1, 2, 3), f32)}, false},
+			[]*onnxpb.TensorProto{initTensor(t, "fc2", tensor.RandNormal(rng, 0, 1, 2, 3), f32)}, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := c.nodes[len(c.nodes)-1].GetOutput()[0]
 			g := graphSpec{
 				nodes:   c.nodes,
 				inits:   append([]*onnxpb.TensorProto{w, fc}, c.inits...),
-				inputs:  []*onnxpb.ValueInfoProto{tensorInfo("x", f32, -1, 2, 6, 6)},
+				inputs:  []*onnxpb.ValueInfoProto{tensorInfo("x", f32, cmp.Or(c.batch, -1), 2, 6, 6)},
 				outputs: []*onnxpb.ValueInfoProto{tensorInfo(out, f32)},
 			}
 			m := g.load(t, Frozen())
