@@ -35,3 +35,24 @@ func ExampleDevice_Backend() {
 	fmt.Println(cpu.Default().Backend() != "")
 	// Output: true
 }
+
+// ExampleDevice_RunLanes sums the halves of a slice side by side, one
+// lane per core; inside a lane the device's kernels run serially.
+func ExampleDevice_RunLanes() {
+	d := cpu.New()
+	d.SetThreads(2)
+	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8}
+	sums := make([]float64, d.Lanes())
+	d.RunLanes(len(sums), func(lane int) {
+		part := xs[lane*len(xs)/len(sums) : (lane+1)*len(xs)/len(sums)]
+		for _, x := range part {
+			sums[lane] += x
+		}
+		fmt.Println("lane", lane, "threads", d.Threads())
+	})
+	fmt.Println(sums)
+	// Unordered output:
+	// lane 0 threads 1
+	// lane 1 threads 1
+	// [10 26]
+}
