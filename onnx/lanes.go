@@ -47,13 +47,14 @@ var laneBinary = []string{"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum", "PRel
 // planLanes sets m.lanes when the graph treats each item of its batch on
 // its own, so that a run may split its batch (see laneSplit): the graph
 // has a Conv; every input has a known rank and a dynamic first axis, the
-// same one (by name) for all: the batch; every node that reads a value derived from the inputs is one of
-// the operators above (or Flatten, Gemm, MatMul, Softmax, LogSoftmax,
-// Concat) used so that item i of its output depends on item i of its
-// inputs alone (axes past the batch, constant weights that broadcast
-// over it); and every output is such a value. Anything else (a Shape, a
-// Reshape, a subgraph, a reduction over the batch) keeps the batch
-// whole.
+// same one (by name) for all: the batch; every node that reads a value
+// derived from the inputs is one of the operators above (or Flatten,
+// Gemm, MatMul, Softmax, LogSoftmax, Concat) used so that item i of its
+// output depends on item i of its inputs alone (axes past the batch,
+// constant weights that broadcast over it); and every output is such a
+// value. Anything else (a Shape, a Reshape, a Dropout, whose masks are
+// drawn per run, a subgraph, a reduction over the batch) keeps the batch
+// whole. It also sums the weights' memory, for laneSplit.
 func (m *Model) planLanes() {
 	m.lanes = false
 	rank := map[string]int{} // the values that carry the batch on axis 0, by rank
