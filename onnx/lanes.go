@@ -246,20 +246,21 @@ func (m *Model) laneSplit(dev device.Device, inputs []*autograd.Var) (device.Lan
 	return lr, lanes
 }
 
-// runLanes runs the batch of inputs in chunks of laneBatch items on lanes
-// lanes (see laneSplit), the lanes taking the chunks in turn, and returns
-// the chunks' outputs concatenated along axis 0.
+// runLanes runs the batch of inputs in chunks of up to laneBatch items
+// (laneChunks) on lanes lanes (see laneSplit), the lanes taking the
+// chunks in turn, and returns the chunks' outputs concatenated along
+// axis 0.
 func (m *Model) runLanes(lr device.LaneRunner, lanes int, inputs []*autograd.Var) ([]*autograd.Var, error) {
 	dev := inputs[0].Value.Device()
 	n := inputs[0].Value.Dim(0)
-	chunks := (n + laneBatch - 1) / laneBatch
+	chunks, first := laneChunks(n, lanes)
 	// The chunks' inputs are views made here, out of the inputs' arena
 	// (a caller's), which is not for concurrent use.
 	parts := make([][]*autograd.Var, chunks)
 	for c := range parts {
 		parts[c] = make([]*autograd.Var, len(inputs))
 		for i, x := range inputs {
-			parts[c][i] = autograd.Constant(x.Value.Slice(0, c*laneBatch, min(n, (c+1)*laneBatch)).WithArena(nil))
+			parts[c][i] = autograd.Constant(x.Value.Slice(0, first(c), first(c+1)).WithArena(nil))
 		}
 	}
 	outs := make([][]*autograd.Var, chunks)
@@ -277,7 +278,7 @@ func (m *Model) runLanes(lr device.LaneRunner, lanes int, inputs []*autograd.Var
 	})
 	for c, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("%w (items %d to %d of a batch of %d)", err, c*laneBatch, min(n, (c+1)*laneBatch)-1, n)
+			return nil, fmt.Errorf("%w (items %d to %d of a batch of %d)", err, first(c), first(c+1)-1, n)
 		}
 	}
 	res := make([]*autograd.Var, len(m.Outputs))
@@ -289,6 +290,19 @@ func (m *Model) runLanes(lr device.LaneRunner, lanes int, inputs []*autograd.Var
 		res[i] = autograd.Constant(tensor.Concat(0, vals...))
 	}
 	return res, nil
+}
+
+// laneChunks splits a batch of n items for lanes lanes: into a multiple
+// of lanes chunks of at most laneBatch items, as even as can be, the
+// larger ones first, so that the lanes, which take the chunks in turn,
+// end together (n = 6 on 2 lanes: 2, 2, 1, 1 rather than 2, 2, 2, the
+// third chunk left to one lane: mobilenet_v2 took 30 ms that way against
+// 25 for the whole batch on both cores); first(c) is chunk c's first item
+// (first(chunks) = n).
+func laneChunks(n, lanes int) (chunks int, first func(c int) int) {
+	chunks = min(n, lanes*((n+lanes*laneBatch-1)/(lanes*laneBatch)))
+	size, larger := n/chunks, n%chunks // the first larger chunks hold size+1 items
+	return chunks, func(c int) int { return c*size + min(c, larger) }
 }
 
 // runChunk is run for one chunk of runLanes, a panic (which would end the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -119,5 +120,32 @@ func TestPlanLanes(t *testing.T) {
 			m := g.load(t, Frozen())
 			assert.Equal(t, c.lanes, m.lanes)
 		})
+	}
+}
+
+// TestLaneChunks splits batches into chunks of at most laneBatch items, a
+// multiple of the lanes in number (but never more than the items), each
+// chunk at least one item, the sizes as even as can be, larger first.
+func TestLaneChunks(t *testing.T) {
+	for _, c := range []struct {
+		n, lanes int
+		sizes    []int
+	}{
+		{3, 2, []int{2, 1}},
+		{4, 2, []int{2, 2}},
+		{6, 2, []int{2, 2, 1, 1}},
+		{7, 2, []int{2, 2, 2, 1}},
+		{32, 2, []int{2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}},
+		{3, 16, []int{1, 1, 1}},
+		{40, 16, slices.Concat(slices.Repeat([]int{2}, 8), slices.Repeat([]int{1}, 24))}, // 32 chunks: two rounds of 16
+	} {
+		chunks, first := laneChunks(c.n, c.lanes)
+		sizes := make([]int, chunks)
+		for k := range sizes {
+			sizes[k] = first(k+1) - first(k)
+		}
+		assert.Equal(t, c.sizes, sizes, "%d items on %d lanes", c.n, c.lanes)
+		assert.Equal(t, 0, first(0))
+		assert.Equal(t, c.n, first(chunks))
 	}
 }
