@@ -4,8 +4,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hora-dl/hora/device/cpu/internal/gemm"
 )
 
 // BenchmarkParallelGemm times float32 products through parallelGemm on the
@@ -72,4 +78,52 @@ func BenchmarkParallelGemm(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestSharedPackedGemm: a float32 product split by rows whose op(B)
+// holds sharedPackMin floats packs it once for all workers
+// (sharesPackedB), and gives the unsplit product's bits, in all four
+// layouts, with alpha and beta, on 2 and 3 workers.
+func TestSharedPackedGemm(t *testing.T) {
+	d := New()
+	if gemm.Kernel() == "go" || d.gemmBackend().lib != nil && d.gemmBackend().choice.UseBLAS(false, false, 200, 1024, 1024) {
+		t.Skip("this product does not go to Hora's assembly kernel here")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const m, n, k = 400, 1024, 1024
+	a, b := make([]float32, m*k), make([]float32, k*n)
+	for i := range a {
+		a[i] = rng.Float32() - 0.5
+	}
+	for i := range b {
+		b[i] = rng.Float32() - 0.5
+	}
+	c0 := make([]float32, m*n)
+	for i := range c0 {
+		c0[i] = rng.Float32()
+	}
+	ran := 0
+	for _, workers := range []int{2, 3} {
+		d.SetThreads(workers)
+		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			tA, tB := tr[0], tr[1]
+			lda, ldb := k, n
+			if tA {
+				lda = m
+			}
+			if tB {
+				ldb = k
+			}
+			if !sharesPackedB(d, tA, tB, m, n, k, workers) {
+				continue // this layout goes to the BLAS here
+			}
+			want, got := slices.Clone(c0), slices.Clone(c0)
+			gemmOn(d, tA, tB, m, n, k, float32(0.5), a, lda, b, ldb, float32(2), want, n)
+			parallelGemm(d, tA, tB, m, n, k, float32(0.5), a, lda, b, ldb, float32(2), got, n)
+			require.Equal(t, want, got, "%d workers, transA %v, transB %v", workers, tA, tB)
+			ran++
+		}
+	}
+	assert.Positive(t, ran, "products that share a packed op(B)")
+	assert.False(t, sharesPackedB(d, false, false, 512, 512, 512, 2), "512³: op(B) under sharedPackMin")
 }

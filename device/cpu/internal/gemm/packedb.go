@@ -58,6 +58,33 @@ func PackB(dst []float32, transB bool, b []float32, ldb, k, n int) {
 	}
 }
 
+// PackBColumns is PackB for the columns [j0, j1) of op(B) alone (j0 a
+// multiple of PanelWidth, j1 at most n), written where PackB puts them in
+// dst: workers that each pack some panels fill one packed op(B) together.
+func PackBColumns(dst []float32, transB bool, b []float32, ldb, k, n, j0, j1 int) {
+	setupBlocking()
+	kern := active
+	if k < 0 || n < 0 || j0 < 0 || j1 > n || j0 > j1 || j0%kern.nr != 0 {
+		panic(fmt.Sprintf("gemm: PackBColumns of columns [%d, %d) of a %d×%d op(B) (panels of %d)", j0, j1, k, n, kern.nr))
+	}
+	if len(dst) < PackedBSize(k, n) {
+		panic(fmt.Sprintf("gemm: PackBColumns of a %d×%d op(B) into %d floats, need %d", k, n, len(dst), PackedBSize(k, n)))
+	}
+	rb, cb := k, n
+	if transB {
+		rb, cb = n, k
+	}
+	checkMatrix("B", "b", "ldb", transB, rb, cb, b, ldb)
+	if k == 0 || j0 == j1 {
+		return
+	}
+	kc := blockSize(k, kern.kc, 1)
+	for pc := 0; pc < k; pc += kc {
+		kb := min(kc, k-pc)
+		packB(dst[packedBlock(pc, n, kern.nr)+j0*kb:], transB, b, ldb, pc, j0, kb, j1-j0, kern.nr, kern.trans)
+	}
+}
+
 // packedBlock returns the offset in a packed op(B) of n columns of the k
 // block starting at row pc: the blocks before it hold pc rows of panels.
 func packedBlock(pc, n, nr int) int {

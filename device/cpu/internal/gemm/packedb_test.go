@@ -97,3 +97,39 @@ func TestPackedBChecksArguments(t *testing.T) {
 	require.PanicsWithValue(t, fmt.Sprintf("gemm: SgemmPackedB of a 4×%d op(B) from 5 floats, need %d", nr+1, PackedBSize(4, nr+1)),
 		func() { SgemmPackedB(&ws, false, 1, nr+1, 4, 0, nr+1, 1, a, 4, pb[:5], 0, c, nr+1, Epilogue{}) })
 }
+
+// TestPackBColumnsFillsPackB: for every kernel, in both layouts of B,
+// with k over one and several k blocks, packing op(B)'s panels in two
+// pieces with PackBColumns gives PackB's layout; a range that starts
+// inside a panel or ends past n panics.
+func TestPackBColumnsFillsPackB(t *testing.T) {
+	defer setKernel(kernels[0].name)
+	for _, kern := range kernels {
+		require.True(t, setKernel(kern.name))
+		nr := kern.nr
+		rng := rand.New(rand.NewPCG(33, 34))
+		for _, transB := range []bool{false, true} {
+			for _, n := range []int{1, nr + 3, 3*nr + 5} {
+				for _, k := range []int{1, 17, kern.kc + 9} {
+					rb, cb := k, n
+					if transB {
+						rb, cb = n, k
+					}
+					b := randMatrix(rng, rb, cb, cb)
+					want := make([]float32, PackedBSize(k, n))
+					PackB(want, transB, b, cb, k, n)
+					got := make([]float32, PackedBSize(k, n))
+					panels := (n + nr - 1) / nr
+					PackBColumns(got, transB, b, cb, k, n, 0, panels/2*nr)
+					PackBColumns(got, transB, b, cb, k, n, panels/2*nr, n)
+					used := k * panels * nr
+					require.Equal(t, want[:used], got[:used], "%s, transB %v, k %d, n %d", kern.name, transB, k, n)
+				}
+			}
+		}
+		b := make([]float32, 64*64)
+		dst := make([]float32, PackedBSize(64, 64))
+		require.Panics(t, func() { PackBColumns(dst, false, b, 64, 64, 64, 1, 64) }, "%s: a range inside a panel", kern.name)
+		require.Panics(t, func() { PackBColumns(dst, false, b, 64, 64, 64, 0, 65) }, "%s: past n", kern.name)
+	}
+}
