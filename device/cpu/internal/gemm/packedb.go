@@ -35,40 +35,31 @@ func PanelWidth() int {
 // PackB packs op(B) (k×n: B is k×n with row stride ldb, or n×k when
 // transB) into dst, which must hold PackedBSize(k, n) floats.
 func PackB(dst []float32, transB bool, b []float32, ldb, k, n int) {
-	setupBlocking()
-	if k < 0 || n < 0 {
-		panic(fmt.Sprintf("gemm: PackB of a %d×%d op(B)", k, n))
-	}
-	if len(dst) < PackedBSize(k, n) {
-		panic(fmt.Sprintf("gemm: PackB of a %d×%d op(B) into %d floats, need %d", k, n, len(dst), PackedBSize(k, n)))
-	}
-	rb, cb := k, n
-	if transB {
-		rb, cb = n, k
-	}
-	checkMatrix("B", "b", "ldb", transB, rb, cb, b, ldb)
-	if k == 0 || n == 0 {
-		return
-	}
-	kern := active
-	kc := blockSize(k, kern.kc, 1)
-	for pc := 0; pc < k; pc += kc {
-		// A block's slack lands on the next block, packed after it.
-		packB(dst[packedBlock(pc, n, kern.nr):], transB, b, ldb, pc, 0, min(kc, k-pc), n, kern.nr, kern.trans)
-	}
+	packColumns("PackB", dst, transB, b, ldb, k, n, 0, n)
 }
 
 // PackBColumns is PackB for the columns [j0, j1) of op(B) alone (j0 a
 // multiple of PanelWidth, j1 at most n), written where PackB puts them in
-// dst: workers that each pack some panels fill one packed op(B) together.
+// dst: workers that each pack some panels fill one packed op(B) together,
+// at the same time, since it writes nothing outside those panels (op(B)'s
+// panels of 16 or 32 columns take whole vectors: no packer writes slack
+// past them, as packTransAVX512 does past the 14-row panels of op(A)).
 func PackBColumns(dst []float32, transB bool, b []float32, ldb, k, n, j0, j1 int) {
+	packColumns("PackBColumns", dst, transB, b, ldb, k, n, j0, j1)
+}
+
+// packColumns is PackBColumns, its panics naming op.
+func packColumns(op string, dst []float32, transB bool, b []float32, ldb, k, n, j0, j1 int) {
 	setupBlocking()
 	kern := active
-	if k < 0 || n < 0 || j0 < 0 || j1 > n || j0 > j1 || j0%kern.nr != 0 {
-		panic(fmt.Sprintf("gemm: PackBColumns of columns [%d, %d) of a %d×%d op(B) (panels of %d)", j0, j1, k, n, kern.nr))
+	if k < 0 || n < 0 {
+		panic(fmt.Sprintf("gemm: %s of a %d×%d op(B)", op, k, n))
+	}
+	if j0 < 0 || j1 > n || j0 > j1 || j0%kern.nr != 0 {
+		panic(fmt.Sprintf("gemm: %s of columns [%d, %d) of a %d×%d op(B) (panels of %d)", op, j0, j1, k, n, kern.nr))
 	}
 	if len(dst) < PackedBSize(k, n) {
-		panic(fmt.Sprintf("gemm: PackBColumns of a %d×%d op(B) into %d floats, need %d", k, n, len(dst), PackedBSize(k, n)))
+		panic(fmt.Sprintf("gemm: %s of a %d×%d op(B) into %d floats, need %d", op, k, n, len(dst), PackedBSize(k, n)))
 	}
 	rb, cb := k, n
 	if transB {
@@ -80,6 +71,7 @@ func PackBColumns(dst []float32, transB bool, b []float32, ldb, k, n, j0, j1 int
 	}
 	kc := blockSize(k, kern.kc, 1)
 	for pc := 0; pc < k; pc += kc {
+		// A block's slack lands on the next block, packed after it.
 		kb := min(kc, k-pc)
 		packB(dst[packedBlock(pc, n, kern.nr)+j0*kb:], transB, b, ldb, pc, j0, kb, j1-j0, kern.nr, kern.trans)
 	}
