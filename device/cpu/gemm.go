@@ -389,7 +389,8 @@ func sharedPackedGemm(d *Device, tA, tB bool, m, n, k int, alpha float32, a []fl
 	defer putScratch(sc)
 	nr := gemm.PanelWidth()
 	launch(d, (n+nr-1)/nr, nr*k, packBArgs{transB: tB, b: b, ldb: ldb, k: k, n: n, pb: sc.s, nr: nr})
-	launch(d, blocks, 1<<20, packedRowsArgs{tA: tA, m: m, n: n, k: k, alpha: alpha, beta: beta, a: a, lda: lda, pb: sc.s, c: c, ldc: ldc, unit: unit})
+	launch(d, blocks, 1<<20, packedGemmTask{tA: tA, m: m, n: n, k: k, alpha: alpha, beta: beta, a: a, lda: lda, pb: sc.s, c: c, ldc: ldc,
+		byRows: true, unit: unit})
 }
 
 // packBArgs packs panels [lo, hi) of op(B) into pb (gemm.PackBColumns).
@@ -402,28 +403,6 @@ type packBArgs struct {
 
 func (a *packBArgs) run(lo, hi int) {
 	gemm.PackBColumns(a.pb, a.transB, a.b, a.ldb, a.k, a.n, lo*a.nr, min(hi*a.nr, a.n))
-}
-
-// packedRowsArgs computes blocks [lo, hi) of unit rows of C from the
-// packed op(B) pb.
-type packedRowsArgs struct {
-	tA          bool
-	m, n, k     int
-	alpha, beta float32
-	a, pb, c    []float32
-	lda, ldc    int
-	unit        int
-}
-
-func (a *packedRowsArgs) run(lo, hi int) {
-	ws := workspaces.Get().(*gemm.Workspace)
-	defer workspaces.Put(ws)
-	i0, i1 := lo*a.unit, min(hi*a.unit, a.m)
-	aOff := i0 * a.lda // rows of op(A)
-	if a.tA {
-		aOff = i0
-	}
-	gemm.SgemmPackedB(ws, a.tA, i1-i0, a.n, a.k, 0, a.n, a.alpha, a.a[aOff:], a.lda, a.pb, a.beta, a.c[i0*a.ldc:], a.ldc, gemm.Epilogue{})
 }
 
 // gemmSplit is how a product whose C is m×n splits across the workers: by
@@ -443,7 +422,7 @@ func gemmSplit(m, n, colUnit int) (byRows bool, unit, blocks int) {
 // (gemmSplit), its blocks of columns whole panels.
 func matmulPackedB(d *Device, p device.MatMulParams, c, a, pb []float32) {
 	t := packedGemmTask{tA: p.TransA, m: p.M, n: p.N, k: p.K, alpha: float32(p.Alpha), beta: float32(p.Beta),
-		a: a[p.AOff:], pb: pb, c: c[p.COff:], lda: p.K}
+		a: a[p.AOff:], pb: pb, c: c[p.COff:], lda: p.K, ldc: p.N}
 	if p.TransA {
 		t.lda = p.M
 	}
@@ -472,7 +451,7 @@ type packedGemmTask struct {
 	m, n, k     int
 	alpha, beta float32
 	a, pb, c    []float32
-	lda         int
+	lda, ldc    int
 	byRows      bool
 	unit        int // rows or columns per index of the task's range
 }
@@ -482,16 +461,16 @@ func (t *packedGemmTask) run(lo, hi int) {
 	defer workspaces.Put(ws)
 	switch {
 	case t.unit == 0:
-		gemm.SgemmPackedB(ws, t.tA, t.m, t.n, t.k, 0, t.n, t.alpha, t.a, t.lda, t.pb, t.beta, t.c, t.n, gemm.Epilogue{})
+		gemm.SgemmPackedB(ws, t.tA, t.m, t.n, t.k, 0, t.n, t.alpha, t.a, t.lda, t.pb, t.beta, t.c, t.ldc, gemm.Epilogue{})
 	case t.byRows:
 		i0, i1 := lo*t.unit, min(hi*t.unit, t.m)
 		aOff := i0 * t.lda // rows of op(A)
 		if t.tA {
 			aOff = i0
 		}
-		gemm.SgemmPackedB(ws, t.tA, i1-i0, t.n, t.k, 0, t.n, t.alpha, t.a[aOff:], t.lda, t.pb, t.beta, t.c[i0*t.n:], t.n, gemm.Epilogue{})
+		gemm.SgemmPackedB(ws, t.tA, i1-i0, t.n, t.k, 0, t.n, t.alpha, t.a[aOff:], t.lda, t.pb, t.beta, t.c[i0*t.ldc:], t.ldc, gemm.Epilogue{})
 	default:
-		gemm.SgemmPackedB(ws, t.tA, t.m, t.n, t.k, lo*t.unit, min(hi*t.unit, t.n), t.alpha, t.a, t.lda, t.pb, t.beta, t.c, t.n, gemm.Epilogue{})
+		gemm.SgemmPackedB(ws, t.tA, t.m, t.n, t.k, lo*t.unit, min(hi*t.unit, t.n), t.alpha, t.a, t.lda, t.pb, t.beta, t.c, t.ldc, gemm.Epilogue{})
 	}
 }
 
