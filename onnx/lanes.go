@@ -14,7 +14,7 @@ import (
 // on its own, and at inference each layer of a large batch writes more
 // than the caches hold: mobilenet_v2's first blocks at batch 32 write
 // 150 MB a layer, which the next layer reads back from memory. Run splits
-// such a batch into chunks of laneBatch images and runs the chunks side
+// such a batch into chunks of up to laneBatch images and runs the chunks side
 // by side, one lane per core (device.LaneRunner), each chunk's layers
 // one after another on one core whose caches still hold the previous
 // layer's output. Each lane keeps its own arena; the outputs are the
