@@ -17,41 +17,65 @@ type packFunc func(d, src []float32, ld, w, kb, v int)
 // packA packs the mb×kb block of op(A) at row i0, column p0 into
 // micro-panels of mr rows, the panel starting at row ir at dst[ir*kb:].
 func packA(dst []float32, transA bool, a []float32, lda, i0, p0, mb, kb, mr int, trans packFunc) {
+	if transA {
+		// op(A)[i][p] = A[p][i]: each k step is a piece of a row of A.
+		packRows(dst, a[p0*lda+i0:], lda, mr, kb, mb)
+		return
+	}
 	for ir := 0; ir < mb; ir += mr {
 		v := min(mr, mb-ir)
-		d := dst[ir*kb:] // with the room after the panel that trans may use
-		if transA {
-			// op(A)[i][p] = A[p][i]: each k step is a piece of a row of A.
-			packCopy(d, a[p0*lda+i0+ir:], lda, mr, kb, v)
-		} else {
-			// op(A)[i][p] = A[i][p]: each row of A becomes a column of the panel.
-			trans(d, a[(i0+ir)*lda+p0:], lda, mr, kb, v)
-		}
+		// op(A)[i][p] = A[i][p]: each row of A becomes a column of the
+		// panel (dst with the room after the panel that trans may use).
+		trans(dst[ir*kb:], a[(i0+ir)*lda+p0:], lda, mr, kb, v)
 	}
 }
 
 // packB packs the kb×nb block of op(B) at row p0, column j0 into
 // micro-panels of nr columns, the panel starting at column jr at dst[jr*kb:].
 func packB(dst []float32, transB bool, b []float32, ldb, p0, j0, kb, nb, nr int, trans packFunc) {
+	if !transB {
+		// Each k step is a piece of a row of B.
+		packRows(dst, b[p0*ldb+j0:], ldb, nr, kb, nb)
+		return
+	}
 	for jr := 0; jr < nb; jr += nr {
-		v := min(nr, nb-jr)
-		d := dst[jr*kb:]
-		if transB {
-			// op(B)[p][j] = B[j][p]
-			trans(d, b[(j0+jr)*ldb+p0:], ldb, nr, kb, v)
-		} else {
-			packCopy(d, b[p0*ldb+j0+jr:], ldb, nr, kb, v)
-		}
+		// op(B)[p][j] = B[j][p]
+		trans(dst[jr*kb:], b[(j0+jr)*ldb+p0:], ldb, nr, kb, min(nr, nb-jr))
 	}
 }
 
-// packCopy packs a micro-panel whose k steps are rows of the source: step p
-// is src[p*ld : p*ld+v], stored at d[p*w:], zero-padded to w floats.
-func packCopy(d, src []float32, ld, w, kb, v int) {
+// packRows packs the kb×nb block at the start of src (rows ld apart), whose
+// k steps are its rows, into micro-panels of w columns, the panel of
+// column jr at d[jr*kb:], each k step w floats, zero-padded to w. It reads
+// the block row after row, each row once from start to end; packing panel
+// after panel instead reads w floats from each of kb rows per panel (a
+// 64-byte copy call per row with AVX2's 16-wide panels). A 384×352 block
+// of a matrix 2048 wide, one Zen 4 thread: 44–46 → 37–39 µs in 16-wide
+// panels, 27 µs either way in 32-wide ones.
+func packRows(d, src []float32, ld, w, kb, nb int) {
+	full := nb / w * w
 	for p := range kb {
-		row := d[p*w : p*w+w]
-		copy(row[:v], src[p*ld:p*ld+v])
-		clear(row[v:])
+		row := src[p*ld : p*ld+nb]
+		jr := 0
+		switch w {
+		case 16:
+			for ; jr < full; jr += 16 {
+				*(*[16]float32)(d[jr*kb+p*16:]) = *(*[16]float32)(row[jr:])
+			}
+		case 32:
+			for ; jr < full; jr += 32 {
+				*(*[32]float32)(d[jr*kb+p*32:]) = *(*[32]float32)(row[jr:])
+			}
+		default:
+			for ; jr < full; jr += w {
+				copy(d[jr*kb+p*w:][:w], row[jr:jr+w])
+			}
+		}
+		if jr < nb {
+			out := d[jr*kb+p*w:][:w]
+			copy(out, row[jr:])
+			clear(out[nb-jr:])
+		}
 	}
 }
 
