@@ -315,9 +315,7 @@ func (a *directArgs) runRows(lo, hi int) {
 			}
 			w := a.wp[ob*s.C*nt*direct.Rows:]
 			out := a.y[(n*s.OutC+ob*direct.Rows)*s.l:]
-			for b := b0; b < b1; b++ {
-				p.Block(out, s.l, in, g.chanLen, taps, w, s.C, b, bias, lower, upper)
-			}
+			p.BlockRange(out, s.l, in, g.chanLen, taps, w, s.C, b0, b1, bias, lower, upper)
 		}
 	}
 }
@@ -537,10 +535,10 @@ func (a *convPoolDirectArgs) run(lo, hi int) {
 }
 
 // inPlace reports whether directArgs reads the input planes where they lie
-// and writes the output planes directly (direct.SamePlan.Block): unit
+// and writes the output planes directly (direct.SamePlan.BlockRange): unit
 // stride with output rows as wide as the input's (ResNet-20's and the CNN's
 // 3×3 layers, and their input gradients) and whole blocks of Rows output
-// channels, with the AVX-512 kernels (an AVX2 SamePlan.Block, its loads
+// channels, with the AVX-512 kernels (an AVX2 SamePlan.BlockRange, its loads
 // masked, ran ResNet-20's step slower than the padded phases). It skips
 // laying out each image's padded phases and copying each block out, a
 // quarter of ResNet-20's direct convolution time.
@@ -570,8 +568,6 @@ func (a *directArgs) runInPlace(lo, hi int) {
 		w := a.wp[ob*s.C*nt*direct.Rows:]
 		out := a.y[(n*s.OutC+ob*direct.Rows)*s.l:][:(direct.Rows-1)*s.l+s.l]
 		in := a.x[n*s.imgIn:][:s.imgIn]
-		for b := range blocks {
-			p.Block(out, s.l, in, s.inPlane, w, s.C, b, bias, lower, upper)
-		}
+		p.BlockRange(out, s.l, in, s.inPlane, w, s.C, 0, blocks, bias, lower, upper)
 	}
 }

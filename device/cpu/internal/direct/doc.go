@@ -13,9 +13,10 @@
 // for r < Rows and q < Cols, the weights packed Rows output channels at a
 // time. On amd64 with AVX-512 it keeps the 8×48 block in 24 registers (an
 // input vector feeds 8 multiply-adds, a weight 3); elsewhere it runs in Go.
-// RowsPlan.Block is the same block with its outputs, bias and clamp
-// applied, stored straight into the output planes (rows of the phase
-// width go to rows of the output width, two masked stores per vector).
+// RowsPlan.BlockRange runs a range of the same blocks with their bias
+// and clamp applied, stored straight into the output planes (rows of the
+// phase width go to rows of the output width, two masked stores per
+// vector).
 //
 // VecBlocks turns the block around for small planes: 16 output channels
 // in two AVX2 vectors × 6 output positions, each input value a (channel,

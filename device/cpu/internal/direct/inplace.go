@@ -173,40 +173,52 @@ func (p *SamePlan) SparseTail() (q0, n int) {
 // plane (the last may be partial), as Block computes them.
 func (p *SamePlan) Blocks() int { return (p.nvec + 2) / 3 }
 
-// Block is Block (the direct convolution's micro-kernel) on this plan's
-// geometry, reading the input planes where they lie and writing the output
-// planes directly: for the Rows output channels r and the output
-// positions q of block b (positions b·Cols to (b+1)·Cols-1 that are
-// outputs),
+// BlockRange is Block (the direct convolution's micro-kernel) on this
+// plan's geometry for blocks [b0, b1), reading the input planes where they
+// lie and writing the output planes directly: for the Rows output channels
+// r and the output positions q of block b (positions b·Cols to
+// (b+1)·Cols-1 that are outputs),
 //
 //	out[r·ldo + q] = min(max(Σ_c Σ_t w[(c·len(taps) + t)·Rows + r] · x_c(q + taps[t]) + bias[r], lo), hi)
 //
 // where x_c is channel c's plane, in[c·cstride:], and a tap outside the
 // image reads 0; the sum runs over c, then t, each term one multiply-add,
 // as Block's over a zero-padded copy (the same bits). Without a bias (nil)
-// the sums are stored as they are. It panics if a slice is too short.
-func (p *SamePlan) Block(out []float32, ldo int, in []float32, cstride int, w []float32, channels, b int, bias []float32, lo, hi float32) {
+// the sums are stored as they are. It panics if a slice is too short; the
+// arguments are checked once for the range.
+func (p *SamePlan) BlockRange(out []float32, ldo int, in []float32, cstride int, w []float32, channels, b0, b1 int, bias []float32, lo, hi float32) {
 	n, nt := p.oh*p.w, len(p.taps)
-	if channels < 1 || b < 0 || b >= p.Blocks() || ldo < n || cstride < p.h*p.w || len(out) < (Rows-1)*ldo+n ||
+	if channels < 1 || b0 < 0 || b1 > p.Blocks() || b0 > b1 || ldo < n || cstride < p.h*p.w || len(out) < (Rows-1)*ldo+n ||
 		len(in) < (channels-1)*cstride+p.h*p.w || len(w) < channels*nt*Rows || (bias != nil && len(bias) < Rows) {
-		panic(fmt.Sprintf("direct: SamePlan.Block %d of a %d×%d plane, %d channels %d apart, rows %d apart: %d inputs, %d outputs, %d weights, %d biases",
-			b, p.h, p.w, channels, cstride, ldo, len(in), len(out), len(w), len(bias)))
+		panic(fmt.Sprintf("direct: SamePlan.BlockRange [%d, %d) of a %d×%d plane, %d channels %d apart, rows %d apart: %d inputs, %d outputs, %d weights, %d biases",
+			b0, b1, p.h, p.w, channels, cstride, ldo, len(in), len(out), len(w), len(bias)))
 	}
-	q0 := b * Cols
-	if haveAsm {
-		var bp *float32
-		if bias != nil {
-			bp = &bias[0]
+	if !haveAsm {
+		for b := b0; b < b1; b++ {
+			p.blockGo(out, ldo, in, cstride, w, channels, b, bias, lo, hi)
 		}
+		return
+	}
+	var bp *float32
+	if bias != nil {
+		bp = &bias[0]
+	}
+	for b := b0; b < b1; b++ {
+		q0 := b * Cols
 		if 3*b+1 == p.nvec {
 			// A last block of one vector (7×7 planes: 4 vectors) runs
 			// one vector's work, not three.
 			blockSame1AVX512(&out[q0], ldo, &in[0], q0, cstride, &p.taps[0], nt, &w[0], channels, &p.masks[3*b], 2*p.nv4, bp, lo, hi)
-			return
+			continue
 		}
 		blockSameAVX512(&out[q0], ldo, &in[0], q0, cstride, &p.taps[0], nt, &w[0], channels, &p.masks[3*b], 2*p.nv4, bp, lo, hi)
-		return
 	}
+}
+
+// blockGo is BlockRange for block b without the assembly.
+func (p *SamePlan) blockGo(out []float32, ldo int, in []float32, cstride int, w []float32, channels, b int, bias []float32, lo, hi float32) {
+	n, nt := p.oh*p.w, len(p.taps)
+	q0 := b * Cols
 	for q := q0; q < min(q0+Cols, n); q++ {
 		v, bit := q/Lanes, uint16(1)<<(q%Lanes)
 		var acc [Rows]float32

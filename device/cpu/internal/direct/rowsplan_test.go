@@ -6,10 +6,11 @@ import (
 	"testing"
 )
 
-// TestRowsPlanMatchesBlock checks RowsPlan.Block against Block into a
-// scratch block whose outputs are then placed, with the bias and clamp, by
-// their row and column: the same bits at every output, and every other
-// element of the planes (and the gap between them) left as it was.
+// TestRowsPlanMatchesBlock checks RowsPlan.BlockRange (the blocks in two ranges)
+// against Block into a scratch block whose outputs are then placed, with
+// the bias and clamp, by their row and column: the same bits at every
+// output, and every other element of the planes (and the gap between
+// them) left as it was.
 func TestRowsPlanMatchesBlock(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	inf := float32(math.Inf(1))
@@ -48,9 +49,11 @@ func TestRowsPlanMatchesBlock(t *testing.T) {
 			for i := range got {
 				got[i], want[i] = untouched, untouched
 			}
+			half := p.Blocks() / 2
+			p.BlockRange(got, ldo, in, cstride, taps, w, channels, 0, half, c.bias, c.lo, c.hi)
+			p.BlockRange(got, ldo, in, cstride, taps, w, channels, half, p.Blocks(), c.bias, c.lo, c.hi)
 			scratch := make([]float32, Rows*Cols)
 			for b := range p.Blocks() {
-				p.Block(got, ldo, in, cstride, taps, w, channels, b, c.bias, c.lo, c.hi)
 				Block(scratch, Cols, in[b*Cols:], cstride, taps, w, channels)
 				for row := range Rows {
 					for k := range Cols {
@@ -83,15 +86,17 @@ func TestRowsPlanChecks(t *testing.T) {
 	in := make([]float32, p.Blocks()*Cols+1)
 	w := make([]float32, len(taps)*Rows)
 	out := make([]float32, (Rows-1)*40+40)
-	p.Block(out, 40, in, 0, taps, w, 1, 0, nil, 0, 0) // fits
+	p.BlockRange(out, 40, in, 0, taps, w, 1, 0, 1, nil, 0, 0) // fits
+	p.BlockRange(out, 40, in, 0, taps, w, 1, 1, 1, nil, 0, 0) // no blocks
 	for name, f := range map[string]func(){
 		"narrow rows": func() { NewRowsPlan(2, 10, 10) },
 		"wide output": func() { NewRowsPlan(2, 21, 20) },
-		"block":       func() { p.Block(out, 40, in, 0, taps, w, 1, 1, nil, 0, 0) },
-		"output":      func() { p.Block(out[:len(out)-1], 40, in, 0, taps, w, 1, 0, nil, 0, 0) },
-		"input":       func() { p.Block(out, 40, in[:p.Blocks()*Cols], 0, taps, w, 1, 0, nil, 0, 0) },
-		"weights":     func() { p.Block(out, 40, in, 0, taps, w[:len(w)-1], 1, 0, nil, 0, 0) },
-		"bias":        func() { p.Block(out, 40, in, 0, taps, w, 1, 0, make([]float32, Rows-1), 0, 0) },
+		"block":       func() { p.BlockRange(out, 40, in, 0, taps, w, 1, 1, 2, nil, 0, 0) },
+		"range":       func() { p.BlockRange(out, 40, in, 0, taps, w, 1, 1, 0, nil, 0, 0) },
+		"output":      func() { p.BlockRange(out[:len(out)-1], 40, in, 0, taps, w, 1, 0, 1, nil, 0, 0) },
+		"input":       func() { p.BlockRange(out, 40, in[:p.Blocks()*Cols], 0, taps, w, 1, 0, 1, nil, 0, 0) },
+		"weights":     func() { p.BlockRange(out, 40, in, 0, taps, w[:len(w)-1], 1, 0, 1, nil, 0, 0) },
+		"bias":        func() { p.BlockRange(out, 40, in, 0, taps, w, 1, 0, 1, make([]float32, Rows-1), 0, 0) },
 	} {
 		func() {
 			defer func() {
