@@ -68,8 +68,10 @@ func (p *RowsPlan) Blocks() int { return (p.oh*p.wq + Cols - 1) / Cols }
 // sums are stored as they are (no clamp). lo, hi = -Inf, +Inf for no
 // activation, 0 and +Inf for ReLU, 0 and 6 for ReLU6; NaN stays NaN. The
 // other positions of out are left alone. It panics if a slice is too
-// short. The arguments are checked once for the range: checked per block,
-// they took 15% of mobilenet_v2's stem (264 blocks of 8 channels).
+// short. The arguments are checked once for the range: with a call and
+// its checks per block, mobilenet_v2's stem (264 blocks for each 8
+// channels) took 161–176 µs at batch 1 on 2 Zen 4 threads, 148–159 µs
+// with one call per range (BenchmarkConvSingleImage, alternating runs).
 func (p *RowsPlan) BlockRange(out []float32, ldo int, in []float32, cstride int, taps []int, w []float32, channels, b0, b1 int, bias []float32, lo, hi float32) {
 	if b0 < 0 || b1 > p.Blocks() || b0 > b1 || ldo < p.oh*p.ow || len(out) < (Rows-1)*ldo+p.oh*p.ow || (bias != nil && len(bias) < Rows) {
 		panic(fmt.Sprintf("direct: RowsPlan.BlockRange [%d, %d) of %d into %d outputs %d apart (%d×%d planes), %d biases", b0, b1, p.Blocks(), len(out), ldo, p.oh, p.ow, len(bias)))
