@@ -66,7 +66,7 @@ func SgemmBands(ws *Workspace, m, n, k int, a []float32, b []float32, ldb int, c
 				if last.Bias != nil {
 					band.Bias = last.Bias[b0:]
 				}
-				kern.small(kbl, a[b0*k+pc*rows:], 1, rows, b[pc*ldb+j:], ldb, c[b0*ldc+j:], ldc, 1, beta, rows, min(nr, n-j), band)
+				kern.small(kbl, a[b0*k+pc*rows:], 1, rows, b[pc*ldb+j:], ldb, 1, c[b0*ldc+j:], ldc, 1, beta, rows, min(nr, n-j), band)
 			}
 		}
 	}

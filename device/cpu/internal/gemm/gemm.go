@@ -38,7 +38,7 @@ type kernelInfo struct {
 	trans packFunc
 	// small, if not nil, computes a tile of the small-product path (see
 	// useSmall) from unpacked operands; without it every product is packed.
-	small smallTileFunc
+	small smallBandFunc
 }
 
 var (

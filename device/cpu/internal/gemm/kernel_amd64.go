@@ -106,7 +106,7 @@ func platformKernels() []*kernelInfo {
 			fn:    kernelAVX512,
 			edge:  edgeAVX512,
 			trans: packTransAVX512,
-			small: smallTileAVX512,
+			small: smallBandAVX512,
 		})
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
@@ -115,7 +115,7 @@ func platformKernels() []*kernelInfo {
 			kc: 384, mc: 4096, nc: 256,
 			fn:    asmKernel(6, 16, kernelAVX2),
 			trans: packTransAVX2,
-			small: smallTileAVX2,
+			small: smallBandAVX2,
 		})
 	}
 	return append(ks, goKernelInfo())

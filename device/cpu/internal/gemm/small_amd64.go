@@ -9,13 +9,22 @@ import "golang.org/x/sys/cpu"
 // smallKernelAVX512 is the signature of the kernels of small_amd64.s.
 type smallKernelAVX512 func(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
 
-// checkSmallTile panics unless a small kernel's arguments keep it inside
-// the slices (a tile of at most maxRows×maxCols), and returns the
-// epilogue's operands (bias nil: none).
-func checkSmallTile(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc, rows, cols int, e Epilogue, maxRows, maxCols int) (bias *float32, lo, hi float32) {
-	if kc <= 0 || rows < 1 || rows > maxRows || cols < 1 || cols > maxCols || ars < 1 || aks < 1 || bks < cols || ldc < cols ||
-		len(a) < (rows-1)*ars+(kc-1)*aks+1 || len(b) < (kc-1)*bks+cols || len(c) < (rows-1)*ldc+cols ||
-		(e.Bias != nil && len(e.Bias) < rows) {
+// checkSmallBand panics unless a band of a small kernel's tiles (see
+// smallBandFunc; tiles of at most maxRows×maxCols) stays inside the
+// slices, and returns the epilogue's operands (bias nil: none).
+func checkSmallBand(kc int, a []float32, ars, aks int, b []float32, bks, bjs int, c []float32, ldc, rows, n int, e Epilogue, maxRows, maxCols int) (bias *float32, lo, hi float32) {
+	if kc <= 0 || rows < 1 || rows > maxRows || n < 1 || ars < 1 || aks < 1 || bks < min(n, maxCols) || bjs < 0 || ldc < n ||
+		len(a) < (rows-1)*ars+(kc-1)*aks+1 || len(c) < (rows-1)*ldc+n || (e.Bias != nil && len(e.Bias) < rows) {
+		panic("gemm: internal error: small kernel called with bad arguments")
+	}
+	// The strips of B the tiles read: the last one, and the last whole one
+	// before it (bjs may be 0: every strip at the same place).
+	last := (n - 1) / maxCols * maxCols
+	need := last*bjs + (kc-1)*bks + n - last
+	if last > 0 {
+		need = max(need, (last-maxCols)*bjs+(kc-1)*bks+maxCols)
+	}
+	if len(b) < need {
 		panic("gemm: internal error: small kernel called with bad arguments")
 	}
 	if e.Bias != nil {
@@ -24,31 +33,38 @@ func checkSmallTile(kc int, a []float32, ars, aks int, b []float32, bks int, c [
 	return nil, 0, 0
 }
 
-// smallTileAVX512 is the smallTileFunc of the AVX-512 kernel: a tile of up
-// to 14×32 in one call of the kernel of its height (op(A) is not padded:
-// only its rows may be read), 16 columns wide when cols <= 16, 24 when
-// cols <= 24 (the columns past 16 in ymm, half a zmm operation's cost on
-// Zen 4: mobilenet_v2's 96 → 24 channel 1×1 layer on channels-last images,
-// one Zen 4 thread, 80 → 94 GFLOP/s from cache, 75 → 84 from memory;
-// BenchmarkChannelsLastPointwise). The slice
-// lengths are checked first, so that the assembly reads and writes only
-// inside them.
-func smallTileAVX512(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc int, alpha, beta float32, rows, cols int, e Epilogue) {
-	bias, lo, hi := checkSmallTile(kc, a, ars, aks, b, bks, c, ldc, rows, cols, e, 14, 32)
+// smallBandAVX512 is the smallBandFunc of the AVX-512 kernel: tiles of up
+// to 14×32, each in one call of the kernel of its height (op(A) is not
+// padded: only its rows may be read); a last tile of up to 16 columns in
+// the kernel 16 wide, of up to 24 in the one 24 wide (the columns past 16
+// in ymm, half a zmm operation's cost on Zen 4: mobilenet_v2's 96 → 24
+// channel 1×1 layer on channels-last images, one Zen 4 thread, 80 → 94
+// GFLOP/s from cache, 75 → 84 from memory;
+// BenchmarkChannelsLastPointwise). The slice lengths are checked first, so
+// that the assembly reads and writes only inside them.
+func smallBandAVX512(kc int, a []float32, ars, aks int, b []float32, bks, bjs int, c []float32, ldc int, alpha, beta float32, rows, n int, e Epilogue) {
+	bias, lo, hi := checkSmallBand(kc, a, ars, aks, b, bks, bjs, c, ldc, rows, n, e, 14, 32)
 	pfa, pfaStep := smallPrefetchA(rows, ars, aks)
-	if cols <= 16 {
-		smallW16[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, uint32(1)<<cols-1, bias, lo, hi, smallPrefetch(bks, 16), pfa, pfaStep)
+	j := 0
+	if n >= 32 {
+		kernel, pf := smallW32[rows], smallPrefetch(bks, 32)
+		for ; j+32 <= n; j += 32 {
+			kernel(kc, &a[0], ars, aks, &b[j*bjs], bks, &c[j], ldc, alpha, beta, 0xffffffff, bias, lo, hi, pf, pfa, pfaStep)
+		}
+	}
+	cols := n - j
+	if cols == 0 {
 		return
 	}
 	mask := uint32(1)<<cols - 1
-	if cols == 32 {
-		mask = 0xffffffff
+	switch {
+	case cols <= 16:
+		smallW16[rows](kc, &a[0], ars, aks, &b[j*bjs], bks, &c[j], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 16), pfa, pfaStep)
+	case cols <= 24 && haveVL:
+		smallW24[rows](kc, &a[0], ars, aks, &b[j*bjs], bks, &c[j], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 32), pfa, pfaStep)
+	default:
+		smallW32[rows](kc, &a[0], ars, aks, &b[j*bjs], bks, &c[j], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 32), pfa, pfaStep)
 	}
-	if cols <= 24 && haveVL {
-		smallW24[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 32), pfa, pfaStep)
-		return
-	}
-	smallW32[rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 32), pfa, pfaStep)
 }
 
 // prefetchRows is how many k steps ahead the small kernels prefetch a
@@ -114,22 +130,33 @@ var avx2Masks = func() (m [8][8]int32) {
 	return m
 }()
 
-// smallTileAVX2 is the smallTileFunc of the AVX2 kernel: a tile of up to
-// 6×16 in one call of the kernel of its height, 8 columns wide when cols
-// <= 8, and the masked kernel when the last vector is partial (AVX2 masks
-// cost a register and slower loads, so whole tiles go without). The slice
-// lengths are checked first, so that the assembly reads and writes only
-// inside them.
-func smallTileAVX2(kc int, a []float32, ars, aks int, b []float32, bks int, c []float32, ldc int, alpha, beta float32, rows, cols int, e Epilogue) {
-	bias, lo, hi := checkSmallTile(kc, a, ars, aks, b, bks, c, ldc, rows, cols, e, 6, 16)
+// smallBandAVX2 is the smallBandFunc of the AVX2 kernel: tiles of up to
+// 6×16, each in one call of the kernel of its height, a last tile of up to
+// 8 columns in the kernel 8 wide, and the masked kernel when its last
+// vector is partial (AVX2 masks cost a register and slower loads, so whole
+// tiles go without). The slice lengths are checked first, so that the
+// assembly reads and writes only inside them.
+func smallBandAVX2(kc int, a []float32, ars, aks int, b []float32, bks, bjs int, c []float32, ldc int, alpha, beta float32, rows, n int, e Epilogue) {
+	bias, lo, hi := checkSmallBand(kc, a, ars, aks, b, bks, bjs, c, ldc, rows, n, e, 6, 16)
 	pfa, pfaStep := smallPrefetchA(rows, ars, aks)
+	j := 0
+	if n >= 16 {
+		kernel, mask, pf := smallAVX2W16[0][rows], &avx2Masks[0][0], smallPrefetch(bks, 16)
+		for ; j+16 <= n; j += 16 {
+			kernel(kc, &a[0], ars, aks, &b[j*bjs], bks, &c[j], ldc, alpha, beta, mask, bias, lo, hi, pf, pfa, pfaStep)
+		}
+	}
+	cols := n - j
+	if cols == 0 {
+		return
+	}
 	masked, mask := 0, &avx2Masks[cols%8][0]
 	if cols%8 != 0 {
 		masked = 1
 	}
 	if cols <= 8 {
-		smallAVX2W8[masked][rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 8), pfa, pfaStep)
+		smallAVX2W8[masked][rows](kc, &a[0], ars, aks, &b[j*bjs], bks, &c[j], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 8), pfa, pfaStep)
 		return
 	}
-	smallAVX2W16[masked][rows](kc, &a[0], ars, aks, &b[0], bks, &c[0], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 16), pfa, pfaStep)
+	smallAVX2W16[masked][rows](kc, &a[0], ars, aks, &b[j*bjs], bks, &c[j], ldc, alpha, beta, mask, bias, lo, hi, smallPrefetch(bks, 16), pfa, pfaStep)
 }

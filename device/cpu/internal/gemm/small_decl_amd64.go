@@ -5,7 +5,7 @@
 package gemm
 
 // The kernels of small_amd64.s: smallAVX512w<w>x<h> computes a tile of h
-// rows and up to w columns (see smallTileAVX512).
+// rows and up to w columns (see smallBandAVX512).
 
 //go:noescape
 func smallAVX512w32x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask uint32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)
@@ -144,7 +144,7 @@ var smallW16 = [15]smallKernelAVX512{1: smallAVX512w16x1, 2: smallAVX512w16x2, 3
 
 // The kernels of small_avx2_amd64.s: smallAVX2w<w>x<h>[m] computes a tile
 // of h rows and up to w columns, m reading its last 8 columns under a mask
-// (see smallTileAVX2).
+// (see smallBandAVX2).
 
 //go:noescape
 func smallAVX2w16x1(kc int, a *float32, ars, aks int, b *float32, bks int, c *float32, ldc int, alpha, beta float32, mask *int32, bias *float32, lo, hi float32, pf, pfa, pfaStep int)

@@ -111,7 +111,8 @@ func TestSmallKBlocks(t *testing.T) {
 // products and on others.
 func TestUseSmall(t *testing.T) {
 	kern := &kernelInfo{name: "test", mr: 14, nr: 32, kc: 384, mc: 4088, nc: 352,
-		small: func(int, []float32, int, int, []float32, int, []float32, int, float32, float32, int, int, Epilogue) {}}
+		small: func(int, []float32, int, int, []float32, int, int, []float32, int, float32, float32, int, int, Epilogue) {
+		}}
 	for _, tc := range []struct {
 		name           string
 		transA, transB bool
@@ -167,24 +168,33 @@ func TestUseSmall(t *testing.T) {
 	assert.False(t, useSmall(kern, false, false, 1, 1, 1, 1, 1), "no small path without a small kernel")
 }
 
-// TestSmallTilePanics: the small kernels refuse arguments that would make
+// TestSmallBandPanics: the small kernels refuse arguments that would make
 // the assembly read or write outside the slices.
-func TestSmallTilePanics(t *testing.T) {
+func TestSmallBandPanics(t *testing.T) {
 	ks := smallKernels()
 	if len(ks) == 0 {
 		t.Skip("no kernel with a small path on this CPU")
 	}
 	s := func(n int) []float32 { return make([]float32, n) }
 	for _, kern := range ks {
+		nr := kern.nr
+		// nr+1 columns of B packed in strips of nr (k steps nr apart,
+		// column j's strip at j·kc): strip 1 at nr·2, read to nr·2+nr+1.
+		kern.small(2, s(4), 1, 1, s(3*nr+1), nr, 2, s(2*(nr+1)), nr+1, 1, 0, 2, nr+1, Epilogue{}) // fits
 		for i, call := range []func(){
-			func() { kern.small(0, s(4), 1, 1, s(4), 4, s(4), 4, 1, 0, 1, 1, Epilogue{}) },          // kc
-			func() { kern.small(2, s(4), 1, 1, s(8), 4, s(4), 4, 1, 0, kern.mr+1, 1, Epilogue{}) },  // rows
-			func() { kern.small(2, s(4), 1, 1, s(8), 4, s(64), 4, 1, 0, 1, kern.nr+1, Epilogue{}) }, // cols
-			func() { kern.small(2, s(4), 4, 2, s(8), 4, s(8), 4, 1, 0, 2, 4, Epilogue{}) },          // short a: needs 4+2+1
-			func() { kern.small(2, s(8), 4, 1, s(7), 4, s(8), 4, 1, 0, 2, 4, Epilogue{}) },          // short b: needs 4+4
-			func() { kern.small(2, s(8), 4, 1, s(8), 4, s(7), 4, 1, 0, 2, 4, Epilogue{}) },          // short c: needs 4+4
-			func() { kern.small(2, s(8), 4, 1, s(8), 3, s(8), 4, 1, 0, 2, 4, Epilogue{}) },          // bks < cols
-			func() { kern.small(2, s(8), 4, 1, s(8), 4, s(8), 3, 1, 0, 2, 4, Epilogue{}) },          // ldc < cols
+			func() { kern.small(0, s(4), 1, 1, s(4), 4, 1, s(4), 4, 1, 0, 1, 1, Epilogue{}) },                   // kc
+			func() { kern.small(2, s(4), 1, 1, s(8), 4, 1, s(4), 4, 1, 0, kern.mr+1, 1, Epilogue{}) },           // rows
+			func() { kern.small(2, s(4), 1, 1, s(8), 4, 1, s(4), 4, 1, 0, 1, 0, Epilogue{}) },                   // no columns
+			func() { kern.small(2, s(4), 4, 2, s(8), 4, 1, s(8), 4, 1, 0, 2, 4, Epilogue{}) },                   // short a: needs 4+2+1
+			func() { kern.small(2, s(8), 4, 1, s(7), 4, 1, s(8), 4, 1, 0, 2, 4, Epilogue{}) },                   // short b: needs 4+4
+			func() { kern.small(2, s(8), 4, 1, s(8), 4, 1, s(7), 4, 1, 0, 2, 4, Epilogue{}) },                   // short c: needs 4+4
+			func() { kern.small(2, s(8), 4, 1, s(8), 3, 1, s(8), 4, 1, 0, 2, 4, Epilogue{}) },                   // bks < cols
+			func() { kern.small(2, s(8), 4, 1, s(8), 4, 1, s(8), 3, 1, 0, 2, 4, Epilogue{}) },                   // ldc < cols
+			func() { kern.small(2, s(8), 4, 1, s(8), 4, -1, s(8), 4, 1, 0, 2, 4, Epilogue{}) },                  // bjs < 0
+			func() { kern.small(2, s(4), 1, 1, s(2*nr), nr, nr, s(2*(nr+1)), nr+1, 1, 0, 2, nr+1, Epilogue{}) }, // short second strip
+			func() {
+				kern.small(2, s(4), 1, 1, s(2*nr+1), nr, nr, s(2*(nr+1)), nr+1, 1, 0, 2, nr+1, Epilogue{Bias: s(1)})
+			}, // short bias
 		} {
 			assert.Panics(t, call, fmt.Sprintf("%s: case %d", kern.name, i))
 		}
