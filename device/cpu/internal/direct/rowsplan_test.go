@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestRowsPlanMatchesBlock checks RowsPlan.BlockRange (the blocks in two ranges)
-// against Block into a scratch block whose outputs are then placed, with
-// the bias and clamp, by their row and column: the same bits at every
-// output, and every other element of the planes (and the gap between
-// them) left as it was.
+// TestRowsPlanMatchesBlock checks RowsPlan.BlockRange (the blocks in two
+// ranges) against Block into a scratch block whose outputs are then
+// placed, with the bias and clamp, by their row and column: the same bits
+// at every output, and every other element of the planes (and the gap
+// between them) left as it was.
 func TestRowsPlanMatchesBlock(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	inf := float32(math.Inf(1))
