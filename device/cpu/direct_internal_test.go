@@ -189,7 +189,7 @@ func TestDirectRowsMatchesPhases(t *testing.T) {
 			nan[i] = float32(math.NaN())
 		}
 		w, bias := randSlice(rng, s.OutC*s.ckk), randSlice(rng, s.OutC)
-		wp, held := g.packFilters(w, nil)
+		wp, held := g.packFilters(New(), w, nil)
 		for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
 			for _, b := range [][]float32{nil, bias} {
 				a := directArgs{s: s, g: g, act: act, x: x, wp: wp, bias: b}
@@ -266,7 +266,7 @@ func TestDirectInPlaceMatchesPhases(t *testing.T) {
 		x := randVals[float32](rng, s.N*s.imgIn, -2, 2)
 		w := randVals[float32](rng, s.OutC*s.ckk, -1, 1)
 		bias := randVals[float32](rng, s.OutC, -1, 1)
-		wp, held := g.packFilters(w, nil)
+		wp, held := g.packFilters(New(), w, nil)
 		for _, act := range []device.Activation{device.ActNone, device.ActReLU, device.ActReLU6} {
 			for _, b := range [][]float32{nil, bias} {
 				a := directArgs{s: s, g: g, act: act, x: x, wp: wp, bias: b}

@@ -1018,17 +1018,30 @@ func conv2dGradWeightIm2col[T float](dev *Device, s convShape, dw, dy, x []T) {
 	}
 	chunk, nparts := gradWeightChunks(s.N)
 	gi := min(s.imagesPerGEMM(), chunk)
-	// Partial sums of chunks 1.. live in one scratch buffer; chunk 0
-	// accumulates in place.
+	// Partial sums of chunks 1.. live in one scratch buffer, each written
+	// whole by its chunk; chunk 0 writes out.
 	psc := getScratch[T]((nparts - 1) * size)
 	defer putScratch(psc)
-	clear(psc.s)
 	launch(dev, nparts, chunk*s.imgOut*s.ckk, gradWeightArgs[T]{convArgs[T]{dev: dev, s: s, a: out, b: dy, c: x, gi: gi}, psc.s, chunk})
-	for p := 1; p < nparts; p++ {
-		for i, v := range psc.s[(p-1)*size : p*size] {
-			out[i] += v
-		}
+	addPartsInOrder(dev, out, psc.s, nparts-1)
+}
+
+// addPartsInOrder adds the parts partial sums held one after the other in
+// partials (each len(out) long) to out, in their order, each element
+// summed alone: the result does not depend on how the elements are split
+// between the workers. ResNet-20's weight gradients at batch 128 spent
+// 1% of the training step in this loop on the calling goroutine alone,
+// one element at a time.
+func addPartsInOrder[T float](dev *Device, out, partials []T, parts int) {
+	size := len(out)
+	if parts == 0 || size == 0 {
+		return
 	}
+	dev.parallelFor(size, parts, func(lo, hi int) {
+		for p := range parts {
+			addTo(out[lo:hi], partials[p*size+lo:p*size+hi])
+		}
+	})
 }
 
 type gradWeightArgs[T float] struct {

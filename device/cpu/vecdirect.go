@@ -257,7 +257,7 @@ func conv2dVecGradWeight(dev *Device, s convShape, dw, dy, x []float32) {
 	psc := getScratch[float64](nparts * size)
 	defer putScratch(psc)
 	launch(dev, nparts, chunk*s.l*size, vecGradArgs{s: s, g: g, dy: dy, x: x, partials: psc.s, chunk: chunk})
-	sumPartsInOrder(dw[:size], psc.s, nparts)
+	sumPartsInOrder(dev, dw[:size], psc.s, nparts)
 }
 
 // vecGradArgs are the arguments of conv2dVecGradWeight: task index p sums
