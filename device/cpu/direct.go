@@ -593,6 +593,10 @@ func (a *directArgs) runInPlace(lo, hi int) {
 		w := a.wp[ob*s.C*nt*direct.Rows:]
 		out := a.y[(n*s.OutC+ob*direct.Rows)*s.l:][:(direct.Rows-1)*s.l+s.l]
 		in := a.x[n*s.imgIn:][:s.imgIn]
-		p.BlockRange(out, s.l, in, s.inPlane, w, s.C, 0, blocks, bias, lower, upper)
+		var next []float32 // the next image of this worker's, prefetched with the image's last block of channels
+		if ob == a.g.ocBlocks-1 && task+1 < hi {
+			next = a.x[(n+1)*s.imgIn:][:s.imgIn]
+		}
+		p.BlockRange(out, s.l, in, next, s.inPlane, w, s.C, 0, blocks, bias, lower, upper)
 	}
 }

@@ -706,22 +706,27 @@ s2done:
 	VZEROUPPER
 	RET
 
-// func blockSameAVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32)
+// func blockSameAVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32, next *float32)
 //
+// First a prefetch of the block's outputs (three lines per row), then
 // blockAVX512 on a SamePlan's geometry: Z(3r+v) accumulates row r,
 // positions q0+16v…, read from the planes where they lie, each tap's three
 // loads under that tap's masks of the block's three vectors (AX: tap 0's,
 // mstride bytes per tap; zeros in the padding's lanes, the same sums as
 // over a zero-padded copy). Then, when bias is not nil, each row gets its
 // bias and the clamp (lo, hi) in registers, and the rows are stored
-// straight into the output planes under the store masks.
-TEXT ·blockSameAVX512(SB), NOSPLIT, $0-104
+// straight into the output planes under the store masks. Each channel's
+// turn first prefetches the three lines at the block's positions in
+// next's channel (R15), the planes of the image computed next.
+TEXT ·blockSameAVX512(SB), NOSPLIT, $0-112
 	MOVQ out+0(FP), DI
 	MOVQ ldo+8(FP), R8
 	SHLQ $2, R8
 	MOVQ in+16(FP), SI
 	MOVQ q0+24(FP), R12
 	LEAQ (SI)(R12*4), SI
+	MOVQ next+104(FP), R15
+	LEAQ (R15)(R12*4), R15
 	MOVQ cstride+32(FP), R9
 	SHLQ $2, R9
 	MOVQ taps+40(FP), R10
@@ -729,9 +734,45 @@ TEXT ·blockSameAVX512(SB), NOSPLIT, $0-104
 	MOVQ w+56(FP), DX
 	MOVQ channels+64(FP), CX
 
+	MOVQ DI, R13 // the block's outputs, prefetched while it computes
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ R8, R13
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ R8, R13
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ R8, R13
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ R8, R13
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ R8, R13
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ R8, R13
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ R8, R13
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+
 	BLOCKZERO
 
 bscloop:
+	PREFETCHT0 (R15)
+	PREFETCHT0 64(R15)
+	PREFETCHT0 128(R15)
 	MOVQ R10, R11
 	MOVQ BX, R14
 	MOVQ masks+72(FP), AX
@@ -783,6 +824,7 @@ bstloop:
 	DECQ R14
 	JNZ  bstloop
 	ADDQ R9, SI
+	ADDQ R9, R15
 	DECQ CX
 	JNZ  bscloop
 
@@ -842,19 +884,22 @@ bsstore:
 	VZEROUPPER
 	RET
 
-// func blockSame1AVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32)
+// func blockSame1AVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32, next *float32)
 //
 // blockSameAVX512 for a block of one vector, positions q0…q0+15: Z(r)
 // accumulates row r, each weight broadcast by its multiply-add. A plane
 // whose last block holds one vector (7×7: 4 vectors, blocks of 3) runs it
-// instead of three vectors' work for one.
-TEXT ·blockSame1AVX512(SB), NOSPLIT, $0-104
+// instead of three vectors' work for one. It prefetches next's lines as
+// blockSameAVX512 does, but not its outputs.
+TEXT ·blockSame1AVX512(SB), NOSPLIT, $0-112
 	MOVQ out+0(FP), DI
 	MOVQ ldo+8(FP), R8
 	SHLQ $2, R8
 	MOVQ in+16(FP), SI
 	MOVQ q0+24(FP), R12
 	LEAQ (SI)(R12*4), SI
+	MOVQ next+104(FP), R15
+	LEAQ (R15)(R12*4), R15
 	MOVQ cstride+32(FP), R9
 	SHLQ $2, R9
 	MOVQ taps+40(FP), R10
@@ -872,6 +917,9 @@ TEXT ·blockSame1AVX512(SB), NOSPLIT, $0-104
 	VXORPS Z7, Z7, Z7
 
 b1cloop:
+	PREFETCHT0 (R15)
+	PREFETCHT0 64(R15)
+	PREFETCHT0 128(R15)
 	MOVQ R10, R11
 	MOVQ BX, R14
 	MOVQ masks+72(FP), AX
@@ -894,6 +942,7 @@ b1tloop:
 	DECQ R14
 	JNZ  b1tloop
 	ADDQ R9, SI
+	ADDQ R9, R15
 	DECQ CX
 	JNZ  b1cloop
 
@@ -1627,3 +1676,4 @@ brstore:
 	ROWSTORE(Z21, Z22, Z23)
 	VZEROUPPER
 	RET
+

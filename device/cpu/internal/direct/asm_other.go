@@ -36,11 +36,11 @@ func stride2AVX512(out, in *float32, ld, rows int, w *float32, masks *uint16, st
 	panic("direct: no assembly on this platform")
 }
 
-func blockSameAVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32) {
+func blockSameAVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32, next *float32) {
 	panic("direct: no assembly on this platform")
 }
 
-func blockSame1AVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32) {
+func blockSame1AVX512(out *float32, ldo int, in *float32, q0, cstride int, taps *int, ntaps int, w *float32, channels int, masks *uint16, mstride int, bias *float32, lo, hi float32, next *float32) {
 	panic("direct: no assembly on this platform")
 }
 

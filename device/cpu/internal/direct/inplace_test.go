@@ -282,10 +282,12 @@ func TestSamePlanBlockMatchesReference(t *testing.T) {
 				if withBias {
 					b = bias
 				}
-				// In two ranges: the blocks before the last and the last.
+				// In two ranges: the blocks before the last, prefetching
+				// planes of their own, and the last, without.
 				last := p.Blocks() - 1
-				p.BlockRange(out[:(Rows-1)*ldo+n], ldo, in, cstride, w, channels, 0, last, b, 0, 6)
-				p.BlockRange(out[:(Rows-1)*ldo+n], ldo, in, cstride, w, channels, last, last+1, b, 0, 6)
+				next := make([]float32, len(in))
+				p.BlockRange(out[:(Rows-1)*ldo+n], ldo, in, next, cstride, w, channels, 0, last, b, 0, 6)
+				p.BlockRange(out[:(Rows-1)*ldo+n], ldo, in, nil, cstride, w, channels, last, last+1, b, 0, 6)
 				for row := range Rows {
 					for q := range n {
 						i, j := q/g.w, q%g.w
@@ -318,6 +320,33 @@ func TestSamePlanBlockMatchesReference(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSamePlanBlockRangePanics checks that BlockRange refuses slices too
+// short for the range it is asked for, next included, before any kernel
+// reads them.
+func TestSamePlanBlockRangePanics(t *testing.T) {
+	p := NewSamePlan(7, 7, 7, 3, 3, 1, 1, 1, 1)
+	in, w := make([]float32, 2*49), make([]float32, 2*9*Rows)
+	out := make([]float32, (Rows-1)*49+49)
+	p.BlockRange(out, 49, in, in, 49, w, 2, 0, p.Blocks(), nil, 0, 0) // fits
+	for name, f := range map[string]func(){
+		"next":    func() { p.BlockRange(out, 49, in, in[:49], 49, w, 2, 0, 1, nil, 0, 0) },
+		"input":   func() { p.BlockRange(out, 49, in[:49], nil, 49, w, 2, 0, 1, nil, 0, 0) },
+		"output":  func() { p.BlockRange(out[:len(out)-1], 49, in, nil, 49, w, 2, 0, 1, nil, 0, 0) },
+		"weights": func() { p.BlockRange(out, 49, in, nil, 49, w[:len(w)-1], 2, 0, 1, nil, 0, 0) },
+		"blocks":  func() { p.BlockRange(out, 49, in, nil, 49, w, 2, 0, p.Blocks()+1, nil, 0, 0) },
+		"bias":    func() { p.BlockRange(out, 49, in, nil, 49, w, 2, 0, 1, make([]float32, Rows-1), 0, 0) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
 	}
 }
 
