@@ -142,25 +142,35 @@ type filterLayout struct{ at, perOut, perIn, perTap int }
 // function call per element, on the calling goroutine alone, it took 1%
 // of ResNet-20's step.
 func (g directGeom) packWeights(dev *Device, wp, w []float32, l filterLayout) {
-	s, nt := g.s, g.nTaps
+	launch(dev, g.ocBlocks, g.s.C*g.nTaps*direct.Rows, packArgs{g: g, wp: wp, w: w, l: l})
+}
+
+// packArgs are the arguments of packWeights: task index ob is block ob of
+// Rows output channels.
+type packArgs struct {
+	g     directGeom
+	wp, w []float32
+	l     filterLayout
+}
+
+func (a *packArgs) run(lo, hi int) {
+	s, nt, l := a.g.s, a.g.nTaps, a.l
 	per := s.C * nt * direct.Rows // floats per block of output channels
-	dev.parallelFor(g.ocBlocks, per, func(lo, hi int) {
-		for ob := lo; ob < hi; ob++ {
-			i := ob * per
-			for c := range s.C {
-				for t := range nt {
-					for r := range direct.Rows {
-						var v float32
-						if oc := ob*direct.Rows + r; oc < s.OutC {
-							v = w[l.at+oc*l.perOut+c*l.perIn+t*l.perTap]
-						}
-						wp[i] = v
-						i++
+	for ob := lo; ob < hi; ob++ {
+		i := ob * per
+		for c := range s.C {
+			for t := range nt {
+				for r := range direct.Rows {
+					var v float32
+					if oc := ob*direct.Rows + r; oc < s.OutC {
+						v = a.w[l.at+oc*l.perOut+c*l.perIn+t*l.perTap]
 					}
+					a.wp[i] = v
+					i++
 				}
 			}
 		}
-	})
+	}
 }
 
 // directRun runs the direct convolution with packed weights wp, one task
@@ -194,60 +204,92 @@ func directRun(dev *Device, s convShape, g directGeom, act device.Activation, y,
 // would spend a vector of 16 lanes per image, output block, channel and
 // tap on one or two outputs: a quarter of the work of a 7×7 layer.
 func directTails(dev *Device, s convShape, g directGeom, act device.Activation, y, x, wp, bias []float32, q0, nq int) {
-	nt := g.nTaps
-	k, cols := s.C*nt, s.N*nq
+	k, cols := s.C*g.nTaps, s.N*nq
 	sc := getScratch[float32](s.OutC*k + k*cols + s.OutC*cols)
 	defer putScratch(sc)
-	a, b, c := sc.s[:s.OutC*k], sc.s[s.OutC*k:][:k*cols], sc.s[s.OutC*k+k*cols:][:s.OutC*cols]
+	t := tailArgs{s: s, g: g, act: act, y: y, x: x, wp: wp, bias: bias, q0: q0, nq: nq,
+		a: sc.s[:s.OutC*k], b: sc.s[s.OutC*k:][:k*cols], c: sc.s[s.OutC*k+k*cols:][:s.OutC*cols]}
 	// The filters, the gathered inputs and the results are each copied by
 	// all workers, by output channels or by images: these copies ran on
 	// the calling goroutine alone, 1.2% of ResNet-20's training step.
-	dev.parallelFor(s.OutC, k, func(lo, hi int) {
-		for oc := lo; oc < hi; oc++ { // the filters: OutC × (channel, tap), from blocks of Rows
+	t.step = tailFilters
+	launch(dev, s.OutC, k, t)
+	t.step = tailGather
+	launch(dev, s.N, k*nq, t)
+	gemmOn(dev, false, false, s.OutC, cols, k, 1, t.a, k, t.b, cols, 0, t.c, cols)
+	t.step = tailScatter
+	launch(dev, s.N, s.OutC*nq, t)
+}
+
+// tailArgs are the arguments of directTails's steps: a holds the filters
+// (OutC × (channel, tap)), b the inputs the tails read (a row per (channel,
+// tap), column n·nq+e for output q0+e of image n), c their product.
+type tailArgs struct {
+	s              convShape
+	g              directGeom
+	act            device.Activation
+	y, x, wp, bias []float32
+	q0, nq         int
+	a, b, c        []float32
+	step           tailStep
+}
+
+// tailStep is the step of directTails a tailArgs task runs.
+type tailStep int
+
+const (
+	tailFilters tailStep = iota // output channels [lo, hi) of the filters into a, from the blocks of Rows of wp
+	tailGather                  // images [lo, hi) of the inputs into b
+	tailScatter                 // images [lo, hi) of the product, biased and clamped, into y
+)
+
+func (t *tailArgs) run(lo, hi int) {
+	s, nt, nq := t.s, t.g.nTaps, t.nq
+	k, cols := s.C*nt, s.N*nq
+	switch t.step {
+	case tailFilters:
+		for oc := lo; oc < hi; oc++ {
 			ob, r := oc/direct.Rows, oc%direct.Rows
 			for j := range k {
-				a[oc*k+j] = wp[(ob*k+j)*direct.Rows+r]
+				t.a[oc*k+j] = t.wp[(ob*k+j)*direct.Rows+r]
 			}
 		}
-	})
-	dev.parallelFor(s.N, k*nq, func(lo, hi int) {
-		for j := range k { // row (channel, tap) of the inputs: column n·nq+e for output q0+e of image n
-			ch, t := j/nt, j%nt
-			row := b[j*cols:][:cols]
+	case tailGather:
+		for j := range k {
+			ch, tap := j/nt, j%nt
+			row := t.b[j*cols:][:cols]
 			for e := range nq {
-				q := q0 + e
-				ih, iw := q/s.W+(t/s.KW)*s.DilH-s.PadH, q%s.W+(t%s.KW)*s.DilW-s.PadW
+				q := t.q0 + e
+				ih, iw := q/s.W+(tap/s.KW)*s.DilH-s.PadH, q%s.W+(tap%s.KW)*s.DilW-s.PadW
 				inside := ih >= 0 && ih < s.H && iw >= 0 && iw < s.W
 				for n := lo; n < hi; n++ {
 					var v float32
 					if inside {
-						v = x[n*s.imgIn+ch*s.inPlane+ih*s.W+iw]
+						v = t.x[n*s.imgIn+ch*s.inPlane+ih*s.W+iw]
 					}
 					row[n*nq+e] = v
 				}
 			}
 		}
-	})
-	gemmOn(dev, false, false, s.OutC, cols, k, 1, a, k, b, cols, 0, c, cols)
-	lower, upper := clampOf(act)
-	clamp := bias != nil || act != device.ActNone // as runInPlace gives Block a bias
-	dev.parallelFor(s.N, s.OutC*nq, func(lo, hi int) {
+	case tailScatter:
+		lower, upper := clampOf(t.act)
+		clamp := t.bias != nil || t.act != device.ActNone // as runInPlace gives Block a bias
 		for oc := range s.OutC {
 			var bv float32
-			if bias != nil {
-				bv = bias[oc]
+			if t.bias != nil {
+				bv = t.bias[oc]
 			}
 			for n := lo; n < hi; n++ {
 				for e := range nq {
-					v := c[oc*cols+n*nq+e]
+					v := t.c[oc*cols+n*nq+e]
 					if clamp {
 						v = min(max(v+bv, lower), upper) // NaN: Go's min and max keep it, as Block
 					}
-					y[n*s.imgOut+oc*s.l+q0+e] = v
+					t.y[n*s.imgOut+oc*s.l+t.q0+e] = v
 				}
 			}
 		}
-	})
+	}
 }
 
 // directArgs are the arguments of directRun: task index i is block
@@ -446,16 +488,26 @@ func gradWeightChunks(images int) (chunk, nparts int) {
 // the same bits whatever the number of workers, which share the elements
 // out.
 func sumPartsInOrder(dev *Device, dw []float32, partials []float64, nparts int) {
-	size := len(dw)
-	dev.parallelFor(size, nparts, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			var v float64
-			for p := range nparts {
-				v += partials[p*size+i]
-			}
-			dw[i] = float32(v)
+	launch(dev, len(dw), nparts, sumPartsArgs{dw: dw, partials: partials, nparts: nparts})
+}
+
+// sumPartsArgs are the arguments of sumPartsInOrder: task index i is
+// element i of dw.
+type sumPartsArgs struct {
+	dw       []float32
+	partials []float64
+	nparts   int
+}
+
+func (a *sumPartsArgs) run(lo, hi int) {
+	size := len(a.dw)
+	for i := lo; i < hi; i++ {
+		var v float64
+		for p := range a.nparts {
+			v += a.partials[p*size+i]
 		}
-	})
+		a.dw[i] = float32(v)
+	}
 }
 
 // directGradArgs are the arguments of conv2dDirectGradWeight: task index p

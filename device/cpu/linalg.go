@@ -1033,15 +1033,23 @@ func conv2dGradWeightIm2col[T float](dev *Device, s convShape, dw, dy, x []T) {
 // 1% of the training step in this loop on the calling goroutine alone,
 // one element at a time.
 func addPartsInOrder[T float](dev *Device, out, partials []T, parts int) {
-	size := len(out)
-	if parts == 0 || size == 0 {
-		return
+	if parts > 0 {
+		launch(dev, len(out), parts, addPartsArgs[T]{out: out, partials: partials, parts: parts})
 	}
-	dev.parallelFor(size, parts, func(lo, hi int) {
-		for p := range parts {
-			addTo(out[lo:hi], partials[p*size+lo:p*size+hi])
-		}
-	})
+}
+
+// addPartsArgs are the arguments of addPartsInOrder: task index i is
+// element i of out.
+type addPartsArgs[T float] struct {
+	out, partials []T
+	parts         int
+}
+
+func (a *addPartsArgs[T]) run(lo, hi int) {
+	size := len(a.out)
+	for p := range a.parts {
+		addTo(a.out[lo:hi], a.partials[p*size+lo:p*size+hi])
+	}
 }
 
 type gradWeightArgs[T float] struct {
