@@ -106,10 +106,7 @@ func conv2dDirectGradInput(dev *Device, s convShape, dx, dy, w []float32) {
 	g := newDirectGeom(t)
 	wp := getScratch[float32](g.packedLen)
 	defer putScratch(wp)
-	kk := s.KH * s.KW
-	// Filter (c, oc) of the gradient's convolution is filter (oc, c) of
-	// the forward one, its taps in reverse order.
-	g.packWeights(dev, wp.s, w, filterLayout{at: kk - 1, perOut: kk, perIn: s.C * kk, perTap: -1})
+	packFilterBlocks(dev, wp.s, w, gradInputFilters(s), t, g.nTaps, direct.Rows)
 	directRun(dev, t, g, device.ActNone, dx, dy, wp.s, nil)
 }
 
@@ -119,50 +116,64 @@ func (s convShape) directGradInput() bool {
 }
 
 // packFilters packs the filters w (OutC×C×KH×KW) of the forward
-// convolution (see packWeights), once for all calls when wb, the buffer
+// convolution (see packFilterBlocks), once for all calls when wb, the buffer
 // holding w, is constant (see derived); held.release gives the packing
 // back.
 func (g directGeom) packFilters(dev *Device, w []float32, wb *Buffer) (wp []float32, held heldForm) {
 	key := derivedKey{kind: directFilters, outC: g.s.OutC, inC: g.s.C, taps: g.nTaps, alt: g.s.Groups}
 	return derived(wb, key, g.packedLen, func(wp []float32) {
-		g.packWeights(dev, wp, w, filterLayout{perOut: g.s.C * g.nTaps, perIn: g.nTaps, perTap: 1})
+		packFilterBlocks(dev, wp, w, forwardFilters(g.s, g.nTaps), g.s, g.nTaps, direct.Rows)
 	})
 }
 
-// filterLayout says where packWeights finds element (oc, c, t) of the
-// filters, output channel oc, input channel c, tap t: at
+// filterLayout says where packFilterBlocks finds element (oc, c, t) of
+// the filters, output channel oc, input channel c, tap t: at
 // w[at + oc·perOut + c·perIn + t·perTap].
 type filterLayout struct{ at, perOut, perIn, perTap int }
 
-// packWeights lays the filters w (laid out as l says) out for
-// direct.Block: blocks of Rows output channels, then input channels, then
-// taps, the Rows channels' weights side by side (zero past OutC), the
-// blocks shared out between the workers. A training step packs the
-// filters of every direct convolution and input gradient again: through a
-// function call per element, on the calling goroutine alone, it took 1%
-// of ResNet-20's step.
-func (g directGeom) packWeights(dev *Device, wp, w []float32, l filterLayout) {
-	launch(dev, g.ocBlocks, g.s.C*g.nTaps*direct.Rows, packArgs{g: g, wp: wp, w: w, l: l})
+// forwardFilters is the layout of the filters of s as stored,
+// OutC×C×taps.
+func forwardFilters(s convShape, taps int) filterLayout {
+	return filterLayout{perOut: s.C * taps, perIn: taps, perTap: 1}
 }
 
-// packArgs are the arguments of packWeights: task index ob is block ob of
-// Rows output channels.
+// gradInputFilters is the layout of the filters of the convolution that
+// computes s's input gradient (s.gradInputShape()) inside s's: its filter
+// (c, oc) is s's filter (oc, c), the taps in reverse order.
+func gradInputFilters(s convShape) filterLayout {
+	kk := s.KH * s.KW
+	return filterLayout{at: kk - 1, perOut: kk, perIn: s.C * kk, perTap: -1}
+}
+
+// packFilterBlocks lays the filters w of s (laid out as l says) out for
+// the direct kernels: blocks of rows output channels (direct.Rows for
+// Block, direct.VecRows for VecBlocks), then input channels, then taps,
+// the block's weights side by side (zero past OutC), the blocks shared
+// out between the workers. A training step packs the filters of every
+// direct convolution and input gradient again: through a function call
+// per element, on the calling goroutine alone, it took 1% of ResNet-20's
+// step.
+func packFilterBlocks(dev *Device, wp, w []float32, l filterLayout, s convShape, taps, rows int) {
+	launch(dev, ceilDiv(s.OutC, rows), s.C*taps*rows, packArgs{wp: wp, w: w, l: l, outC: s.OutC, inC: s.C, taps: taps, rows: rows})
+}
+
+// packArgs are the arguments of packFilterBlocks: task index ob is block
+// ob of rows output channels.
 type packArgs struct {
-	g     directGeom
-	wp, w []float32
-	l     filterLayout
+	wp, w                 []float32
+	l                     filterLayout
+	outC, inC, taps, rows int
 }
 
 func (a *packArgs) run(lo, hi int) {
-	s, nt, l := a.g.s, a.g.nTaps, a.l
-	per := s.C * nt * direct.Rows // floats per block of output channels
+	l, per := a.l, a.inC*a.taps*a.rows // floats per block of output channels
 	for ob := lo; ob < hi; ob++ {
 		i := ob * per
-		for c := range s.C {
-			for t := range nt {
-				for r := range direct.Rows {
+		for c := range a.inC {
+			for t := range a.taps {
+				for r := range a.rows {
 					var v float32
-					if oc := ob*direct.Rows + r; oc < s.OutC {
+					if oc := ob*a.rows + r; oc < a.outC {
 						v = a.w[l.at+oc*l.perOut+c*l.perIn+t*l.perTap]
 					}
 					a.wp[i] = v

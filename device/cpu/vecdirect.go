@@ -67,7 +67,7 @@ func conv2dVec(dev *Device, s convShape, act device.Activation, y, x, w, bias []
 	g := newDirectGeom(s)
 	key := derivedKey{kind: vecFilters, outC: s.OutC, inC: s.C, taps: g.nTaps}
 	wp, held := derived(wb, key, vecPackedLen(s, g), func(wp []float32) {
-		vecPackWeights(wp, s, g, func(oc, c, t int) float32 { return w[(oc*s.C+c)*g.nTaps+t] })
+		packFilterBlocks(dev, wp, w, forwardFilters(s, g.nTaps), s, g.nTaps, direct.VecRows)
 	})
 	defer held.release()
 	vecRun(dev, s, g, act, y, x, wp, bias)
@@ -82,8 +82,7 @@ func conv2dVecGradInput(dev *Device, s convShape, dx, dy, w []float32) {
 	g := newDirectGeom(t)
 	wp := getScratch[float32](vecPackedLen(t, g))
 	defer putScratch(wp)
-	kk := s.KH * s.KW
-	vecPackWeights(wp.s, t, g, func(c, oc, tap int) float32 { return w[(oc*s.C+c)*kk+kk-1-tap] })
+	packFilterBlocks(dev, wp.s, w, gradInputFilters(s), t, g.nTaps, direct.VecRows)
 	vecRun(dev, t, g, device.ActNone, dx, dy, wp.s, nil)
 }
 
@@ -91,28 +90,6 @@ func conv2dVecGradInput(dev *Device, s convShape, dx, dy, w []float32) {
 // output channels, each C·taps pairs of VecRows weights.
 func vecPackedLen(s convShape, g directGeom) int {
 	return ceilDiv(s.OutC, direct.VecRows) * s.C * g.nTaps * direct.VecRows
-}
-
-// vecPackWeights lays the filters out for direct.VecBlocks: blocks of
-// VecRows output channels, then input channels, then taps, the block's
-// weights side by side (zero past OutC). weight(oc, c, t) is the filter
-// element.
-func vecPackWeights(wp []float32, s convShape, g directGeom, weight func(oc, c, t int) float32) {
-	i := 0
-	for ob := range ceilDiv(s.OutC, direct.VecRows) {
-		for c := range s.C {
-			for t := range g.nTaps {
-				for r := range direct.VecRows {
-					var v float32
-					if oc := ob*direct.VecRows + r; oc < s.OutC {
-						v = weight(oc, c, t)
-					}
-					wp[i] = v
-					i++
-				}
-			}
-		}
-	}
 }
 
 // vecRun runs the channel-vector direct convolution with packed filters
