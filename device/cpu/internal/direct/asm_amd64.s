@@ -63,6 +63,14 @@
 	PREFETCHT0 128(R15); \
 	PREFETCHT0 188(R15)
 
+// PREFETCH3 prefetches the three cache lines of a block's 48 positions
+// from r (the lines a row of the block reads or writes when they start a
+// line).
+#define PREFETCH3(r) \
+	PREFETCHT0 (r); \
+	PREFETCHT0 64(r); \
+	PREFETCHT0 128(r)
+
 // BLOCKTAP adds one channel's tap to the 8×48 block of blockAVX512 and
 // blockRowsAVX512: the tap's offset from (R11), three loads of the input
 // (SI) at it, then per row one broadcast weight (DX) and three
@@ -735,44 +743,18 @@ TEXT ·blockSameAVX512(SB), NOSPLIT, $0-112
 	MOVQ channels+64(FP), CX
 
 	MOVQ DI, R13 // the block's outputs, prefetched while it computes
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
+	MOVQ $8, R14
+
+bsprefetch:
+	PREFETCH3(R13)
 	ADDQ R8, R13
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	ADDQ R8, R13
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	ADDQ R8, R13
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	ADDQ R8, R13
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	ADDQ R8, R13
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	ADDQ R8, R13
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	ADDQ R8, R13
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
+	DECQ R14
+	JNZ  bsprefetch
 
 	BLOCKZERO
 
 bscloop:
-	PREFETCHT0 (R15)
-	PREFETCHT0 64(R15)
-	PREFETCHT0 128(R15)
+	PREFETCH3(R15)
 	MOVQ R10, R11
 	MOVQ BX, R14
 	MOVQ masks+72(FP), AX
@@ -917,9 +899,7 @@ TEXT ·blockSame1AVX512(SB), NOSPLIT, $0-112
 	VXORPS Z7, Z7, Z7
 
 b1cloop:
-	PREFETCHT0 (R15)
-	PREFETCHT0 64(R15)
-	PREFETCHT0 128(R15)
+	PREFETCH3(R15)
 	MOVQ R10, R11
 	MOVQ BX, R14
 	MOVQ masks+72(FP), AX
