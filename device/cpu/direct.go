@@ -85,7 +85,7 @@ func newDirectGeom(s convShape) directGeom {
 	g.qPad = (g.q + direct.Cols - 1) / direct.Cols * direct.Cols
 	g.inLen = max(s.C*g.chanLen, (s.C-1)*g.chanLen+g.maxTap+g.qPad)
 	g.ocBlocks = (s.OutC + direct.Rows - 1) / direct.Rows
-	g.packedLen = g.ocBlocks * s.C * g.nTaps * direct.Rows
+	g.packedLen = filterBlocksLen(s, g.nTaps, direct.Rows)
 	return g
 }
 
@@ -155,6 +155,13 @@ func gradInputFilters(s convShape) filterLayout {
 // step.
 func packFilterBlocks(dev *Device, wp, w []float32, l filterLayout, s convShape, taps, rows int) {
 	launch(dev, ceilDiv(s.OutC, rows), s.C*taps*rows, packArgs{wp: wp, w: w, l: l, outC: s.OutC, inC: s.C, taps: taps, rows: rows})
+}
+
+// filterBlocksLen is the length of the filters of s packed by
+// packFilterBlocks in blocks of rows output channels: ceil(OutC/rows)
+// blocks of C × taps × rows.
+func filterBlocksLen(s convShape, taps, rows int) int {
+	return ceilDiv(s.OutC, rows) * s.C * taps * rows
 }
 
 // packArgs are the arguments of packFilterBlocks: task index ob is block

@@ -66,7 +66,7 @@ func useVecGradWeight(s convShape) bool {
 func conv2dVec(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32, wb *Buffer) {
 	g := newDirectGeom(s)
 	key := derivedKey{kind: vecFilters, outC: s.OutC, inC: s.C, taps: g.nTaps}
-	wp, held := derived(wb, key, vecPackedLen(s, g), func(wp []float32) {
+	wp, held := derived(wb, key, filterBlocksLen(s, g.nTaps, direct.VecRows), func(wp []float32) {
 		packFilterBlocks(dev, wp, w, forwardFilters(s, g.nTaps), s, g.nTaps, direct.VecRows)
 	})
 	defer held.release()
@@ -80,16 +80,10 @@ func conv2dVec(dev *Device, s convShape, act device.Activation, y, x, w, bias []
 func conv2dVecGradInput(dev *Device, s convShape, dx, dy, w []float32) {
 	t := s.gradInputShape()
 	g := newDirectGeom(t)
-	wp := getScratch[float32](vecPackedLen(t, g))
+	wp := getScratch[float32](filterBlocksLen(t, g.nTaps, direct.VecRows))
 	defer putScratch(wp)
 	packFilterBlocks(dev, wp.s, w, gradInputFilters(s), t, g.nTaps, direct.VecRows)
 	vecRun(dev, t, g, device.ActNone, dx, dy, wp.s, nil)
-}
-
-// vecPackedLen is the length of the packed filters: blocks of VecRows
-// output channels, each C·taps pairs of VecRows weights.
-func vecPackedLen(s convShape, g directGeom) int {
-	return ceilDiv(s.OutC, direct.VecRows) * s.C * g.nTaps * direct.VecRows
 }
 
 // vecRun runs the channel-vector direct convolution with packed filters
