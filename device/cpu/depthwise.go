@@ -450,31 +450,43 @@ func fillPhases[T float](g dwGeom, ph, x []T) {
 // computes some of a plane's output rows lays out only the rows they read
 // (fillPhases lays out all of them). With a horizontal stride of 2 in
 // float32, each vertical phase's rows go through direct.SplitColumns in
-// one call.
+// one call, and only their padding is zeroed (clearing whole rows first
+// took 40% of the layout's time in mobilenet_v2's stem); otherwise the
+// rows are cleared, then copied column by column.
 func fillPhaseRows[T float](g dwGeom, ph, x []T, k0, k1 int) {
 	s := g.s
-	for p := range g.nPhase {
-		clear(ph[p*g.phaseLen+k0*g.wq : p*g.phaseLen+k1*g.wq])
+	ph32, split := any(ph).([]float32)
+	split = split && s.StrideW == 2 && s.W > 0
+	if !split {
+		for p := range g.nPhase {
+			clear(ph[p*g.phaseLen+k0*g.wq : p*g.phaseLen+k1*g.wq])
+		}
 	}
 	for rr := range s.StrideH {
 		// Phase row k of vertical phase rr holds input row
 		// h = k·StrideH + rr - PadH, where 0 <= h < H.
 		ka := max(k0, ceilDiv(s.PadH-rr, s.StrideH))
 		kb := min(k1, ceilDiv(s.H+s.PadH-rr, s.StrideH))
+		if split {
+			// The row's even and odd columns in one call for all rows:
+			// column w of the input is padded column w+PadW, which lies
+			// in column phase (w+PadW) mod 2 at (w+PadW)/2.
+			even := ph32[(rr*2+s.PadW%2)*g.phaseLen:][:g.phaseLen]
+			odd := ph32[(rr*2+(1+s.PadW)%2)*g.phaseLen:][:g.phaseLen]
+			e0, o0 := s.PadW/2, (1+s.PadW)/2
+			clearPhasePadding(even, g.wq, k0, k1, ka, kb, e0, (s.W+1)/2)
+			clearPhasePadding(odd, g.wq, k0, k1, ka, kb, o0, s.W/2)
+			if ka < kb {
+				h0 := ka*s.StrideH + rr - s.PadH
+				direct.SplitColumns(even[ka*g.wq+e0:], g.wq, odd[ka*g.wq+o0:], g.wq, any(x[h0*s.W:]).([]float32), s.StrideH*s.W, kb-ka, s.W)
+			}
+			continue
+		}
 		if ka >= kb || s.W == 0 {
 			continue
 		}
 		rows, h0 := kb-ka, ka*s.StrideH+rr-s.PadH
 		src := x[h0*s.W:]
-		if ph32, ok := any(ph).([]float32); ok && s.StrideW == 2 {
-			// The row's even and odd columns in one call for all rows:
-			// column w of the input is padded column w+PadW, which lies
-			// in column phase (w+PadW) mod 2 at (w+PadW)/2.
-			even := (rr*2+s.PadW%2)*g.phaseLen + ka*g.wq + s.PadW/2
-			odd := (rr*2+(1+s.PadW)%2)*g.phaseLen + ka*g.wq + (1+s.PadW)/2
-			direct.SplitColumns(ph32[even:], g.wq, ph32[odd:], g.wq, any(src).([]float32), s.StrideH*s.W, rows, s.W)
-			continue
-		}
 		for k := range rows {
 			in := src[k*s.StrideH*s.W:][:s.W]
 			for rc := range s.StrideW {
@@ -489,6 +501,24 @@ func fillPhaseRows[T float](g dwGeom, ph, x []T, k0, k1 int) {
 			}
 		}
 	}
+}
+
+// clearPhasePadding zeroes what fillPhaseRows's SplitColumns call leaves
+// of rows [k0, k1) of one column phase (rows of wq values): the rows
+// outside [ka, kb), which hold no input row, whole, and in the others the
+// columns before first and from first+n on (the n values a row gets from
+// the input start at column first).
+func clearPhasePadding(phase []float32, wq, k0, k1, ka, kb, first, n int) {
+	ka, kb = max(k0, min(ka, k1)), max(k0, min(kb, k1))
+	if ka >= kb {
+		clear(phase[k0*wq : k1*wq])
+		return
+	}
+	clear(phase[k0*wq : ka*wq+first])
+	for k := ka; k < kb-1; k++ {
+		clear(phase[k*wq+first+n : (k+1)*wq+first])
+	}
+	clear(phase[(kb-1)*wq+first+n : k1*wq])
 }
 
 // copyRows copies rows rows of cols values from src (rows lds apart) to

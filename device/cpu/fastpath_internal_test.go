@@ -468,3 +468,73 @@ func BenchmarkClip(b *testing.B) {
 		})
 	}
 }
+
+// TestFillPhaseRows checks fillPhaseRows against the phases' definition
+// (phase (rr, rc) row k column j holds input (k·StrideH+rr-PadH,
+// j·StrideW+rc-PadW), zero outside the plane) on scratch full of NaNs,
+// for ranges of phase rows: the rows in range hold no NaN, the others
+// are left as they were. Stride 2 across in float32 zeroes only the
+// padding around SplitColumns's values; the other cases clear whole rows.
+func TestFillPhaseRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 52))
+	for _, p := range []device.ConvParams{
+		depthwiseParams(1, 1, 224, 224, 3, 2, 1, 1), // mobilenet_v2's stem plane
+		depthwiseParams(1, 1, 9, 9, 3, 2, 0, 1),
+		depthwiseParams(1, 1, 10, 7, 7, 2, 3, 1),
+		depthwiseParams(1, 1, 1, 1, 3, 2, 1, 1),
+		depthwiseParams(1, 1, 6, 11, 5, 2, 2, 1),
+		depthwiseParams(1, 1, 13, 8, 3, 3, 1, 1),
+		{N: 1, C: 1, H: 12, W: 17, OutC: 1, KH: 3, KW: 3, StrideH: 2, StrideW: 1, PadH: 1, PadW: 0, DilH: 1, DilW: 1, Groups: 1},
+		{N: 1, C: 1, H: 12, W: 17, OutC: 1, KH: 3, KW: 3, StrideH: 1, StrideW: 2, PadH: 1, PadW: 1, DilH: 1, DilW: 1, Groups: 1},
+	} {
+		s := newConvShape(p)
+		g := newDWGeom(s)
+		x := randVals[float32](rng, s.inPlane, -1, 1)
+		rowsPer := g.phaseLen / g.wq
+		want := func(ph, k, j int) float32 {
+			rr, rc := ph/s.StrideW, ph%s.StrideW
+			h, w := k*s.StrideH+rr-s.PadH, j*s.StrideW+rc-s.PadW
+			if h < 0 || h >= s.H || w < 0 || w >= s.W {
+				return 0
+			}
+			return x[h*s.W+w]
+		}
+		for _, rows := range [][2]int{{0, rowsPer}, {0, 1}, {1, rowsPer / 2}, {rowsPer / 2, rowsPer}, {rowsPer - 1, rowsPer}, {2, 2}} {
+			k0, k1 := rows[0], rows[1]
+			check := func(name string, got func(i int) float64) {
+				for ph := range g.nPhase {
+					for k := range rowsPer {
+						for j := range g.wq {
+							v := got(ph*g.phaseLen + k*g.wq + j)
+							if k < k0 || k >= k1 {
+								if !math.IsNaN(v) {
+									t.Fatalf("%s %+v rows [%d, %d): phase %d row %d column %d = %v, outside the rows asked for", name, p, k0, k1, ph, k, j, v)
+								}
+								continue
+							}
+							if w := float64(want(ph, k, j)); v != w {
+								t.Fatalf("%s %+v rows [%d, %d): phase %d row %d column %d = %v, want %v", name, p, k0, k1, ph, k, j, v, w)
+							}
+						}
+					}
+				}
+			}
+			ph32 := make([]float32, g.phaseLen*g.nPhase)
+			for i := range ph32 {
+				ph32[i] = float32(math.NaN())
+			}
+			fillPhaseRows(g, ph32, x, k0, k1)
+			check("float32", func(i int) float64 { return float64(ph32[i]) })
+			x64 := make([]float64, len(x))
+			for i, v := range x {
+				x64[i] = float64(v)
+			}
+			ph64 := make([]float64, len(ph32))
+			for i := range ph64 {
+				ph64[i] = math.NaN()
+			}
+			fillPhaseRows(g, ph64, x64, k0, k1)
+			check("float64", func(i int) float64 { return ph64[i] })
+		}
+	}
+}
