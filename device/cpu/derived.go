@@ -30,7 +30,7 @@ const (
 	packedMatrix                            // packedWeight's panels of op(B) (outC = N, inC = K, alt = 1 when B is read transposed)
 	bandedWeights                           // weightPanels' bands of rows (inC = a group's columns, taps = rows per band)
 	channelsLastTaps                        // a depthwise convolution's weights tap-major for depthwiseChannelsLast (outC = channels, taps = KH·KW)
-	vecFilters                              // packFilterBlocks's blocks of VecRows output channels
+	vecFilters                              // packFilterBlocks's blocks of VecRows output channels (vecFilterBlocks)
 )
 
 // derivedForms are the forms derived from one constant buffer.

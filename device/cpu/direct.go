@@ -32,8 +32,10 @@ import (
 // in-place and register-storing kernels; with them, 2 Zen 5 threads
 // (BenchmarkConvSingleImage), it runs 6% faster direct at batch 1
 // (91 → 86 µs) and 12% at batch 32 (4.0–4.3 → 3.5–3.65 ms), 11% and 9%
-// with AVX-512 hidden (133 → 118 µs, 4.9 → 4.45 ms); resnet18's 7×7
-// stem (147) is direct too, 20–29% faster than im2col at batch 32.
+// with AVX-512 hidden (133 → 118 µs, 4.9 → 4.45 ms); with AVX-512 it
+// now takes the stem path first (useStem), and without it, it still
+// goes direct. resnet18's 7×7 stem (147) is direct too, 20–29% faster
+// than im2col at batch 32.
 //
 // On CPUs with AVX2 but not AVX-512 Block and GradBlock run in AVX2 but
 // the in-place and register-storing kernels do not (every layer lays out

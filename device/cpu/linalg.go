@@ -641,7 +641,8 @@ var residualBlocks = 512 // a variable so that the tests can reach the blocks of
 // conv2dBiasAct computes y = act(conv(x, w) + bias + res), bias and the
 // residual res (y's shape) optional, choosing the forward convolution's
 // kernel: depthwise, Winograd (3×3, unit stride, 64 channels or more,
-// float32, see useWinograd), direct (fewer channels, float32, see
+// float32, see useWinograd), the stem path (3×3, stride 2, at most 3
+// input channels, see useStem), direct (fewer channels, float32, see
 // useDirect) or im2col. Winograd and im2col add the residual to each
 // block of their output as they write it, on planes of residualBlocks
 // positions or more; otherwise, and after a depthwise or direct
@@ -654,10 +655,11 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 		wino = winogradTransform(s, wb.keepsForms())
 	}
 	winograd := wino != nil
-	direct := f32 && !s.depthwise() && !winograd && useDirect(s)
-	vec := f32 && !s.depthwise() && !winograd && !direct && useVecDirect(s)
-	positions := f32 && !s.depthwise() && !winograd && !direct && !vec && positionsMajor(dev, s, wb)
-	if res != nil && (s.depthwise() || direct || vec || (s.l < residualBlocks && !positions)) {
+	stem := f32 && !s.depthwise() && !winograd && useStem(s)
+	direct := f32 && !s.depthwise() && !winograd && !stem && useDirect(s)
+	vec := f32 && !s.depthwise() && !winograd && !stem && !direct && useVecDirect(s)
+	positions := f32 && !s.depthwise() && !winograd && !stem && !direct && !vec && positionsMajor(dev, s, wb)
+	if res != nil && (s.depthwise() || stem || direct || vec || (s.l < residualBlocks && !positions)) {
 		conv2dBiasAct(dev, s, device.ActNone, y, x, w, bias, nil, wb)
 		launch(dev, len(y), 1, addActArgs[T]{act, y, y, res})
 		return
@@ -667,6 +669,8 @@ func conv2dBiasAct[T float](dev *Device, s convShape, act device.Activation, y, 
 		conv2dDepthwise(dev, s, act, y, x, w, bias)
 	case winograd:
 		winogradForward(dev, s, wino, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), any(res).([]float32), wb)
+	case stem:
+		conv2dStem(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
 	case direct:
 		conv2dDirect(dev, s, act, y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), wb)
 	case vec:

@@ -65,12 +65,22 @@ func useVecGradWeight(s convShape) bool {
 // once for all calls when wb is constant (see derived).
 func conv2dVec(dev *Device, s convShape, act device.Activation, y, x, w, bias []float32, wb *Buffer) {
 	g := newDirectGeom(s)
-	key := derivedKey{kind: vecFilters, outC: s.OutC, inC: s.C, taps: g.nTaps}
-	wp, held := derived(wb, key, filterBlocksLen(s, g.nTaps, direct.VecRows), func(wp []float32) {
-		packFilterBlocks(dev, wp, w, forwardFilters(s, g.nTaps), s, g.nTaps, direct.VecRows)
-	})
+	wp, held := vecFilterBlocks(dev, s, w, wb)
 	defer held.release()
 	vecRun(dev, s, g, act, y, x, wp, bias)
+}
+
+// vecFilterBlocks returns the filters w of s packed in blocks of VecRows
+// (= Lanes) output channels, each channel's taps side by side for the
+// block's channels (packFilterBlocks), the layout of direct.VecBlocks and
+// direct.Stride2Plan.RunBlock: once for all calls when wb is constant
+// (see derived).
+func vecFilterBlocks(dev *Device, s convShape, w []float32, wb *Buffer) ([]float32, heldForm) {
+	taps := s.KH * s.KW
+	key := derivedKey{kind: vecFilters, outC: s.OutC, inC: s.C, taps: taps}
+	return derived(wb, key, filterBlocksLen(s, taps, direct.VecRows), func(wp []float32) {
+		packFilterBlocks(dev, wp, w, forwardFilters(s, taps), s, taps, direct.VecRows)
+	})
 }
 
 // conv2dVecGradInput computes the input gradient of a unit-stride

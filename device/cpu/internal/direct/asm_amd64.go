@@ -54,6 +54,9 @@ func addRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)
 func stride2RowsAVX512(out *float32, ldo int, in *float32, ld, instep, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32, nout int)
 
 //go:noescape
+func stride2BlockAVX512(out *float32, ldo int, in *float32, ld, cstride, channels, rows int, w *float32, wstride int, masks *uint16, steps, pad int, bias *float32, lo, hi float32)
+
+//go:noescape
 func samePlanesAVX512(out *float32, ldo int, in *float32, ldi int, taps *int, ntaps int, w *float32, ldw int, bias *float32, bstride int, masks *uint16, nv4, nv int, lo, hi float32, planes int)
 
 //go:noescape

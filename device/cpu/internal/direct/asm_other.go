@@ -60,6 +60,10 @@ func stride2RowsAVX512(out *float32, ldo int, in *float32, ld, instep, rows int,
 	panic("direct: no assembly on this platform")
 }
 
+func stride2BlockAVX512(out *float32, ldo int, in *float32, ld, cstride, channels, rows int, w *float32, wstride int, masks *uint16, steps, pad int, bias *float32, lo, hi float32) {
+	panic("direct: no assembly on this platform")
+}
+
 func samePlanesAVX512(out *float32, ldo int, in *float32, ldi int, taps *int, ntaps int, w *float32, ldw int, bias *float32, bstride int, masks *uint16, nv4, nv int, lo, hi float32, planes int) {
 	panic("direct: no assembly on this platform")
 }

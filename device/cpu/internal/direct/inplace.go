@@ -531,3 +531,55 @@ func (p *Stride2Plan) RunRows(out []float32, ldo int, in []float32, ld, instep, 
 		p.Run(out[o*ldo:][:p.ow], in[o*instep:], ld, rows, w, bias, lo, hi)
 	}
 }
+
+// RunBlock computes one output row of Lanes output channels of a full
+// (not depthwise) convolution with this plan's geometry: for o < Lanes
+// and j < ow,
+//
+//	out[o·ldo + j] = min(max(Σ_{c<channels} Σ_{r<rows} Σ_{k<3} w[c·wstride + (3r+k)·Lanes + o]·in[c·cstride + r·ld + 2j − pad + k] + bias[o], lo), hi)
+//
+// where a column outside [0, width) reads 0: input channel c's kernel
+// rows that fall inside the image, ld apart, its channels cstride apart,
+// and the weights of each channel, row and tap side by side for the Lanes
+// output channels (a block of packed filters). The sum runs over
+// channels, then rows, then taps. In assembly each step of 16 outputs
+// splits each row's even and odd columns once for all Lanes output
+// channels, whose sums stay in registers: an RGB stem (3 channels, 3×3,
+// stride 2) reads its input in place where the direct kernels lay it out
+// in phases first. It panics if a slice is too short.
+func (p *Stride2Plan) RunBlock(out []float32, ldo int, in []float32, ld, cstride, channels, rows int, w []float32, wstride int, bias []float32, lo, hi float32) {
+	if p.ow == 0 || channels <= 0 {
+		return
+	}
+	if rows < 1 || ld < p.width || ldo < p.ow || cstride < 0 || wstride < 3*rows*Lanes || len(bias) < Lanes ||
+		len(w) < (channels-1)*wstride+3*rows*Lanes || len(out) < (Lanes-1)*ldo+p.ow ||
+		len(in) < (channels-1)*cstride+(rows-1)*ld+p.width {
+		panic(fmt.Sprintf("direct: Stride2Plan.RunBlock of %d channels (%d apart) of %d rows of %d values (%d apart) into %d outputs (rows %d apart): %d inputs, %d weights (%d per channel), %d biases, %d outputs",
+			channels, cstride, rows, p.width, ld, p.ow, ldo, len(in), len(w), wstride, len(bias), len(out)))
+	}
+	if haveAsm && p.width > 0 {
+		stride2BlockAVX512(&out[0], ldo, &in[0], ld, cstride, channels, rows, &w[0], wstride, &p.masks[0], len(p.masks)/4, p.pad, &bias[0], lo, hi)
+		return
+	}
+	var acc [Lanes]float32
+	for j := range p.ow {
+		acc = [Lanes]float32{}
+		for c := range channels {
+			for r := range rows {
+				for k := range 3 {
+					var x float32
+					if col := 2*j - p.pad + k; col >= 0 && col < p.width {
+						x = in[c*cstride+r*ld+col]
+					}
+					wk := w[c*wstride+(3*r+k)*Lanes:][:Lanes]
+					for o := range Lanes {
+						acc[o] += wk[o] * x
+					}
+				}
+			}
+		}
+		for o := range Lanes {
+			out[o*ldo+j] = clamp(acc[o]+bias[o], lo, hi)
+		}
+	}
+}

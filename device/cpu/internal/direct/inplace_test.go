@@ -1,6 +1,7 @@
 package direct
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -614,4 +615,78 @@ func requireSameBits(t *testing.T, got, want []float32, msg string, args ...any)
 			t.Fatalf(msg+": [%d] = %g, want %g", append(args, i, got[i], want[i])...)
 		}
 	}
+}
+
+// TestStride2PlanRunBlock checks Stride2Plan.RunBlock against its float64
+// sum over the columns inside the rows, for one to three channels and
+// kernel rows, rows that end inside and at the end of a step, with and
+// without padding, a NaN read by some outputs, every clamp; and that
+// nothing between or past the output rows is written (the Go loop runs
+// under the noasm tag).
+func TestStride2PlanRunBlock(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	run := func(name string) {
+		for _, g := range []struct{ width, pad int }{{224, 1}, {112, 1}, {14, 1}, {7, 1}, {9, 0}, {33, 1}, {64, 1}, {2, 1}} {
+			ow := max(1, (g.width+2*g.pad-3)/2+1)
+			p := NewStride2Plan(g.width, ow, g.pad)
+			for _, channels := range []int{1, 3} {
+				for _, rows := range []int{1, 2, 3} {
+					ld, cstride, ldo, wstride := g.width+2, 3*(g.width+2)+5, ow+3, 3*rows*Lanes+4
+					in := make([]float32, (channels-1)*cstride+(rows-1)*ld+g.width)
+					for i := range in {
+						in[i] = (r.Float32()*2 - 1) * 8
+					}
+					in[len(in)/2] = float32(math.NaN())
+					w := make([]float32, (channels-1)*wstride+3*rows*Lanes)
+					for i := range w {
+						w[i] = r.Float32()*2 - 1
+					}
+					bias := make([]float32, Lanes)
+					for i := range bias {
+						bias[i] = r.Float32() - 0.5
+					}
+					for _, c := range clamps {
+						out := make([]float32, Lanes*ldo+9)
+						for i := range out {
+							out[i] = 1234
+						}
+						p.RunBlock(out, ldo, in, ld, cstride, channels, rows, w, wstride, bias, c[0], c[1])
+						for o := range Lanes {
+							for j := range ow {
+								var want, mag float64
+								hasNaN := false
+								for ch := range channels {
+									for rr := range rows {
+										for k := range 3 {
+											col := 2*j - g.pad + k
+											if col < 0 || col >= g.width {
+												continue
+											}
+											x := in[ch*cstride+rr*ld+col]
+											hasNaN = hasNaN || math.IsNaN(float64(x))
+											prod := float64(w[ch*wstride+(3*rr+k)*Lanes+o]) * float64(x)
+											want += prod
+											mag += math.Abs(prod)
+										}
+									}
+								}
+								checkOutput(t, fmt.Sprintf("%s %+v, %d channels, %d rows: out[%d][%d]", name, g, channels, rows, o, j), out[o*ldo+j], want, mag, hasNaN, bias[o], c)
+							}
+							for i := o*ldo + ow; i < (o+1)*ldo && i < len(out); i++ {
+								if out[i] != 1234 {
+									t.Fatalf("%s %+v: out[%d] outside the output rows written", name, g, i)
+								}
+							}
+						}
+						for i := Lanes * ldo; i < len(out); i++ {
+							if out[i] != 1234 {
+								t.Fatalf("%s %+v: out[%d] past the output rows written", name, g, i)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	run("RunBlock")
 }
