@@ -29,3 +29,18 @@ func ExampleMeasure() {
 		println("a cache line's round trip between two threads:", d.String())
 	}
 }
+
+// TestState checks the states State tells apart.
+func TestState(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                     "one thread",
+		60 * time.Nanosecond:  "shared cache",
+		199 * time.Nanosecond: "shared cache",
+		200 * time.Nanosecond: "no shared cache",
+		390 * time.Nanosecond: "no shared cache",
+	} {
+		if got := State(d); got != want {
+			t.Errorf("State(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
