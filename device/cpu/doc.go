@@ -20,7 +20,8 @@
 // of the product, so BLAS threads and goroutines never compete for cores.
 // Device.Backend describes the choice and the measurement;
 // HORA_GEMM and HORA_BLAS change it (see gemmBackend). Convolutions are
-// chosen per shape (linalg.go): depthwise, Winograd, direct, or im2col plus
+// chosen per shape (linalg.go): depthwise, Winograd, the stem path (a 3×3
+// stride-2 layer of up to 3 input channels, stem.go), direct, or im2col plus
 // GEMM over groups of images, with a shifted-copy im2col for "same"
 // convolutions. A single image's GEMM is split across the workers (bands
 // of output rows, or blocks of output channels for which each worker

@@ -32,7 +32,9 @@
 // gradient, TapDots and TapDotsImages), Stride2Plan for a horizontal
 // stride of 2 with 3-wide kernel rows (even and odd columns split in
 // registers). SamePlan.RunPlanes and Stride2Plan.RunRows take a run of
-// planes or output rows per call, two at a time.
+// planes or output rows per call, two at a time. Stride2Plan.RunBlock
+// computes a row of a full convolution with the same loads, 16 output
+// channels at a time in registers, for a stem of few input channels.
 //
 // The package also holds the depthwise kernel (Depthwise) and the strided
 // copies that lay planes out for these kernels and back, one call per
