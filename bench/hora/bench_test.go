@@ -164,6 +164,14 @@ func TestRunRoundTrip(t *testing.T) {
 	require.GreaterOrEqual(t, d, time.Duration(0))
 }
 
+// TestRunHostState checks that -host-state prints one of the states
+// roundtrip.State tells.
+func TestRunHostState(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-host-state"}, &out))
+	require.Contains(t, []string{"shared cache", "no shared cache", "one thread"}, strings.TrimSpace(out.String()))
+}
+
 func TestRunRejectsUnknownGroup(t *testing.T) {
 	t.Parallel()
 	err := run([]string{"sgem"}, &bytes.Buffer{})

@@ -8,6 +8,7 @@
 //
 //	hora-bench [-min-time 0.5s] [-zoo-time 3s] [-zoo-model NAME,...] [-zoo-in-process] [-train bin/train] [-configs configs] [GROUP ...]
 //	hora-bench -round-trip
+//	hora-bench -host-state
 //
 // The groups are sgemm, mlp-gemm, train-step, inference, mlp-epoch,
 // cnn-epoch and zoo; none named runs them all. The epoch groups run the
@@ -23,7 +24,9 @@
 // in a process of its own; -zoo-model picks models, -zoo-in-process runs
 // them in this process), against the PyTorch twins of bench/zoo_twins.py.
 // -round-trip prints a cache line's round trip between two threads
-// (package roundtrip), which bench/run.sh shows after each measurement.
+// (package roundtrip), which bench/run.sh shows after each measurement,
+// and -host-state the state it tells (roundtrip.State), which bench/run.sh
+// compares before, between and after the two sides of a pair.
 package main
 
 import (
@@ -96,6 +99,7 @@ func run(args []string, stdout io.Writer) error {
 	zooModel := fs.String("zoo-model", "", "the zoo configs to measure, comma separated: files of configs/, their model names, or "+zooNoModel+" (the process without a model) [all]")
 	zooInProcess := fs.Bool("zoo-in-process", false, "measure the zoo models in this process (peak memory is then the largest of all so far) instead of each in a process of its own")
 	roundTrip := fs.Bool("round-trip", false, "print a cache line's round trip between two threads (the state of a VM's vCPUs) and exit")
+	hostState := fs.Bool("host-state", false, "print the state the round trip tells (shared cache, no shared cache, one thread) and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hora-bench [flags] [GROUP ...]\ngroups: %s (default: all)\n", strings.Join(groups, ", "))
 		fs.PrintDefaults()
@@ -105,6 +109,10 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if *roundTrip {
 		_, err := fmt.Fprintln(stdout, roundtrip.Measure(100000))
+		return err
+	}
+	if *hostState {
+		_, err := fmt.Fprintln(stdout, roundtrip.State(roundtrip.Measure(100000)))
 		return err
 	}
 	todo := fs.Args()
