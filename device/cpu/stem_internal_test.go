@@ -13,14 +13,17 @@ import (
 // stemCases are the convolutions TestStemMatchesReference runs: an RGB
 // stem on a small and on mobilenet_v2's plane, output channels that leave
 // the last block of 16 part empty, one and two input channels, odd sizes,
-// no padding and a padding of 2 (a first output row whose kernel rows
-// start inside the padding).
+// no padding, a padding of 2 (a first output row whose kernel rows
+// start inside the padding) and of 3 (first and last output rows whose
+// kernel rows all lie in it: the bias alone), fewer than 16 output
+// channels.
 var stemCases = []device.ConvParams{
 	convCase(2, 3, 34, 34, 32, 3, 2, 1, 1),
 	convCase(1, 3, 224, 224, 32, 3, 2, 1, 1),
 	convCase(2, 3, 40, 37, 20, 3, 2, 1, 1),
 	convCase(1, 1, 33, 35, 16, 3, 2, 0, 1),
 	convCase(3, 2, 37, 40, 48, 3, 2, 2, 1),
+	convCase(2, 3, 31, 32, 8, 3, 2, 3, 1),
 }
 
 // TestStemMatchesReference runs the stem path with bias and ReLU6 and
