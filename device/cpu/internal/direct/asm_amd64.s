@@ -2,6 +2,14 @@
 
 #include "textflag.h"
 
+// MASKS4 loads K1…K4 with the four lane masks at r (uint16s side by
+// side): a step's masks in the plans' tables.
+#define MASKS4(r) \
+	KMOVW (r), K1; \
+	KMOVW 2(r), K2; \
+	KMOVW 4(r), K3; \
+	KMOVW 6(r), K4
+
 // BLOCKZERO clears Z0…Z23, the accumulators of the block kernels.
 #define BLOCKZERO \
 	VXORPS Z0, Z0, Z0; \
@@ -599,10 +607,7 @@ stap:
 	ADDQ         DX, R11
 	LEAQ         (SI)(R11*4), R11
 	VBROADCASTSS (R10)(BX*4), Z4
-	KMOVW        (R13), K1
-	KMOVW        2(R13), K2
-	KMOVW        4(R13), K3
-	KMOVW        6(R13), K4
+	MASKS4(R13)
 	VMOVUPS.Z    (R11), K1, Z8
 	VMOVUPS.Z    64(R11), K2, Z9
 	VMOVUPS.Z    128(R11), K3, Z10
@@ -628,10 +633,7 @@ stap:
 	VMINPS  Z1, Z7, Z1
 	VMINPS  Z2, Z7, Z2
 	VMINPS  Z3, Z7, Z3
-	KMOVW   (R13), K1
-	KMOVW   2(R13), K2
-	KMOVW   4(R13), K3
-	KMOVW   6(R13), K4
+	MASKS4(R13)
 	LEAQ    (DI)(DX*4), R11
 	VMOVUPS Z0, K1, (R11)
 	VMOVUPS Z1, K2, 64(R11)
@@ -672,10 +674,7 @@ TEXT ·stride2AVX512(SB), NOSPLIT, $0-76
 s2step:
 	DECQ   R14
 	JLT    s2done
-	KMOVW  (R12), K1
-	KMOVW  2(R12), K2
-	KMOVW  4(R12), K3
-	KMOVW  6(R12), K4
+	MASKS4(R12)
 	VXORPS Z0, Z0, Z0
 	MOVQ   SI, R11
 	MOVQ   R10, R13
@@ -1243,10 +1242,7 @@ rpair:
 rstep:
 	DECQ   R14
 	JLT    rnext
-	KMOVW  (R12), K1
-	KMOVW  2(R12), K2
-	KMOVW  4(R12), K3
-	KMOVW  6(R12), K4
+	MASKS4(R12)
 	// Prefetch this step's columns of the four rows that the pair of
 	// output rows three pairs down reads first (rows 13 to 16 below
 	// this pair's first, with a vertical stride of 2): a plane's rows are
@@ -1391,10 +1387,7 @@ ptap:
 	ADDQ         DX, R11
 	LEAQ         (SI)(R11*4), R11
 	VBROADCASTSS (R10)(BX*4), Z4
-	KMOVW        (R13), K1
-	KMOVW        2(R13), K2
-	KMOVW        4(R13), K3
-	KMOVW        6(R13), K4
+	MASKS4(R13)
 	VMOVUPS.Z    (R11), K1, Z8
 	VMOVUPS.Z    64(R11), K2, Z9
 	VMOVUPS.Z    128(R11), K3, Z10
@@ -1443,10 +1436,7 @@ ptap:
 	VMINPS  Z13, Z7, Z13
 	VMINPS  Z14, Z7, Z14
 	VMINPS  Z15, Z7, Z15
-	KMOVW   (R13), K1
-	KMOVW   2(R13), K2
-	KMOVW   4(R13), K3
-	KMOVW   6(R13), K4
+	MASKS4(R13)
 	LEAQ    (DI)(DX*4), R11
 	VMOVUPS Z0, K1, (R11)
 	VMOVUPS Z1, K2, 64(R11)
@@ -1516,10 +1506,7 @@ iimg:
 	MOVQ R15, CX
 
 istep:
-	KMOVW       (R12), K1
-	KMOVW       2(R12), K2
-	KMOVW       4(R12), K3
-	KMOVW       6(R12), K4
+	MASKS4(R12)
 	VMOVUPS.Z   (R10), K1, Z8
 	VMOVUPS.Z   64(R10), K2, Z9
 	VMOVUPS.Z   128(R10), K3, Z10
@@ -1690,10 +1677,7 @@ TEXT ·stride2BlockAVX512(SB), NOSPLIT, $0-112
 bstep:
 	DECQ  R14
 	JLT   bdone
-	KMOVW (R12), K1
-	KMOVW 2(R12), K2
-	KMOVW 4(R12), K3
-	KMOVW 6(R12), K4
+	MASKS4(R12)
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
 	VXORPS Z2, Z2, Z2
