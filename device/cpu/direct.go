@@ -118,13 +118,22 @@ func (s convShape) directGradInput() bool {
 }
 
 // packFilters packs the filters w (OutC×C×KH×KW) of the forward
-// convolution (see packFilterBlocks), once for all calls when wb, the buffer
-// holding w, is constant (see derived); held.release gives the packing
+// convolution for the direct kernels (blocks of direct.Rows output
+// channels, see constantFilterBlocks); held.release gives the packing
 // back.
 func (g directGeom) packFilters(dev *Device, w []float32, wb *Buffer) (wp []float32, held heldForm) {
-	key := derivedKey{kind: directFilters, outC: g.s.OutC, inC: g.s.C, taps: g.nTaps, alt: g.s.Groups}
-	return derived(wb, key, g.packedLen, func(wp []float32) {
-		packFilterBlocks(dev, wp, w, forwardFilters(g.s, g.nTaps), g.s, g.nTaps, direct.Rows)
+	return constantFilterBlocks(dev, g.s, w, wb, directFilters, direct.Rows)
+}
+
+// constantFilterBlocks returns the filters w of s (OutC×C×KH×KW, as
+// stored) packed by packFilterBlocks in blocks of rows output channels,
+// a derived form of the given kind: once for all calls when wb, the
+// buffer holding w, is constant (see derived).
+func constantFilterBlocks(dev *Device, s convShape, w []float32, wb *Buffer, kind derivedKind, rows int) ([]float32, heldForm) {
+	taps := s.KH * s.KW
+	key := derivedKey{kind: kind, outC: s.OutC, inC: s.C, taps: taps, alt: s.Groups}
+	return derived(wb, key, filterBlocksLen(s, taps, rows), func(wp []float32) {
+		packFilterBlocks(dev, wp, w, forwardFilters(s, taps), s, taps, rows)
 	})
 }
 

@@ -71,16 +71,10 @@ func conv2dVec(dev *Device, s convShape, act device.Activation, y, x, w, bias []
 }
 
 // vecFilterBlocks returns the filters w of s packed in blocks of VecRows
-// (= Lanes) output channels, each channel's taps side by side for the
-// block's channels (packFilterBlocks), the layout of direct.VecBlocks and
-// direct.Stride2Plan.RunBlock: once for all calls when wb is constant
-// (see derived).
+// (= Lanes) output channels, the layout of direct.VecBlocks and
+// direct.Stride2Plan.RunBlock (see constantFilterBlocks).
 func vecFilterBlocks(dev *Device, s convShape, w []float32, wb *Buffer) ([]float32, heldForm) {
-	taps := s.KH * s.KW
-	key := derivedKey{kind: vecFilters, outC: s.OutC, inC: s.C, taps: taps}
-	return derived(wb, key, filterBlocksLen(s, taps, direct.VecRows), func(wp []float32) {
-		packFilterBlocks(dev, wp, w, forwardFilters(s, taps), s, taps, direct.VecRows)
-	})
+	return constantFilterBlocks(dev, s, w, wb, vecFilters, direct.VecRows)
 }
 
 // conv2dVecGradInput computes the input gradient of a unit-stride

@@ -561,9 +561,8 @@ func (p *Stride2Plan) RunBlock(out []float32, ldo int, in []float32, ld, cstride
 		stride2BlockAVX512(&out[0], ldo, &in[0], ld, cstride, channels, rows, &w[0], wstride, &p.masks[0], len(p.masks)/4, p.pad, &bias[0], lo, hi)
 		return
 	}
-	var acc [Lanes]float32
 	for j := range p.ow {
-		acc = [Lanes]float32{}
+		var acc [Lanes]float32
 		for c := range channels {
 			for r := range rows {
 				for k := range 3 {
