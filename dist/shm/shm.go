@@ -354,15 +354,9 @@ func (s *comm) barrier(ctx context.Context) error {
 		if time.Now().Before(spinUntil) {
 			continue
 		}
-		for q, g := range s.gone {
-			switch g.Load() {
-			case goneAborted:
-				s.broken = &dist.RankError{Rank: s.worldRank(q), Err: errors.New("aborted")}
-				return s.broken
-			case goneClosed:
-				s.broken = &dist.RankError{Rank: s.worldRank(q), Err: dist.ErrClosed}
-				return s.broken
-			}
+		if err := s.peerGone(target); err != nil {
+			s.broken = err
+			return err
 		}
 		if err := ctx.Err(); err != nil {
 			s.broken = dist.ErrBroken
@@ -370,6 +364,31 @@ func (s *comm) barrier(ctx context.Context) error {
 		}
 		wait(s.count, cur, 10*time.Millisecond)
 	}
+}
+
+// peerGone returns the error of a rank of the host that aborted or
+// closed before reaching the barrier whose arrivals end at target, or nil.
+// A rank arrives before it can close, so a rank seen gone may still have
+// arrived: the barrier then holds, and only the count, read after the
+// gone words, tells (a rank that leaves right after the last collective
+// of a run is not an error for the ranks still finishing it).
+func (s *comm) peerGone(target uint32) error {
+	var gone error
+	for q, g := range s.gone {
+		switch g.Load() {
+		case goneAborted:
+			gone = &dist.RankError{Rank: s.worldRank(q), Err: errors.New("aborted")}
+		case goneClosed:
+			gone = &dist.RankError{Rank: s.worldRank(q), Err: dist.ErrClosed}
+		}
+		if gone != nil {
+			break
+		}
+	}
+	if gone == nil || int32(s.count.Load()-target) >= 0 {
+		return nil
+	}
+	return gone
 }
 
 // usable returns the error that broke the communicator, or nil: the

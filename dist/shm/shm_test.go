@@ -158,3 +158,24 @@ func TestAllreduceMany(t *testing.T) {
 	})
 	require.NoError(t, errors.Join(errs...))
 }
+
+// TestCloseRightAfterLastCollective has one rank close as soon as its
+// last collective returns, as a run's rank 0 does at the end of training:
+// the rank still finishing that collective must not take the close for a
+// rank that left before arriving.
+func TestCloseRightAfterLastCollective(t *testing.T) {
+	for i := range 200 {
+		comms := wrapped(t, 2, 0)
+		errs := onAll(comms, func(c dist.Communicator) error {
+			b, _ := cpu.Default().Alloc(device.Float32, 10)
+			if c.Rank() == 0 {
+				time.Sleep(time.Duration(i%20) * 100 * time.Microsecond) // rank 1 waits
+				err := c.Allreduce(context.Background(), b, dist.Sum)
+				c.Close()
+				return err
+			}
+			return c.Allreduce(context.Background(), b, dist.Sum)
+		})
+		require.NoError(t, errors.Join(errs...), "round %d", i)
+	}
+}
