@@ -173,3 +173,15 @@ func TestLargeRunsTakeExactSizes(t *testing.T) {
 		assert.Equal(t, shared[i], exact[i], "run %d", i)
 	}
 }
+
+// TestSignatureNamesShapesTypesAndDevice checks the key of a run's arena
+// and shape-only values: the device, then each input's shape and type.
+func TestSignatureNamesShapesTypesAndDevice(t *testing.T) {
+	var m Model
+	a := autograd.Constant(tensor.Zeros(1, 3, 224, 224))
+	b := autograd.Constant(tensor.FromFloat64([]float64{1, 2}, 2))
+	c := autograd.Constant(tensor.Zeros(1, 3, 22, 4224))
+	assert.Equal(t, "cpu[1 3 224 224] float32;[2] float64;", m.signature([]*autograd.Var{a, b}))
+	assert.NotEqual(t, m.signature([]*autograd.Var{a}), m.signature([]*autograd.Var{c}))
+	assert.Equal(t, "cpu[] float32;", m.signature([]*autograd.Var{autograd.Constant(tensor.Scalar(1))}))
+}

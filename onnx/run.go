@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hora-dl/hora/autograd"
@@ -376,15 +377,27 @@ func (m *Model) checkInput(i int, x *autograd.Var, dev device.Device) error {
 
 // signature keys the shape-only values by the input shapes, types and
 // device.
+// It is built on every run, so without fmt: "cpu[1 3 224 224] float32;"
+// took 11 µs of each mobilenet_v2 run at batch 1 through fmt.Fprint.
 func (m *Model) signature(inputs []*autograd.Var) string {
-	var b strings.Builder
+	var arr [128]byte
+	b := arr[:0]
 	for i, x := range inputs {
 		if i == 0 {
-			b.WriteString(x.Value.Device().Name())
+			b = append(b, x.Value.Device().Name()...)
 		}
-		fmt.Fprint(&b, x.Value.Shape(), x.Value.DType(), ";")
+		b = append(b, '[')
+		for j, d := range x.Value.Dims() {
+			if j > 0 {
+				b = append(b, ' ')
+			}
+			b = strconv.AppendInt(b, int64(d), 10)
+		}
+		b = append(b, "] "...)
+		b = append(b, x.Value.DType().String()...)
+		b = append(b, ';')
 	}
-	return b.String()
+	return string(b)
 }
 
 // slotsOn returns a new slice of the run's values by slot (m.slots) with
