@@ -35,7 +35,9 @@
 // Other types (float16), other devices, Broadcast and large Allgathers go
 // to the wrapped communicator. A rank that aborts or closes marks it in
 // the segment, so the others of its host fail with a *dist.RankError
-// instead of waiting.
+// instead of waiting; a rank that closes right after its last collective
+// (as rank 0 does at the end of a run) fails none of them, since the
+// arrival counter says it had arrived.
 //
 //	c, err := mpi.InitWorld()        // the ranks mpirun started
 //	c, err = shm.Wrap(ctx, c, 0)     // mpi.Arrange does this on one host
