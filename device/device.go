@@ -122,6 +122,17 @@ type LaneRunner interface {
 	RunLanes(n int, fn func(lane int))
 }
 
+// CacheSharer is implemented by devices whose worker threads may or may
+// not share a cache from one moment to the next (the CPU, whose threads a
+// VM's host may run on cores of one core complex or of two): memory that
+// one thread wrote and another then writes crosses between caches, which
+// costs little while they share one and much while they do not.
+type CacheSharer interface {
+	// SharesCache reports whether the device's threads share a cache now
+	// (as last measured).
+	SharesCache() bool
+}
+
 // Slicer is implemented by devices whose buffers can be viewed in part,
 // without a copy (a fusion buffer's prefix handed to a collective).
 type Slicer interface {

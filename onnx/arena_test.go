@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hora-dl/hora/autograd"
+	"github.com/hora-dl/hora/device"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/models"
 	"github.com/hora-dl/hora/tensor"
@@ -115,6 +116,7 @@ func TestBufferReuseWaitsForViews(t *testing.T) {
 // values (those no later node reads go back to the arena), with the
 // plain model's outputs.
 func TestInferenceRunReusesDeadValues(t *testing.T) {
+	pinCacheSharing(t, true)
 	rng := rand.New(rand.NewPCG(23, 24))
 	frozen, plain := exportedResNet(t, rng, []int{2, 2}, 16)
 
@@ -146,6 +148,7 @@ func TestInferenceRunReusesDeadValues(t *testing.T) {
 // arena held more than maxSharedArena go on with an arena of exact sizes,
 // with the same outputs bit for bit, and that smaller ones keep sharing.
 func TestLargeRunsTakeExactSizes(t *testing.T) {
+	pinCacheSharing(t, true)
 	rng := rand.New(rand.NewPCG(23, 24))
 	frozen, _ := exportedResNet(t, rng, []int{1, 1}, 12)
 	x := autograd.Constant(tensor.RandNormal(rng, 0, 1, 2, 3, 12, 12))
@@ -184,4 +187,35 @@ func TestSignatureNamesShapesTypesAndDevice(t *testing.T) {
 	assert.Equal(t, "cpu[1 3 224 224] float32;[2] float64;", m.signature([]*autograd.Var{a, b}))
 	assert.NotEqual(t, m.signature([]*autograd.Var{a}), m.signature([]*autograd.Var{c}))
 	assert.Equal(t, "cpu[] float32;", m.signature([]*autograd.Var{autograd.Constant(tensor.Scalar(1))}))
+}
+
+// pinCacheSharing makes the device's threads share a cache (or not) for
+// the arenas of t's runs, whatever the machine's state; t must not be
+// parallel.
+func pinCacheSharing(t *testing.T, shared bool) {
+	saved := sharesCache
+	sharesCache = func(device.Device) bool { return shared }
+	t.Cleanup(func() { sharesCache = saved })
+}
+
+// TestArenaFollowsCacheSharing checks that the runs of a signature take
+// buffers of exact sizes while the device's threads share no cache and
+// share buffers between sizes again once they do, with the same outputs
+// bit for bit either way.
+func TestArenaFollowsCacheSharing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	frozen, _ := exportedResNet(t, rng, []int{1, 1}, 12)
+	x := autograd.Constant(tensor.RandNormal(rng, 0, 1, 2, 3, 12, 12))
+	key := frozen.signature([]*autograd.Var{x})
+	var want []float32
+	for i, shared := range []bool{true, true, false, false, false, true, true, false, true} {
+		pinCacheSharing(t, shared)
+		o, err := frozen.Run(x)
+		require.NoError(t, err)
+		if want == nil {
+			want = o[0].Value.Float32s()
+		}
+		assert.Equal(t, want, o[0].Value.Float32s(), "run %d", i)
+		assert.Equal(t, shared, frozen.arenas[key].SharesSizes(), "run %d: the next run's arena", i)
+	}
 }

@@ -68,7 +68,7 @@ func (m *Model) run(dev device.Device, inputs []*autograd.Var, lane string) ([]*
 	var reuse *bufferReuse
 	if arena != nil {
 		reuse = newBufferReuse(arena)
-		defer m.putArena(key+lane, arena)
+		defer func() { m.putArena(key+lane, arena, lane != "" || sharesCache(dev)) }()
 	}
 	for i, x := range inputs {
 		if arena != nil {
@@ -209,12 +209,19 @@ func (m *Model) inferenceRun(inputs []*autograd.Var) bool {
 
 // putArena keeps arena for the next run of key (a signature and a lane),
 // for at most maxShapeMemo signatures plus the lanes' two chunk sizes per
-// core (see runLanes). An arena that shares buffers between sizes and
-// holds more than maxSharedArena is replaced by an empty one that does not
-// (see maxSharedArena).
-func (m *Model) putArena(key string, arena *tensor.Arena) {
-	if arena.SharesSizes() && arena.Bytes() > maxSharedArena {
+// core (see runLanes). An arena that shares buffers between sizes is
+// replaced by an empty one that does not when it holds more than
+// maxSharedArena or the device's threads share no cache now (sharedCache
+// false), and one that does not share them by an empty one that does when
+// they share a cache again and it holds at most maxSharedArena (see
+// maxSharedArena).
+func (m *Model) putArena(key string, arena *tensor.Arena, sharedCache bool) {
+	switch {
+	case arena.SharesSizes() && (arena.Bytes() > maxSharedArena || !sharedCache):
 		arena = tensor.NewArena()
+	case !arena.SharesSizes() && sharedCache && arena.Bytes() <= maxSharedArena:
+		arena = tensor.NewArena()
+		arena.ShareSizes()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -241,8 +248,22 @@ func (m *Model) putArena(key string, arena *tensor.Arena) {
 // while the CPUs share a cache: mobilenet_v2 at batch 1 (7 MB) took
 // 4.25–4.32 ms with exact sizes against 4.10–4.17 then (2.29 against 2.09
 // on Zen 5), though 5.7 against 6.6 without a shared cache (resnet18 at
-// batch 1: 16.6–17.1 against 17.5–17.7, level with one).
+// batch 1: 16.6–17.1 against 17.5–17.7, level with one). So the runs of
+// a signature share buffers only while the device's threads share a cache
+// (device.CacheSharer, measured a few times a second), and take exact
+// sizes while they do not: in one process, 2 Zen 4 vCPUs, mobilenet_v2 at
+// batch 1 took 3.87–3.96 ms shared against 4.24–4.43 exact while they
+// shared one, 5.89–6.00 against 5.25–5.39 while they did not; resnet18
+// 13.40–13.72 against 13.62–13.97, and 17.05 against 16.65.
 var maxSharedArena = 64 << 20 // a variable for tests
+
+// sharesCache reports whether dev's threads share a cache now (true for
+// a device that cannot tell: see device.CacheSharer). A variable for
+// tests.
+var sharesCache = func(dev device.Device) bool {
+	cs, ok := dev.(device.CacheSharer)
+	return !ok || cs.SharesCache()
+}
 
 // bufferReuse hands the memory of an inference run's intermediate values
 // back to the run's arena once no later node reads them, so that the next

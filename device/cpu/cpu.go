@@ -25,6 +25,7 @@ type Device struct {
 	lanes   atomic.Int64 // RunLanes calls in progress: kernels run serially while > 0
 	pool    workerPool
 	gemm    gemmBackend
+	cache   cacheState // whether the threads share a cache (SharesCache)
 }
 
 // defaultDevice is the one device that device.Open("cpu") and the tensor
