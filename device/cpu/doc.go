@@ -64,6 +64,14 @@
 // convolutions and GEMM packing are recycled, so a steady-state training
 // step allocates almost nothing here.
 //
+// Memory one worker wrote and another then writes crosses between their
+// caches. Device.SharesCache (device.CacheSharer) tells whether that is
+// cheap now: it times a cache line's round trip between two workers at
+// most every 250 ms, since a VM's host may move its vCPUs between cores of
+// one core complex (55–90 ns) and of two (330–420 ns) every few seconds;
+// onnx's inference arenas share buffers between values only while it
+// reports true.
+//
 // # Determinism
 //
 // Results do not depend on GOMAXPROCS: work is split so that every output
