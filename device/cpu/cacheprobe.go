@@ -115,8 +115,12 @@ func (t *roundTripTask) side(c int64) {
 		t.turn.Store(i + 1)
 	}
 	if c == 0 {
-		for t.turn.Load() != 2*int64(t.trips) { // the last trip back
+		for spins := 0; t.turn.Load() != 2*int64(t.trips); spins++ { // the last trip back
 			if t.gaveUp.Load() {
+				return
+			}
+			if spins%256 == 255 && time.Now().After(deadline) {
+				t.gaveUp.Store(true)
 				return
 			}
 		}
