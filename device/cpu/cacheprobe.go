@@ -100,30 +100,31 @@ func (t *roundTripTask) side(c int64) {
 	deadline := time.Now().Add(probeWait)
 	var start time.Time
 	for i := c; i < 2*int64(t.trips); i += 2 {
-		for spins := 0; t.turn.Load() != i; spins++ {
-			if t.gaveUp.Load() {
-				return
-			}
-			if spins%256 == 255 && time.Now().After(deadline) {
-				t.gaveUp.Store(true)
-				return
-			}
+		if !t.await(i, deadline) {
+			return
 		}
 		if i == 0 {
 			start = time.Now()
 		}
 		t.turn.Store(i + 1)
 	}
-	if c == 0 {
-		for spins := 0; t.turn.Load() != 2*int64(t.trips); spins++ { // the last trip back
-			if t.gaveUp.Load() {
-				return
-			}
-			if spins%256 == 255 && time.Now().After(deadline) {
-				t.gaveUp.Store(true)
-				return
-			}
-		}
+	if c == 0 && t.await(2*int64(t.trips), deadline) { // the last trip back
 		t.elapsed = time.Since(start)
 	}
+}
+
+// await spins until the counter is want and reports true, or reports
+// false once the other side gave up or, having given up itself, after
+// deadline.
+func (t *roundTripTask) await(want int64, deadline time.Time) bool {
+	for spins := 0; t.turn.Load() != want; spins++ {
+		if t.gaveUp.Load() {
+			return false
+		}
+		if spins%256 == 255 && time.Now().After(deadline) {
+			t.gaveUp.Store(true)
+			return false
+		}
+	}
+	return true
 }
