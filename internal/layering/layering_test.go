@@ -67,7 +67,7 @@ var allowedImports = map[string][]string{
 	"bench/onnx":                     {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb", "bench/internal/roundtrip"},
 	"examples/onnxrun":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "onnx", "onnx/onnxpb"},
 	"bench/internal/benchjob":        {"device", "tensor", "autograd", "layers", "data", "configs", "train"},
-	"bench/internal/roundtrip":       {},
+	"bench/internal/roundtrip":       {"device/cpu"},
 	"bench/hora":                     {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models", "bench/internal/benchjob", "bench/internal/roundtrip", "internal/peakrss"},
 	"bench/gpu":                      {"device", "device/cpu", "device/cuda", "tensor", "layers", "models", "onnx", "train", "bench/internal/benchjob"},
 	"bench/loader":                   {"data"},

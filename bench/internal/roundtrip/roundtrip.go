@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/hora-dl/hora/device/cpu"
 )
 
 // Measure returns the mean time a cache line takes to go from one busy
@@ -37,18 +39,13 @@ func Measure(trips int) time.Duration {
 	return time.Since(start) / time.Duration(trips)
 }
 
-// sharedCacheLimit is the round trip under which two threads share a
-// cache: 55–90 ns on this project's Zen 4 and Zen 5 vCPUs while they did,
-// 330–420 ns while they did not.
-const sharedCacheLimit = 200 * time.Nanosecond
-
 // State names the state a round trip d tells: "shared cache" (under
-// sharedCacheLimit), "no shared cache", or "one thread" (d is 0).
+// cpu.SharedCacheRoundTrip), "no shared cache", or "one thread" (d is 0).
 func State(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "one thread"
-	case d < sharedCacheLimit:
+	case d < cpu.SharedCacheRoundTrip:
 		return "shared cache"
 	}
 	return "no shared cache"
