@@ -396,10 +396,10 @@ func (m *Model) checkInput(i int, x *autograd.Var, dev device.Device) error {
 	return nil
 }
 
-// signature keys the shape-only values by the input shapes, types and
-// device.
-// It is built on every run, so without fmt: "cpu[1 3 224 224] float32;"
-// took 11 µs of each mobilenet_v2 run at batch 1 through fmt.Fprint.
+// signature keys the shape-only values and the arenas by the input
+// shapes, types and device, "cpu[1 3 224 224] float32;". It is built on
+// every run, so without fmt (through fmt.Fprint it took 11 µs of each
+// mobilenet_v2 run at batch 1).
 func (m *Model) signature(inputs []*autograd.Var) string {
 	var arr [128]byte
 	b := arr[:0]
