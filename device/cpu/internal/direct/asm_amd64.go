@@ -109,3 +109,6 @@ func copyRowsBiasClampAVX2(dst *float32, ldd int, src *float32, lds, rows, cols 
 
 //go:noescape
 func vecBlockAVX2(out, in *float32, pos *[VecCols]int, offs *int, k int, w *float32, add bool)
+
+//go:noescape
+func sameRowsAVX512(out *float32, ldo int, in *float32, ldi int, rowIn *int, kh, oh, w int, wts *float32, ldw int, bias *float32, bstride int, chunkMasks *uint16, chunks int, lo, hi float32, planes int)

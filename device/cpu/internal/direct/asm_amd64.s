@@ -1852,3 +1852,150 @@ brow:
 bdone:
 	VZEROUPPER
 	RET
+
+// ROWVEC adds one kernel row's three taps for one vector of a step to
+// acc, left to right: the row's vector before (prev) and this one (cur)
+// shifted a column right, cur, and cur and the vector after (next)
+// shifted a column left.
+#define ROWVEC(prev, cur, next, acc) \
+	VALIGND     $15, prev, cur, Z10; \
+	VALIGND     $1, cur, next, Z11; \
+	VFMADD231PS Z10, Z16, acc; \
+	VFMADD231PS cur, Z17, acc; \
+	VFMADD231PS Z11, Z18, acc
+
+// func sameRowsAVX512(out *float32, ldo int, in *float32, ldi int, rowIn *int, kh, oh, w int, wts *float32, ldw int, bias *float32, bstride int, chunkMasks *uint16, chunks int, lo, hi float32, planes int)
+//
+// SamePlan.RunPlanes for plans whose kernel rows are 3 wide with a
+// padding of 1 across (see SamePlan.wide3), row by row: each output row
+// in chunks of 4 vectors (64 columns, Z0…Z3), each kernel row's input
+// row loaded once per chunk (Z5…Z8, the vector before it Z4 and after it
+// Z9, all under the chunk's six masks K1…K6, which leave zeros past the
+// row's ends) and shifted a column either way by VALIGND; a kernel row
+// outside the image (rowIn −1) adds zeros. The sums take the taps in
+// order from zero, padding included (the general kernel's bits). The
+// chunk is the outer loop so that its masks stay in registers. The
+// strides in the argument slots are turned into bytes first, and chunks
+// into the end of the masks.
+TEXT ·sameRowsAVX512(SB), NOSPLIT, $0-128
+	MOVQ         ldo+8(FP), AX
+	SHLQ         $2, AX
+	MOVQ         AX, ldo+8(FP)
+	MOVQ         ldi+24(FP), AX
+	SHLQ         $2, AX
+	MOVQ         AX, ldi+24(FP)
+	MOVQ         ldw+72(FP), AX
+	SHLQ         $2, AX
+	MOVQ         AX, ldw+72(FP)
+	MOVQ         bstride+88(FP), AX
+	SHLQ         $2, AX
+	MOVQ         AX, bstride+88(FP)
+	MOVQ         chunks+104(FP), AX
+	IMULQ        $12, AX
+	ADDQ         chunkMasks+96(FP), AX
+	MOVQ         AX, chunks+104(FP)
+	MOVQ         out+0(FP), DI
+	MOVQ         in+16(FP), SI
+	MOVQ         rowIn+32(FP), R8
+	MOVQ         kh+40(FP), R9
+	MOVQ         wts+64(FP), R10
+	MOVQ         w+56(FP), R14
+	SHLQ         $2, R14             // bytes per row
+	VBROADCASTSS lo+112(FP), Z14
+	VBROADCASTSS hi+116(FP), Z15
+
+rplane:
+	MOVQ         bias+80(FP), R15
+	VBROADCASTSS (R15), Z13
+	ADDQ         bstride+88(FP), R15
+	MOVQ         R15, bias+80(FP)
+	MOVQ         chunkMasks+96(FP), DX
+	XORQ         CX, CX              // the chunk's first column, in bytes
+
+rchunk:
+	KMOVW (DX), K1
+	KMOVW 2(DX), K2
+	KMOVW 4(DX), K3
+	KMOVW 6(DX), K4
+	KMOVW 8(DX), K5
+	KMOVW 10(DX), K6
+	MOVQ  R8, R11        // the kernel rows' input rows of output row 0
+	LEAQ  (DI)(CX*1), R13
+	XORQ  AX, AX
+
+rrow:
+	VXORPS Z0, Z0, Z0
+	VXORPS Z1, Z1, Z1
+	VXORPS Z2, Z2, Z2
+	VXORPS Z3, Z3, Z3
+	XORQ   BX, BX
+
+rtap:
+	LEAQ         (BX)(BX*2), R15
+	VBROADCASTSS (R10)(R15*4), Z16
+	VBROADCASTSS 4(R10)(R15*4), Z17
+	VBROADCASTSS 8(R10)(R15*4), Z18
+	MOVQ         (R11)(BX*8), R12
+	TESTQ        R12, R12
+	JS           rzero
+	LEAQ         (SI)(R12*4), R12
+	ADDQ         CX, R12
+	VMOVUPS.Z    -64(R12), K1, Z4
+	VMOVUPS.Z    (R12), K2, Z5
+	VMOVUPS.Z    64(R12), K3, Z6
+	VMOVUPS.Z    128(R12), K4, Z7
+	VMOVUPS.Z    192(R12), K5, Z8
+	VMOVUPS.Z    256(R12), K6, Z9
+	JMP          rfma
+
+rzero:
+	VXORPS Z4, Z4, Z4
+	VXORPS Z5, Z5, Z5
+	VXORPS Z6, Z6, Z6
+	VXORPS Z7, Z7, Z7
+	VXORPS Z8, Z8, Z8
+	VXORPS Z9, Z9, Z9
+
+rfma:
+	ROWVEC(Z4, Z5, Z6, Z0)
+	ROWVEC(Z5, Z6, Z7, Z1)
+	ROWVEC(Z6, Z7, Z8, Z2)
+	ROWVEC(Z7, Z8, Z9, Z3)
+	INCQ BX
+	CMPQ BX, R9
+	JLT  rtap
+
+	VADDPS  Z13, Z0, Z0
+	VADDPS  Z13, Z1, Z1
+	VADDPS  Z13, Z2, Z2
+	VADDPS  Z13, Z3, Z3
+	VMAXPS  Z0, Z14, Z0
+	VMAXPS  Z1, Z14, Z1
+	VMAXPS  Z2, Z14, Z2
+	VMAXPS  Z3, Z14, Z3
+	VMINPS  Z0, Z15, Z0
+	VMINPS  Z1, Z15, Z1
+	VMINPS  Z2, Z15, Z2
+	VMINPS  Z3, Z15, Z3
+	VMOVUPS Z0, K2, (R13)
+	VMOVUPS Z1, K3, 64(R13)
+	VMOVUPS Z2, K4, 128(R13)
+	VMOVUPS Z3, K5, 192(R13)
+	ADDQ    R14, R13
+	LEAQ    (R11)(R9*8), R11
+	INCQ    AX
+	CMPQ    AX, oh+48(FP)
+	JLT     rrow
+
+	ADDQ $256, CX
+	ADDQ $12, DX
+	CMPQ DX, chunks+104(FP)
+	JLT  rchunk
+
+	ADDQ ldo+8(FP), DI
+	ADDQ ldi+24(FP), SI
+	ADDQ ldw+72(FP), R10
+	DECQ planes+120(FP)
+	JG   rplane
+	VZEROUPPER
+	RET

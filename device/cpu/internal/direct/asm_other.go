@@ -68,6 +68,10 @@ func samePlanesAVX512(out *float32, ldo int, in *float32, ldi int, taps *int, nt
 	panic("direct: no assembly on this platform")
 }
 
+func sameRowsAVX512(out *float32, ldo int, in *float32, ldi int, rowIn *int, kh, oh, w int, wts *float32, ldw int, bias *float32, bstride int, chunkMasks *uint16, chunks int, lo, hi float32, planes int) {
+	panic("direct: no assembly on this platform")
+}
+
 func sameDotsImagesAVX512(acc *float64, dy *float32, ldy int, in *float32, ldi, images int, taps *int, ntaps int, masks *uint16, nv4, nv int) {
 	panic("direct: no assembly on this platform")
 }

@@ -28,8 +28,10 @@
 //
 // The depthwise kernels of MobileNet's layers read a plane in place,
 // without a padded copy: SamePlan for unit stride and output rows as wide
-// as the input's (one masked load per tap and vector; also the weight
-// gradient, TapDots and TapDotsImages), Stride2Plan for a horizontal
+// as the input's (one masked load per tap and vector, or, for kernel rows
+// 3 wide on planes about 52 or more wide, row by row with one load per
+// kernel row and vector, shifted a column either way in registers; also
+// the weight gradient, TapDots and TapDotsImages), Stride2Plan for a horizontal
 // stride of 2 with 3-wide kernel rows (even and odd columns split in
 // registers). SamePlan.RunPlanes and Stride2Plan.RunRows take a run of
 // planes or output rows per call, two at a time. Stride2Plan.RunBlock

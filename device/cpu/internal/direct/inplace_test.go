@@ -690,3 +690,63 @@ func TestStride2PlanRunBlock(t *testing.T) {
 	}
 	run("RunBlock")
 }
+
+// TestSameRowsMatchesGeneralKernel requires the kernel of plans whose
+// kernel rows are 3 wide (sameRowsAVX512: row by row, one load per kernel
+// row, shifted a column either way in registers) to give, bit for bit, what the general kernel
+// that loads every tap gives, plane by plane: MobileNet's planes, a band
+// of rows of a larger plane (no padding above or below), taller and
+// dilated kernels, one kernel row, planes narrower than a vector, NaN in
+// the input, every clamp.
+func TestSameRowsMatchesGeneralKernel(t *testing.T) {
+	if !haveAsm {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(29, 30))
+	geometries := append([]sameGeometry{
+		{56, 56, 56, 3, 3, 1, 1, 1, 1},
+		{28, 28, 28, 3, 3, 1, 1, 1, 1},
+		{30, 56, 28, 3, 3, 0, 1, 1, 1}, // a band in the middle of a plane
+		{29, 56, 28, 3, 3, 1, 1, 1, 1}, // the top band
+		{29, 56, 28, 3, 3, 0, 1, 1, 1}, // the bottom band
+		{9, 9, 9, 5, 3, 2, 1, 1, 1},
+		{10, 10, 10, 3, 3, 2, 1, 2, 1},
+		{4, 16, 4, 3, 3, 1, 1, 1, 1},
+		{3, 15, 3, 3, 3, 1, 1, 1, 1},
+		{2, 2, 2, 3, 3, 1, 1, 1, 1},
+		{3, 64, 3, 3, 3, 1, 1, 1, 1},  // a row of one whole chunk
+		{3, 65, 3, 3, 3, 1, 1, 1, 1},  // and one more column
+		{4, 130, 4, 3, 3, 1, 1, 1, 1}, // three chunks
+	}, sameGeometries...)
+	for _, g := range geometries {
+		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
+		if p.rows.rowIn == nil {
+			continue // not the kernel's geometry
+		}
+		nt, n := g.kh*g.kw, g.oh*g.w
+		const planes = 3
+		ldi, ldo := g.h*g.w+5, n+3
+		in := make([]float32, planes*ldi)
+		for i := range in {
+			in[i] = (r.Float32()*2 - 1) * 8
+		}
+		in[ldi+g.h*g.w/2] = float32(math.NaN())
+		w := make([]float32, planes*nt)
+		for i := range w {
+			w[i] = r.Float32()*2 - 1
+		}
+		bias := []float32{0.25, -0.5, 1}
+		for _, c := range clamps {
+			got := make([]float32, planes*ldo)
+			want := make([]float32, planes*ldo)
+			for i := range got {
+				got[i], want[i] = 1234, 1234
+			}
+			p.runRows(got, ldo, in, ldi, w, nt, &bias[0], 1, planes, c[0], c[1])
+			for k := range planes {
+				sameAVX512(&want[k*ldo], &in[k*ldi], &p.taps[0], nt, &w[k*nt], &p.masks[0], p.nv4, bias[k], c[0], c[1], p.steps4())
+			}
+			requireSameBits(t, got, want, "%+v, clamp %v (against the general kernel)", g, c)
+		}
+	}
+}
