@@ -1205,6 +1205,51 @@ atail:
 	VPERMI2PS b, a, o; \
 	VALIGND   $1, e, c, s
 
+// S2PREFETCH prefetches this step's columns of the four rows that the
+// pair of output rows three pairs down reads first (rows 13 to 16 below
+// this pair's first, with a vertical stride of 2; AX the pair's first
+// row, R8 the distance between kernel rows, R11 between output rows, in
+// bytes; R11 is scratch then): a plane's rows are too short
+// for the hardware prefetcher to follow them. 112×112×96 at batch 32,
+// whose planes come from memory: 10.0 → 3.2–5.3 ms (two or four pairs
+// ahead did no better).
+#define S2PREFETCH \
+	LEAQ       (R11)(R11*2), R11; \
+	LEAQ       (AX)(R11*2), R11; \
+	ADDQ       R8, R11; \
+	PREFETCHT0 (R11); \
+	PREFETCHT0 64(R11); \
+	PREFETCHT0 (R11)(R8*1); \
+	PREFETCHT0 64(R11)(R8*1); \
+	LEAQ       (R11)(R8*2), R11; \
+	PREFETCHT0 (R11); \
+	PREFETCHT0 64(R11); \
+	PREFETCHT0 (R11)(R8*1); \
+	PREFETCHT0 64(R11)(R8*1)
+
+// S2STORE adds the bias to a step's two sums (Z0, Z11), clamps them,
+// stores them under K4 into the pair's output rows (CX, CX+R15) and moves
+// to the next step.
+#define S2STORE \
+	VADDPS  Z5, Z0, Z0; \
+	VMAXPS  Z0, Z6, Z0; \
+	VMINPS  Z0, Z7, Z0; \
+	VMOVUPS Z0, K4, (CX); \
+	VADDPS  Z5, Z11, Z11; \
+	VMAXPS  Z11, Z6, Z11; \
+	VMINPS  Z11, Z7, Z11; \
+	VMOVUPS Z11, K4, (CX)(R15*1); \
+	ADDQ    $64, CX; \
+	ADDQ    $128, AX; \
+	ADDQ    $8, R12
+
+// S2TAPS adds the three taps e, o, s of one input row to acc with the
+// weights in wa, wb, wc.
+#define S2TAPS(e, o, s, wa, wb, wc, acc) \
+	VFMADD231PS e, wa, acc; \
+	VFMADD231PS o, wb, acc; \
+	VFMADD231PS s, wc, acc
+
 // func stride2RowsAVX512(out *float32, ldo int, in *float32, ld, instep, rows int, w *float32, masks *uint16, steps, pad int, bias, lo, hi float32, nout int)
 //
 // stride2AVX512 for nout output rows (nout even), two at a time: output
@@ -1232,6 +1277,14 @@ TEXT ·stride2RowsAVX512(SB), NOSPLIT, $0-104
 	VBROADCASTSS hi+88(FP), Z7
 	VMOVUPS      evenIdx<>(SB), Z20
 	VMOVUPS      oddIdx<>(SB), Z21
+	// Three kernel rows with a vertical stride of twice their distance
+	// (MobileNet's layers): the pair's output rows share an input row.
+	CMPQ R9, $3
+	JNE  rpair
+	LEAQ (R8)(R8*1), DX
+	CMPQ DX, instep+32(FP)
+	JNE  rpair
+	JMP  s3pair
 
 rpair:
 	MOVQ SI, AX
@@ -1243,25 +1296,8 @@ rstep:
 	DECQ   R14
 	JLT    rnext
 	MASKS4(R12)
-	// Prefetch this step's columns of the four rows that the pair of
-	// output rows three pairs down reads first (rows 13 to 16 below
-	// this pair's first, with a vertical stride of 2): a plane's rows are
-	// too short for the hardware prefetcher to follow them. 112×112×96 at
-	// batch 32, whose planes come from memory: 10.0 → 3.2–5.3 ms (two
-	// or four pairs ahead did no better).
-	MOVQ       instep+32(FP), R11
-	LEAQ       (R11)(R11*2), R11
-	LEAQ       (AX)(R11*2), R11
-	ADDQ       R8, R11
-	PREFETCHT0 (R11)
-	PREFETCHT0 64(R11)
-	PREFETCHT0 (R11)(R8*1)
-	PREFETCHT0 64(R11)(R8*1)
-	LEAQ       (R11)(R8*2), R11
-	PREFETCHT0 (R11)
-	PREFETCHT0 64(R11)
-	PREFETCHT0 (R11)(R8*1)
-	PREFETCHT0 64(R11)(R8*1)
+	MOVQ   instep+32(FP), R11
+	S2PREFETCH
 	VXORPS Z0, Z0, Z0
 	VXORPS Z11, Z11, Z11
 	MOVQ   AX, R11
@@ -1288,18 +1324,8 @@ rrow:
 	DECQ         BX
 	JNZ          rrow
 
-	VADDPS  Z5, Z0, Z0
-	VMAXPS  Z0, Z6, Z0
-	VMINPS  Z0, Z7, Z0
-	VMOVUPS Z0, K4, (CX)
-	VADDPS  Z5, Z11, Z11
-	VMAXPS  Z11, Z6, Z11
-	VMINPS  Z11, Z7, Z11
-	VMOVUPS Z11, K4, (CX)(R15*1)
-	ADDQ    $64, CX
-	ADDQ    $128, AX
-	ADDQ    $8, R12
-	JMP     rstep
+	S2STORE
+	JMP rstep
 
 rnext:
 	ADDQ instep+32(FP), SI
@@ -1307,6 +1333,64 @@ rnext:
 	LEAQ (DI)(R15*2), DI
 	SUBQ $2, nout+96(FP)
 	JG   rpair
+	VZEROUPPER
+	RET
+
+// The pairs of stride2RowsAVX512 whose output rows share an input row
+// (rows = 3, instep = 2·ld): the pair reads five input rows, not six,
+// each split once, the shared one feeding the first row's last kernel row
+// and the second's first; each sum takes its multiply-adds in the order
+// of the loop above (the same bits). Z22…Z30: the weights.
+s3pair:
+	VBROADCASTSS (R10), Z22
+	VBROADCASTSS 4(R10), Z23
+	VBROADCASTSS 8(R10), Z24
+	VBROADCASTSS 12(R10), Z25
+	VBROADCASTSS 16(R10), Z26
+	VBROADCASTSS 20(R10), Z27
+	VBROADCASTSS 24(R10), Z28
+	VBROADCASTSS 28(R10), Z29
+	VBROADCASTSS 32(R10), Z30
+
+s3rows:
+	MOVQ SI, AX
+	MOVQ DI, CX
+	MOVQ masks+56(FP), R12
+	MOVQ steps+64(FP), R14
+
+s3step:
+	DECQ   R14
+	JLT    s3next
+	MASKS4(R12)
+	MOVQ   instep+32(FP), R11
+	S2PREFETCH
+	VXORPS Z0, Z0, Z0
+	VXORPS Z11, Z11, Z11
+	MOVQ   AX, R11
+	S2ROW(R11, Z1, Z2, Z3, Z8, Z9, Z10)
+	S2TAPS(Z8, Z9, Z10, Z22, Z23, Z24, Z0)
+	ADDQ   R8, R11
+	S2ROW(R11, Z12, Z13, Z14, Z15, Z16, Z17)
+	S2TAPS(Z15, Z16, Z17, Z25, Z26, Z27, Z0)
+	ADDQ   R8, R11
+	S2ROW(R11, Z1, Z2, Z3, Z8, Z9, Z10)
+	S2TAPS(Z8, Z9, Z10, Z28, Z29, Z30, Z0)
+	S2TAPS(Z8, Z9, Z10, Z22, Z23, Z24, Z11)
+	ADDQ   R8, R11
+	S2ROW(R11, Z12, Z13, Z14, Z15, Z16, Z17)
+	S2TAPS(Z15, Z16, Z17, Z25, Z26, Z27, Z11)
+	ADDQ   R8, R11
+	S2ROW(R11, Z1, Z2, Z3, Z8, Z9, Z10)
+	S2TAPS(Z8, Z9, Z10, Z28, Z29, Z30, Z11)
+	S2STORE
+	JMP    s3step
+
+s3next:
+	ADDQ instep+32(FP), SI
+	ADDQ instep+32(FP), SI
+	LEAQ (DI)(R15*2), DI
+	SUBQ $2, nout+96(FP)
+	JG   s3rows
 	VZEROUPPER
 	RET
 

@@ -469,16 +469,21 @@ func TestSamePlanCol2im(t *testing.T) {
 
 // TestStride2PlanRunRows requires RunRows to give, bit for bit, what Run
 // gives row by row (odd and even counts of output rows, one to three
-// kernel rows, NaN in the input), and to write nothing between or past
+// kernel rows, pairs of output rows that share an input row and pairs
+// that do not, NaN in the input), and to write nothing between or past
 // the output rows.
 func TestStride2PlanRunRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, g := range []struct{ width, pad int }{{112, 1}, {56, 1}, {14, 1}, {7, 1}, {9, 0}, {33, 1}, {64, 1}} {
 		ow := max(1, (g.width+2*g.pad-3)/2+1)
 		p := NewStride2Plan(g.width, ow, g.pad)
-		for _, rows := range []int{1, 3} {
+		for _, c := range []struct{ rows, gap int }{{1, 0}, {3, 0}, {3, 5}} {
+			// gap: the output rows' input rows more than twice the kernel
+			// rows' distance apart (no input row shared by a pair)
+			rows := c.rows
 			for _, nout := range []int{1, 2, 5} {
-				ld, instep, ldo := g.width+1, 2*(g.width+1), ow+3
+				ld, ldo := g.width+1, ow+3
+				instep := 2*ld + c.gap
 				in := make([]float32, (nout-1)*instep+(rows-1)*ld+g.width)
 				for i := range in {
 					in[i] = (r.Float32()*2 - 1) * 8
@@ -497,7 +502,7 @@ func TestStride2PlanRunRows(t *testing.T) {
 				for o := range nout {
 					p.Run(want[o*ldo:][:ow], in[o*instep:], ld, rows, w, 0.5, 0, 6)
 				}
-				requireSameBits(t, got, want, "%+v, %d rows, %d output rows (against row by row)", g, rows, nout)
+				requireSameBits(t, got, want, "%+v, %+v, %d output rows (against row by row)", g, c, nout)
 			}
 		}
 	}
