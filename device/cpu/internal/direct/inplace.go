@@ -592,8 +592,11 @@ func (p *Stride2Plan) Run(out, in []float32, ld, rows int, w []float32, bias, lo
 // reads rows input rows from in[o·instep:] (ld apart) with the weights w,
 // the same for every row (the rows whose kernel rows all lie inside the
 // image). Each row gets Run's bits; in assembly the rows go two at a time,
-// their multiply-add chains overlapping, without a call per row. It
-// panics if a slice is too short.
+// their multiply-add chains overlapping, without a call per row, and a
+// pair whose rows share an input row (3 kernel rows, instep = 2·ld:
+// MobileNet's stride-2 layers) loads and splits it once (112×112×96,
+// 2 threads, Zen 4: 88–91 → 79–83 µs). It panics if a slice is too
+// short.
 func (p *Stride2Plan) RunRows(out []float32, ldo int, in []float32, ld, instep, rows, nout int, w []float32, bias, lo, hi float32) {
 	if nout <= 0 {
 		return
