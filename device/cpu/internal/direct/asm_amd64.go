@@ -45,7 +45,7 @@ func blockSame1AVX512(out *float32, ldo int, in *float32, q0, cstride int, taps 
 func im2colSameAVX512(col *float32, ld int, in *float32, cstride, channels int, taps *int, ntaps int, masks *uint16, nv4, nvec int, last uint16)
 
 //go:noescape
-func mergeColumnsAVX512(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo int, rows, cols int)
+func mergeColumnsAVX512(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo int, rows, cols, add int)
 
 //go:noescape
 func addRowsAVX512(dst *float32, ldd int, src *float32, lds, rows, cols int)

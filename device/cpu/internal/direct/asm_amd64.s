@@ -1074,12 +1074,13 @@ DATA mergeHiIdx<>+56(SB)/4, $15
 DATA mergeHiIdx<>+60(SB)/4, $31
 GLOBL mergeHiIdx<>(SB), RODATA|NOPTR, $64
 
-// func mergeColumnsAVX512(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo int, rows, cols int)
+// func mergeColumnsAVX512(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo int, rows, cols, add int)
 //
-// SplitColumns backwards, adding: per step of 32 values of a dst row, the
-// step's even (K3) and odd (K4) values interleaved by VPERMI2PS and added
-// to the row under K5 (values 0…15) and K6 (16…31).
-TEXT ·mergeColumnsAVX512(SB), NOSPLIT, $0-64
+// SplitColumns backwards: per step of 32 values of a dst row, the step's
+// even (K3) and odd (K4) values interleaved by VPERMI2PS and, when add is
+// not 0, added to the row, stored under K5 (values 0…15) and K6
+// (16…31).
+TEXT ·mergeColumnsAVX512(SB), NOSPLIT, $0-72
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), R8
 	MOVQ even+16(FP), SI
@@ -1088,6 +1089,7 @@ TEXT ·mergeColumnsAVX512(SB), NOSPLIT, $0-64
 	MOVQ ldo+40(FP), R10
 	MOVQ rows+48(FP), R11
 	MOVQ cols+56(FP), R12
+	MOVQ add+64(FP), R14
 	VMOVDQU32 mergeLoIdx<>(SB), Z20
 	VMOVDQU32 mergeHiIdx<>(SB), Z21
 
@@ -1127,6 +1129,14 @@ mmasks:
 	VPERMI2PS Z1, Z0, Z2
 	VMOVDQA32 Z21, Z3
 	VPERMI2PS Z1, Z0, Z3
+	TESTQ     R14, R14
+	JNZ       madd
+	VMOVUPS   Z2, K5, (DI)(BX*4)
+	VMOVUPS   Z3, K6, 64(DI)(BX*4)
+	ADDQ      $32, BX
+	JMP       mstep
+
+madd:
 	VMOVUPS.Z (DI)(BX*4), K5, Z4
 	VMOVUPS.Z 64(DI)(BX*4), K6, Z5
 	VADDPS    Z2, Z4, Z4

@@ -48,7 +48,7 @@ func im2colSameAVX512(col *float32, ld int, in *float32, cstride, channels int, 
 	panic("direct: no assembly on this platform")
 }
 
-func mergeColumnsAVX512(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo int, rows, cols int) {
+func mergeColumnsAVX512(dst *float32, ldd int, even *float32, lde int, odd *float32, ldo int, rows, cols, add int) {
 	panic("direct: no assembly on this platform")
 }
 

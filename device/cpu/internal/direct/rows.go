@@ -178,18 +178,29 @@ func AddRows(dst []float32, ldd int, src []float32, lds, rows, cols int) {
 	}
 }
 
-// MergeColumnsAdd is SplitColumns backwards, adding: for rows rows of
-// cols values of dst (rows ldd apart), dst[r·ldd+2k] += even[r·lde+k] and
-// dst[r·ldd+2k+1] += odd[r·ldo+k]. Nothing else of dst is written. It
+// MergeColumns is SplitColumns backwards: for rows rows of cols values
+// of dst (rows ldd apart), dst[r·ldd+2k] = even[r·lde+k] and
+// dst[r·ldd+2k+1] = odd[r·ldo+k]. Nothing else of dst is written. It
 // panics when a slice is too short or a row longer than its stride.
+func MergeColumns(dst []float32, ldd int, even []float32, lde int, odd []float32, ldo int, rows, cols int) {
+	mergeColumns(dst, ldd, even, lde, odd, ldo, rows, cols, false)
+}
+
+// MergeColumnsAdd is MergeColumns adding to dst: dst[r·ldd+2k] +=
+// even[r·lde+k] and dst[r·ldd+2k+1] += odd[r·ldo+k].
 func MergeColumnsAdd(dst []float32, ldd int, even []float32, lde int, odd []float32, ldo int, rows, cols int) {
+	mergeColumns(dst, ldd, even, lde, odd, ldo, rows, cols, true)
+}
+
+// mergeColumns is MergeColumnsAdd when add is set, else MergeColumns.
+func mergeColumns(dst []float32, ldd int, even []float32, lde int, odd []float32, ldo int, rows, cols int, add bool) {
 	if rows <= 0 || cols <= 0 {
 		return
 	}
 	ne, no := (cols+1)/2, cols/2
 	if ne > lde || (no > 0 && no > ldo) || cols > ldd || len(even) < (rows-1)*lde+ne ||
 		(no > 0 && len(odd) < (rows-1)*ldo+no) || len(dst) < (rows-1)*ldd+cols {
-		panic(fmt.Sprintf("direct: MergeColumnsAdd of %d rows of %d values from %d and %d values (rows %d and %d apart) to %d values (rows %d apart)",
+		panic(fmt.Sprintf("direct: MergeColumns of %d rows of %d values from %d and %d values (rows %d and %d apart) to %d values (rows %d apart)",
 			rows, cols, len(even), len(odd), lde, ldo, len(dst), ldd))
 	}
 	if haveAsm {
@@ -197,11 +208,15 @@ func MergeColumnsAdd(dst []float32, ldd int, even []float32, lde int, odd []floa
 		if no > 0 {
 			oddStart = &odd[0]
 		}
-		mergeColumnsAVX512(&dst[0], ldd, &even[0], lde, oddStart, ldo, rows, cols)
+		addFlag := 0
+		if add {
+			addFlag = 1
+		}
+		mergeColumnsAVX512(&dst[0], ldd, &even[0], lde, oddStart, ldo, rows, cols, addFlag)
 		return
 	}
-	k0 := 0 // the pairs of columns before k0 are added
-	if haveAVX2 && no >= 4 {
+	k0 := 0 // the pairs of columns before k0 are done
+	if add && haveAVX2 && no >= 4 {
 		// Steps of 8 and 4 pairs; the last pairs and an odd row's last
 		// value below.
 		k0 = no / 4 * 4
@@ -209,10 +224,15 @@ func MergeColumnsAdd(dst []float32, ldd int, even []float32, lde int, odd []floa
 	}
 	for r := range rows {
 		row := dst[r*ldd:][:cols]
-		for k := k0; 2*k < cols; k++ {
-			row[2*k] += even[r*lde+k]
-			if 2*k+1 < cols {
-				row[2*k+1] += odd[r*ldo+k]
+		for j := 2 * k0; j < cols; j++ {
+			v := even[r*lde+j/2]
+			if j%2 == 1 {
+				v = odd[r*ldo+j/2]
+			}
+			if add {
+				row[j] += v
+			} else {
+				row[j] = v
 			}
 		}
 	}

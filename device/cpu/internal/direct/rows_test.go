@@ -168,32 +168,44 @@ func TestAddRows(t *testing.T) {
 	assert.Panics(t, func() { AddRows(make([]float32, 7), 4, make([]float32, 8), 4, 2, 4) })
 }
 
-// TestMergeColumnsAdd checks that MergeColumnsAdd undoes SplitColumns
-// (adding to what dst holds), on odd and even row lengths around a step
-// of 32, with gaps between rows that it must not touch.
+// TestMergeColumnsAdd checks that MergeColumnsAdd and MergeColumns undo
+// SplitColumns (adding to what dst holds, and replacing it, a negative
+// zero kept), on odd and even row lengths around a step of 32, with gaps
+// between rows that they must not touch.
 func TestMergeColumnsAdd(t *testing.T) {
-	for _, rows := range []int{1, 4} {
-		for _, cols := range []int{1, 2, 3, 7, 8, 9, 14, 15, 16, 17, 28, 31, 32, 33, 64, 65} {
-			ldd := cols + 3
-			src := make([]float32, rows*ldd)
-			for i := range src {
-				src[i] = float32(i) + 0.25
-			}
-			ne, no := (cols+1)/2, cols/2
-			lde, ldo := ne+1, no+2
-			even, odd := make([]float32, rows*lde), make([]float32, rows*ldo+1)
-			SplitColumns(even, lde, odd, ldo, src, ldd, rows, cols)
-			dst := make([]float32, rows*ldd)
-			for i := range dst {
-				dst[i] = 100
-			}
-			MergeColumnsAdd(dst, ldd, even, lde, odd, ldo, rows, cols)
-			for i, v := range dst {
-				want := float32(100)
-				if i%ldd < cols {
-					want += src[i]
+	for _, add := range []bool{true, false} {
+		for _, rows := range []int{1, 4} {
+			for _, cols := range []int{1, 2, 3, 7, 8, 9, 14, 15, 16, 17, 28, 31, 32, 33, 64, 65} {
+				ldd := cols + 3
+				src := make([]float32, rows*ldd)
+				for i := range src {
+					src[i] = float32(i) + 0.25
 				}
-				require.Equal(t, want, v, "%d rows of %d: element %d", rows, cols, i)
+				src[0] = float32(math.Copysign(0, -1))
+				ne, no := (cols+1)/2, cols/2
+				lde, ldo := ne+1, no+2
+				even, odd := make([]float32, rows*lde), make([]float32, rows*ldo+1)
+				SplitColumns(even, lde, odd, ldo, src, ldd, rows, cols)
+				dst := make([]float32, rows*ldd)
+				for i := range dst {
+					dst[i] = 100
+				}
+				if add {
+					MergeColumnsAdd(dst, ldd, even, lde, odd, ldo, rows, cols)
+				} else {
+					MergeColumns(dst, ldd, even, lde, odd, ldo, rows, cols)
+				}
+				for i, v := range dst {
+					want := float32(100)
+					switch {
+					case i%ldd >= cols:
+					case add:
+						want += src[i]
+					default:
+						want = src[i]
+					}
+					require.Equal(t, math.Float32bits(want), math.Float32bits(v), "add %v, %d rows of %d: element %d = %g, want %g", add, rows, cols, i, v, want)
+				}
 			}
 		}
 	}
