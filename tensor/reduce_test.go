@@ -257,3 +257,44 @@ func TestSoftmax(t *testing.T) {
 		}
 	}
 }
+
+// TestSumAxesRunRoundsOnce requires a sum over consecutive axes (a global
+// average pool's H and W) to be one float64 sum per output rounded once,
+// as over one axis, for a tensor and for a permuted view of it, with and
+// without the axes kept; and a sum over two separate runs of axes to
+// match the float64 reference.
+func TestSumAxesRunRoundsOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	x := tensor.RandNormal(rng, 0, 1, 2, 3, 7, 7)
+	vals := x.Values()
+	for _, keep := range []bool{true, false} {
+		got := x.SumAxes([]int{2, 3}, keep)
+		if keep {
+			assert.Equal(t, []int{2, 3, 1, 1}, got.Shape())
+		} else {
+			assert.Equal(t, []int{2, 3}, got.Shape())
+		}
+		for p, v := range got.Values() {
+			var want float64
+			for _, e := range vals[p*49 : (p+1)*49] {
+				want += float64(float32(e))
+			}
+			require.Equal(t, float64(float32(want)), v, "plane %d, keep %v", p, keep)
+		}
+	}
+	// A view whose last two axes are not contiguous in memory.
+	view := x.Permute(0, 2, 3, 1) // 2×7×7×3
+	got := view.SumAxes([]int{1, 2}, false)
+	assert.Equal(t, []int{2, 3}, got.Shape())
+	ref := x.SumAxes([]int{2, 3}, false)
+	assertValues(t, got, []int{2, 3}, ref.Values(), 1e-6)
+	// Two runs: axes 0 and 2…3.
+	ws, w := refReduce(vals, []int{2, 3, 7, 7}, []int{0, 2, 3}, false, func(v []float64) float64 {
+		var s float64
+		for _, e := range v {
+			s += e
+		}
+		return s
+	})
+	assertValues(t, x.SumAxes([]int{0, 2, 3}, false), ws, w, 1e-5)
+}
