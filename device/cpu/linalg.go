@@ -899,13 +899,13 @@ func (s convShape) imagesPerGEMM() int {
 }
 
 // gatherOutGrad copies the output gradients of images [n0, n1), group g,
-// side by side into dst (ocg × (n1-n0)·l).
+// side by side into dst (ocg × (n1-n0)·l), one strided copy of ocg rows
+// per image (a copy per row took 5% of zoo MobileNet's training step,
+// rows of 49 values).
 func gatherOutGrad[T float](s convShape, dst, dy []T, n0, n1, g int) {
 	ld := (n1 - n0) * s.l
 	for n := n0; n < n1; n++ {
-		for oc := 0; oc < s.ocg; oc++ {
-			copy(dst[oc*ld+(n-n0)*s.l:][:s.l], dy[n*s.imgOut+(g*s.ocg+oc)*s.l:][:s.l])
-		}
+		copyRows(dst[(n-n0)*s.l:], ld, dy[n*s.imgOut+g*s.ocg*s.l:], s.l, s.ocg, s.l, false)
 	}
 }
 
