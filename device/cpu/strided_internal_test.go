@@ -231,6 +231,28 @@ func TestCopyViewsMatchesReference(t *testing.T) {
 	}
 }
 
+// TestCopyBroadcastRows checks the copy of a source broadcast along its
+// trailing axes into contiguous rows (a mean's gradient over an image's
+// positions), short rows and rows past runRow, against the reference.
+func TestCopyBroadcastRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, threads := range threadCounts {
+		d := New()
+		d.SetThreads(threads)
+		k := d.Kernels()
+		for _, shape := range [][]int{{4, 5, 7, 7}, {3, 2, 1, 1}, {2, 3, 70, 70}, {1, 9, 1, 5000}} {
+			dl := device.Contiguous(shape)
+			sl := device.Layout{Shape: shape, Strides: []int{shape[1], 1, 0, 0}, Offset: 2}
+			src := randBuffer(t, rng, d, device.Float32, 2+shape[0]*shape[1], true)
+			got := randBuffer(t, rng, d, device.Float32, device.NumElements(shape), false)
+			want := clone(t, got)
+			k.Copy(got, dl, src, sl)
+			copyRef(want, dl, src, sl)
+			sameBits(t, fmt.Sprintf("threads %d: %v", threads, shape), got, want)
+		}
+	}
+}
+
 // TestCopyTiled checks transposes with long and short (tiled) rows, on
 // lengths that are not multiples of the blocks, into dense and strided
 // destinations.
