@@ -44,7 +44,8 @@
 // padding between rows), SplitColumns (the even and odd columns of a
 // stride-2 convolution's phases), and for im2col and col2im of stride-2
 // layers AddRows (a strided add) and MergeColumnsAdd (SplitColumns
-// backwards, adding). SamePlan.Im2col writes the column matrix of a
+// backwards, adding; MergeColumns without adding gathers a stride-2
+// depthwise layer's input gradient from its phases). SamePlan.Im2col writes the column matrix of a
 // same-size convolution with the plan's masks, and SamePlan.Col2im adds it
 // back, each input gathering its taps (AVX2 on every amd64 CPU).
 //
