@@ -1215,44 +1215,6 @@ atail:
 	VPERMI2PS b, a, o; \
 	VALIGND   $1, e, c, s
 
-// S2PREFETCH prefetches this step's columns of the four rows that the
-// pair of output rows three pairs down reads first (rows 13 to 16 below
-// this pair's first, with a vertical stride of 2; AX the pair's first
-// row, R8 the distance between kernel rows, R11 between output rows, in
-// bytes; R11 is scratch then): a plane's rows are too short
-// for the hardware prefetcher to follow them. 112×112×96 at batch 32,
-// whose planes come from memory: 10.0 → 3.2–5.3 ms (two or four pairs
-// ahead did no better).
-#define S2PREFETCH \
-	LEAQ       (R11)(R11*2), R11; \
-	LEAQ       (AX)(R11*2), R11; \
-	ADDQ       R8, R11; \
-	PREFETCHT0 (R11); \
-	PREFETCHT0 64(R11); \
-	PREFETCHT0 (R11)(R8*1); \
-	PREFETCHT0 64(R11)(R8*1); \
-	LEAQ       (R11)(R8*2), R11; \
-	PREFETCHT0 (R11); \
-	PREFETCHT0 64(R11); \
-	PREFETCHT0 (R11)(R8*1); \
-	PREFETCHT0 64(R11)(R8*1)
-
-// S2STORE adds the bias to a step's two sums (Z0, Z11), clamps them,
-// stores them under K4 into the pair's output rows (CX, CX+R15) and moves
-// to the next step.
-#define S2STORE \
-	VADDPS  Z5, Z0, Z0; \
-	VMAXPS  Z0, Z6, Z0; \
-	VMINPS  Z0, Z7, Z0; \
-	VMOVUPS Z0, K4, (CX); \
-	VADDPS  Z5, Z11, Z11; \
-	VMAXPS  Z11, Z6, Z11; \
-	VMINPS  Z11, Z7, Z11; \
-	VMOVUPS Z11, K4, (CX)(R15*1); \
-	ADDQ    $64, CX; \
-	ADDQ    $128, AX; \
-	ADDQ    $8, R12
-
 // S2TAPS adds the three taps e, o, s of one input row to acc with the
 // weights in wa, wb, wc.
 #define S2TAPS(e, o, s, wa, wb, wc, acc) \
@@ -1288,13 +1250,24 @@ TEXT ·stride2RowsAVX512(SB), NOSPLIT, $0-104
 	VMOVUPS      evenIdx<>(SB), Z20
 	VMOVUPS      oddIdx<>(SB), Z21
 	// Three kernel rows with a vertical stride of twice their distance
-	// (MobileNet's layers): the pair's output rows share an input row.
+	// (MobileNet's layers): the pair's output rows share an input row,
+	// and the steps take the shared body (R9 = 0 says so), the weights in
+	// Z22…Z30.
 	CMPQ R9, $3
 	JNE  rpair
 	LEAQ (R8)(R8*1), DX
 	CMPQ DX, instep+32(FP)
 	JNE  rpair
-	JMP  s3pair
+	XORQ R9, R9
+	VBROADCASTSS (R10), Z22
+	VBROADCASTSS 4(R10), Z23
+	VBROADCASTSS 8(R10), Z24
+	VBROADCASTSS 12(R10), Z25
+	VBROADCASTSS 16(R10), Z26
+	VBROADCASTSS 20(R10), Z27
+	VBROADCASTSS 24(R10), Z28
+	VBROADCASTSS 28(R10), Z29
+	VBROADCASTSS 32(R10), Z30
 
 rpair:
 	MOVQ SI, AX
@@ -1306,11 +1279,30 @@ rstep:
 	DECQ   R14
 	JLT    rnext
 	MASKS4(R12)
-	MOVQ   instep+32(FP), R11
-	S2PREFETCH
+	// Prefetch this step's columns of the four rows that the pair of
+	// output rows three pairs down reads first (rows 13 to 16 below
+	// this pair's first, with a vertical stride of 2): a plane's rows are
+	// too short for the hardware prefetcher to follow them. 112×112×96 at
+	// batch 32, whose planes come from memory: 10.0 → 3.2–5.3 ms (two
+	// or four pairs ahead did no better).
+	MOVQ       instep+32(FP), R11
+	LEAQ       (R11)(R11*2), R11
+	LEAQ       (AX)(R11*2), R11
+	ADDQ       R8, R11
+	PREFETCHT0 (R11)
+	PREFETCHT0 64(R11)
+	PREFETCHT0 (R11)(R8*1)
+	PREFETCHT0 64(R11)(R8*1)
+	LEAQ       (R11)(R8*2), R11
+	PREFETCHT0 (R11)
+	PREFETCHT0 64(R11)
+	PREFETCHT0 (R11)(R8*1)
+	PREFETCHT0 64(R11)(R8*1)
 	VXORPS Z0, Z0, Z0
 	VXORPS Z11, Z11, Z11
 	MOVQ   AX, R11
+	TESTQ  R9, R9
+	JZ     rshared
 	MOVQ   AX, DX
 	ADDQ   instep+32(FP), DX
 	MOVQ   R10, R13
@@ -1333,50 +1325,13 @@ rrow:
 	ADDQ         $12, R13
 	DECQ         BX
 	JNZ          rrow
+	JMP          rstore
 
-	S2STORE
-	JMP rstep
-
-rnext:
-	ADDQ instep+32(FP), SI
-	ADDQ instep+32(FP), SI
-	LEAQ (DI)(R15*2), DI
-	SUBQ $2, nout+96(FP)
-	JG   rpair
-	VZEROUPPER
-	RET
-
-// The pairs of stride2RowsAVX512 whose output rows share an input row
-// (rows = 3, instep = 2·ld): the pair reads five input rows, not six,
-// each split once, the shared one feeding the first row's last kernel row
-// and the second's first; each sum takes its multiply-adds in the order
-// of the loop above (the same bits). Z22…Z30: the weights.
-s3pair:
-	VBROADCASTSS (R10), Z22
-	VBROADCASTSS 4(R10), Z23
-	VBROADCASTSS 8(R10), Z24
-	VBROADCASTSS 12(R10), Z25
-	VBROADCASTSS 16(R10), Z26
-	VBROADCASTSS 20(R10), Z27
-	VBROADCASTSS 24(R10), Z28
-	VBROADCASTSS 28(R10), Z29
-	VBROADCASTSS 32(R10), Z30
-
-s3rows:
-	MOVQ SI, AX
-	MOVQ DI, CX
-	MOVQ masks+56(FP), R12
-	MOVQ steps+64(FP), R14
-
-s3step:
-	DECQ   R14
-	JLT    s3next
-	MASKS4(R12)
-	MOVQ   instep+32(FP), R11
-	S2PREFETCH
-	VXORPS Z0, Z0, Z0
-	VXORPS Z11, Z11, Z11
-	MOVQ   AX, R11
+	// The shared body: the pair reads five input rows, not six, each
+	// split once, the shared one feeding the first row's last kernel row
+	// and the second's first; each sum takes its multiply-adds in the
+	// order of the loop above (the same bits).
+rshared:
 	S2ROW(R11, Z1, Z2, Z3, Z8, Z9, Z10)
 	S2TAPS(Z8, Z9, Z10, Z22, Z23, Z24, Z0)
 	ADDQ   R8, R11
@@ -1392,15 +1347,27 @@ s3step:
 	ADDQ   R8, R11
 	S2ROW(R11, Z1, Z2, Z3, Z8, Z9, Z10)
 	S2TAPS(Z8, Z9, Z10, Z28, Z29, Z30, Z11)
-	S2STORE
-	JMP    s3step
 
-s3next:
+rstore:
+	VADDPS  Z5, Z0, Z0
+	VMAXPS  Z0, Z6, Z0
+	VMINPS  Z0, Z7, Z0
+	VMOVUPS Z0, K4, (CX)
+	VADDPS  Z5, Z11, Z11
+	VMAXPS  Z11, Z6, Z11
+	VMINPS  Z11, Z7, Z11
+	VMOVUPS Z11, K4, (CX)(R15*1)
+	ADDQ    $64, CX
+	ADDQ    $128, AX
+	ADDQ    $8, R12
+	JMP     rstep
+
+rnext:
 	ADDQ instep+32(FP), SI
 	ADDQ instep+32(FP), SI
 	LEAQ (DI)(R15*2), DI
 	SUBQ $2, nout+96(FP)
-	JG   s3rows
+	JG   rpair
 	VZEROUPPER
 	RET
 
