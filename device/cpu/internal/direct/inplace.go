@@ -31,12 +31,15 @@ type SamePlan struct {
 	// centred: oh = h and the padding centres the kernel on each output
 	// (tap t and tap len(taps)-1-t are offsets of opposite sign)
 	centred bool
-	// rows holds the tables of sameRowsAVX512 where the geometry is its
-	// (kernel rows 3 wide reading columns j−1, j, j+1: padW = 1, dilW =
-	// 1); byRows says the plan runs on it (see useRows)
-	rows   rowsPlan
-	byRows bool
+	// rows holds the tables of sameRowsAVX512 when the plan runs on it
+	// (rowsKernel and useRows say so); rows.rowIn is nil otherwise
+	rows rowsPlan
 }
+
+// rowsKernel reports whether sameRowsAVX512 computes kernel rows kw wide
+// with padding padW and dilation dilW across: 3 wide, reading columns
+// j−1, j, j+1.
+func rowsKernel(kw, padW, dilW int) bool { return kw == 3 && padW == 1 && dilW == 1 }
 
 // useRows reports whether a plane w wide with kernel rows 3 wide
 // reading columns j−1, j, j+1 runs on sameRowsAVX512: when its rows fill
@@ -101,9 +104,8 @@ func NewSamePlan(h, w, oh, kh, kw, padH, padW, dilH, dilW int) *SamePlan {
 	nvec := (n + Lanes - 1) / Lanes
 	p := &SamePlan{h: h, w: w, oh: oh, nvec: nvec, nv4: (nvec + 11) / 12 * 12,
 		centred: oh == h && 2*padH == (kh-1)*dilH && 2*padW == (kw-1)*dilW}
-	if kw == 3 && padW == 1 && dilW == 1 && n > 0 {
+	if rowsKernel(kw, padW, dilW) && n > 0 && useRows(w) {
 		p.rows = newRowsPlan(h, w, oh, kh, padH, dilH)
-		p.byRows = useRows(w)
 	}
 	for r := range kh {
 		for c := range kw {
@@ -161,7 +163,7 @@ func (p *SamePlan) Run(out, in, w []float32, bias, lo, hi float32) {
 	if p.oh*p.w == 0 {
 		return
 	}
-	if haveAsm && p.byRows {
+	if haveAsm && p.rows.rowIn != nil {
 		p.runRows(out, p.oh*p.w, in, p.h*p.w, w, len(p.taps), &bias, 0, 1, lo, hi)
 		return
 	}
@@ -194,7 +196,7 @@ func (p *SamePlan) RunPlanes(out []float32, ldo int, in []float32, ldi int, w []
 		}
 		return bias[k]
 	}
-	if haveAsm && n > 0 && p.byRows {
+	if haveAsm && n > 0 && p.rows.rowIn != nil {
 		var zero float32
 		bp, bstride := &zero, 0
 		if bias != nil {

@@ -724,10 +724,13 @@ func TestSameRowsMatchesGeneralKernel(t *testing.T) {
 		{4, 130, 4, 3, 3, 1, 1, 1, 1}, // three chunks
 	}, sameGeometries...)
 	for _, g := range geometries {
-		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
-		if p.rows.rowIn == nil {
-			continue // not the kernel's geometry
+		if !rowsKernel(g.kw, g.padW, g.dilW) {
+			continue
 		}
+		p := NewSamePlan(g.h, g.w, g.oh, g.kh, g.kw, g.padH, g.padW, g.dilH, g.dilW)
+		// The row kernel on every width, even those useRows leaves to the
+		// general kernel.
+		p.rows = newRowsPlan(g.h, g.w, g.oh, g.kh, g.padH, g.dilH)
 		nt, n := g.kh*g.kw, g.oh*g.w
 		const planes = 3
 		ldi, ldo := g.h*g.w+5, n+3
