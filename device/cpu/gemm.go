@@ -142,7 +142,7 @@ func (g *gemmBackend) measure(lib *hblas.Library, remeasure bool) string {
 		ownSgemm(tA, tB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
 	}
 	path := gemmChoicePath()
-	key := strings.Join([]string{runtime.GOARCH, hostcpu.Model(), gemm.Kernel(), gemm.Blocking().String(), lib.Name(), buildRevision()}, " | ")
+	key := strings.Join([]string{runtime.GOARCH, hostcpu.Describe(), gemm.Kernel(), gemm.Blocking().String(), lib.Name(), buildRevision()}, " | ")
 	ch, src, err := gemmchoice.Cached(path, key, remeasure, func() gemmchoice.Choice {
 		return gemmchoice.Measure(ownImpl, blasImpl, measurePerProbe)
 	})

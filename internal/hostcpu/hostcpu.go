@@ -2,7 +2,8 @@
 // whatever the process's affinity mask (which runtime.NumCPU reports), so
 // that data-parallel ranks can tell whether mpirun bound them to a few
 // cores and whether there are more ranks than cores; and the processor's
-// model, which keys what is measured per machine.
+// model and generation, which key what is measured per machine and head
+// the benchmarks' tables.
 package hostcpu
 
 import (
@@ -60,4 +61,54 @@ func ModelIn(cpuinfo string) string {
 		}
 	}
 	return ""
+}
+
+// Describe returns the processor's model name followed by the numbers that
+// tell its generation, from /proc/cpuinfo on Linux: "AMD EPYC (family 25,
+// model 17)" on x86, where a virtual machine often shows one name for
+// several generations (Zen 4 and Zen 5 are both "AMD EPYC" there), and
+// "arm64 (implementer 0x41, part 0xd0c)" on an arm64 machine without a
+// model name. It returns "" when it cannot tell.
+func Describe() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	return DescribeIn(string(b))
+}
+
+// DescribeIn is Describe for a /proc/cpuinfo text: the first processor's
+// fields.
+func DescribeIn(cpuinfo string) string {
+	fields := map[string]string{}
+	for line := range strings.SplitSeq(cpuinfo, "\n") {
+		key, value, ok := strings.Cut(line, ":")
+		if !ok {
+			if strings.TrimSpace(line) == "" && len(fields) > 0 {
+				break // the end of the first processor's block
+			}
+			continue
+		}
+		key = strings.TrimSpace(key)
+		if _, seen := fields[key]; !seen {
+			fields[key] = strings.TrimSpace(value)
+		}
+	}
+	var numbers []string
+	for _, f := range [][2]string{{"cpu family", "family"}, {"model", "model"}, {"CPU implementer", "implementer"}, {"CPU part", "part"}} {
+		if v := fields[f[0]]; v != "" {
+			numbers = append(numbers, f[1]+" "+v)
+		}
+	}
+	name := fields["model name"]
+	if name == "" && fields["CPU implementer"] != "" {
+		name = "arm64"
+	}
+	switch {
+	case len(numbers) == 0:
+		return name
+	case name == "":
+		return strings.Join(numbers, ", ")
+	}
+	return name + " (" + strings.Join(numbers, ", ") + ")"
 }

@@ -2,6 +2,7 @@ package hostcpu
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -27,5 +28,22 @@ func TestModelIn(t *testing.T) {
 	}
 	if got := ModelIn("processor : 0\nmodel : 85\n"); got != "" {
 		t.Errorf("ModelIn without a model name = %q, want \"\"", got)
+	}
+}
+
+func TestDescribeIn(t *testing.T) {
+	for _, tc := range []struct{ info, want string }{
+		{"processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n\nprocessor\t: 1\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n", "AMD EPYC (family 25, model 17)"},
+		{"processor\t: 0\nBogoMIPS\t: 243.75\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU part\t: 0xd0c\n\nprocessor\t: 1\nCPU part\t: 0xd40\n", "arm64 (implementer 0x41, part 0xd0c)"},
+		{"processor : 0\nmodel name : Some CPU\n", "Some CPU"},
+		{"processor : 0\ncpu family : 6\nmodel : 85\n", "family 6, model 85"},
+		{"", ""},
+	} {
+		if got := DescribeIn(tc.info); got != tc.want {
+			t.Errorf("DescribeIn(%q) = %q, want %q", tc.info, got, tc.want)
+		}
+	}
+	if d, m := Describe(), Model(); m != "" && !strings.HasPrefix(d, m) {
+		t.Errorf("Describe() = %q does not start with Model() = %q", d, m)
 	}
 }
