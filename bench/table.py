@@ -16,15 +16,18 @@ import os
 import statistics
 import sys
 
-# Targets of the speed issue: ("ratio", x) needs Hora/PyTorch >= x;
-# ("min", x) needs Hora's value >= x; ("max", x) needs Hora's value <= x;
-# ("equal", None) needs Hora's value = PyTorch's (a twin's parameter count).
+# Targets of the speed issue ("Speed on every CPU and on real models"):
+# ("ratio", x) needs Hora/PyTorch >= x; ("min", x) needs Hora's value >= x;
+# ("max", x) needs Hora's value <= x; ("equal", None) needs Hora's value =
+# PyTorch's (a twin's parameter count).
 TARGETS = {
-    # OpenBLAS with AVX-512 kernels on both cores, as the issue asks.
-    "sgemm 1024 (PyTorch: OPENBLAS_NUM_THREADS=2)": ("ratio", 0.9),
-    "sgemm 2048 (PyTorch: OPENBLAS_NUM_THREADS=2)": ("ratio", 0.9),
-    "mlp train epoch": ("ratio", 1.1),
-    "cnn train epoch": ("ratio", 1.0),
+    # The best BLAS on the machine (OpenBLAS with its AVX-512 kernels) on
+    # every core.
+    "sgemm 1024 (PyTorch: OPENBLAS_NUM_THREADS=2)": ("ratio", 1.0),
+    "sgemm 2048 (PyTorch: OPENBLAS_NUM_THREADS=2)": ("ratio", 1.0),
+    "mlp train epoch": ("ratio", 1.5),
+    "cnn train epoch": ("ratio", 1.3),
+    "cnn train step": ("ratio", 1.3),
     "mlp test accuracy (1 epoch)": ("min", 0.84),
     "cnn test accuracy (1 epoch)": ("min", 0.865),
     "mlp train step allocs/op": ("max", 50),
@@ -79,13 +82,33 @@ def met(kind, x, hora, ratio, torch=None):
     return hora >= x if kind == "min" else hora <= x
 
 
-def machine():
-    model = "?"
+def cpu_model():
+    """The processor's model name and the numbers that tell its generation
+    (a virtual machine may call Zen 4 and Zen 5 both "AMD EPYC"), from the
+    first processor of /proc/cpuinfo, as internal/hostcpu's Describe."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
-            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+            for line in f:
+                if not line.strip():
+                    if fields:
+                        break
+                    continue
+                key, sep, value = line.partition(":")
+                if sep:
+                    fields.setdefault(key.strip(), value.strip())
     except OSError:
-        pass
+        return "?"
+    numbers = [f"{label} {fields[key]}" for key, label in
+               (("cpu family", "family"), ("model", "model"),
+                ("CPU implementer", "implementer"), ("CPU part", "part"))
+               if fields.get(key)]
+    name = fields.get("model name") or ("arm64" if "CPU implementer" in fields else "?")
+    return f"{name} ({', '.join(numbers)})" if numbers else name
+
+
+def machine():
+    model = cpu_model()
     osname = "?"
     try:
         with open("/etc/os-release") as f:
