@@ -1,7 +1,8 @@
 // Command onnx-bench times CNN inference of ONNX models in Hora (imported
 // with onnx.Load) and in onnxruntime, in the same run on the same machine,
-// and prints one table: model, batch, Hora ms, onnxruntime ms and their
-// ratio.
+// and prints one table: model, batch, Hora ms, onnxruntime ms, Hora's
+// speed (onnxruntime's time over Hora's) and the speed issue's target
+// (at least 1×), headed by the processor's model and generation.
 //
 // Usage (from the repository root):
 //
@@ -58,6 +59,7 @@ import (
 	"github.com/hora-dl/hora/autograd"
 	"github.com/hora-dl/hora/bench/internal/roundtrip"
 	"github.com/hora-dl/hora/device/cpu"
+	"github.com/hora-dl/hora/internal/hostcpu"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/onnx"
 	"github.com/hora-dl/hora/tensor"
@@ -385,14 +387,45 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// onnxTarget is the speed issue's target for every model and batch: Hora at
+// least as fast as onnxruntime on the same cores.
+const onnxTarget = 1.0
+
 func (c *config) table(w io.Writer, results []*result) error {
 	host, _ := os.Hostname()
-	fmt.Fprintf(w, "# %s, %s, %d threads, GEMM backend %s, median of %d run(s) of >= %v each\n",
-		host, runtime.Version(), c.threads, cpu.Default().Backend(), c.repeat, c.minTime)
+	fmt.Fprintf(w, "# %s, %s, %s, %d threads, GEMM backend %s, median of %d run(s) of >= %v each\n",
+		cpuName(), host, runtime.Version(), c.threads, cpu.Default().Backend(), c.repeat, c.minTime)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "model\tbatch\thora ms\tort ms\thora/ort\t")
+	fmt.Fprintln(tw, "model\tbatch\thora ms\tort ms\tspeed (ort/hora)\ttarget\t")
+	missed := 0
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t\n", r.model, r.batch, r.horaMedian, r.ortMedian, r.horaMedian/r.ortMedian)
+		speed := r.ortMedian / r.horaMedian
+		verdict := "✔"
+		if !(speed >= onnxTarget) { // NaN (no onnxruntime time) is no pass
+			verdict = "✘"
+			missed++
+		}
+		if c.horaOnly {
+			verdict = "–"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f×\t≥ %g× %s\t\n", r.model, r.batch, r.horaMedian, r.ortMedian, speed, onnxTarget, verdict)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if c.horaOnly {
+		_, err := fmt.Fprintln(w, "speed: onnxruntime's time over Hora's (above 1: Hora is faster); -hora-only: no target checked")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "speed: onnxruntime's time over Hora's (above 1: Hora is faster); %d target(s) missed\n", missed)
+	return err
+}
+
+// cpuName is the processor's model and generation for the table's header
+// (hostcpu.Describe), "unknown CPU" where the host does not say.
+func cpuName() string {
+	if d := hostcpu.Describe(); d != "" {
+		return d
+	}
+	return "unknown CPU"
 }

@@ -65,12 +65,22 @@ func TestTable(t *testing.T) {
 	c := &config{threads: 2, repeat: 1}
 	require.NoError(t, c.table(&b, []*result{
 		{model: "resnet18", batch: 1, horaMedian: 20, ortMedian: 10},
+		{model: "resnet18", batch: 32, horaMedian: 10, ortMedian: 12},
 		{model: "mobilenet_v2", batch: 32, horaMedian: 30, ortMedian: math.NaN()},
 	}))
 	out := b.String()
-	assert.Contains(t, out, "hora/ort")
-	assert.Regexp(t, `resnet18\s+1\s+20\.00\s+10\.00\s+2\.00`, out)
-	assert.Regexp(t, `mobilenet_v2\s+32\s+30\.00\s+NaN\s+NaN`, out)
+	assert.Contains(t, out, "speed (ort/hora)")
+	assert.Contains(t, out, cpuName())
+	assert.Regexp(t, `resnet18\s+1\s+20\.00\s+10\.00\s+0\.50×\s+≥ 1× ✘`, out)
+	assert.Regexp(t, `resnet18\s+32\s+10\.00\s+12\.00\s+1\.20×\s+≥ 1× ✔`, out)
+	assert.Regexp(t, `mobilenet_v2\s+32\s+30\.00\s+NaN\s+NaN×\s+≥ 1× ✘`, out)
+	assert.Contains(t, out, "2 target(s) missed")
+
+	b.Reset()
+	c.horaOnly = true
+	require.NoError(t, c.table(&b, []*result{{model: "resnet18", batch: 1, horaMedian: 20, ortMedian: math.NaN()}}))
+	assert.Regexp(t, `resnet18\s+1\s+20\.00\s+NaN\s+NaN×\s+≥ 1× –`, b.String())
+	assert.Contains(t, b.String(), "no target checked")
 }
 
 // TestRelDiff checks the comparison of a run against the reference run:

@@ -64,7 +64,7 @@ var allowedImports = map[string][]string{
 	"onnx/onnxpb":                    {},
 	"onnx/onnxtest":                  {"tensor", "autograd", "onnx"},
 	"cmd/onnxcheck":                  {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb", "onnx/onnxtest"},
-	"bench/onnx":                     {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb", "bench/internal/roundtrip"},
+	"bench/onnx":                     {"device", "device/cpu", "tensor", "autograd", "layers", "onnx", "onnx/onnxpb", "bench/internal/roundtrip", "internal/hostcpu"},
 	"examples/onnxrun":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "onnx", "onnx/onnxpb"},
 	"bench/internal/benchjob":        {"device", "tensor", "autograd", "layers", "data", "configs", "train"},
 	"bench/internal/roundtrip":       {"device/cpu"},
