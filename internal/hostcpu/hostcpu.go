@@ -41,28 +41,6 @@ func Count(list string) int {
 	return n
 }
 
-// Model returns the processor's model name, "AMD EPYC 9R45" or "Intel(R)
-// Xeon(R) Platinum 8259CL CPU @ 2.50GHz" (the first "model name" of
-// /proc/cpuinfo on Linux), or "" when it cannot tell.
-func Model() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	return ModelIn(string(b))
-}
-
-// ModelIn returns the first "model name" of a /proc/cpuinfo text, or "".
-func ModelIn(cpuinfo string) string {
-	for line := range strings.SplitSeq(cpuinfo, "\n") {
-		key, value, ok := strings.Cut(line, ":")
-		if ok && strings.TrimSpace(key) == "model name" {
-			return strings.TrimSpace(value)
-		}
-	}
-	return ""
-}
-
 // Describe returns the processor's model name followed by the numbers that
 // tell its generation, from /proc/cpuinfo on Linux: "AMD EPYC (family 25,
 // model 17)" on x86, where a virtual machine often shows one name for
