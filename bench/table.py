@@ -82,40 +82,16 @@ def met(kind, x, hora, ratio, torch=None):
     return hora >= x if kind == "min" else hora <= x
 
 
-def cpu_model():
-    """The processor's model name and the numbers that tell its generation
-    (a virtual machine may call Zen 4 and Zen 5 both "AMD EPYC"), from the
-    first processor of /proc/cpuinfo, as internal/hostcpu's Describe."""
-    fields = {}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if not line.strip():
-                    if fields:
-                        break
-                    continue
-                key, sep, value = line.partition(":")
-                if sep:
-                    fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        return "?"
-    numbers = [f"{label} {fields[key]}" for key, label in
-               (("cpu family", "family"), ("model", "model"),
-                ("CPU implementer", "implementer"), ("CPU part", "part"))
-               if fields.get(key)]
-    name = fields.get("model name") or ("arm64" if "CPU implementer" in fields else "?")
-    return f"{name} ({', '.join(numbers)})" if numbers else name
-
-
-def machine():
-    model = cpu_model()
+def machine(cpu):
+    """The machine line: cores, the CPU as hora-bench reports it (its model
+    and generation, internal/hostcpu's Describe), the OS and the date."""
     osname = "?"
     try:
         with open("/etc/os-release") as f:
             osname = next((l.split("=", 1)[1].strip().strip('"') for l in f if l.startswith("PRETTY_NAME=")), "?")
     except OSError:
         pass
-    return f"{os.cpu_count()} cores, {model}, {osname}, {datetime.date.today().isoformat()}"
+    return f"{os.cpu_count()} cores, {cpu}, {osname}, {datetime.date.today().isoformat()}"
 
 
 def loadavg():
@@ -182,7 +158,7 @@ def main():
         return statistics.median(v) if v else None
 
     backend = infos.get(("hora", "gemm backend"), "not reported by device/cpu")
-    print(f"machine: {machine()}")
+    print(f"machine: {machine(infos.get(('hora', 'cpu'), 'CPU not reported by hora-bench'))}")
     if os.environ.get("BENCH_ISA", "native") != "native":
         print(f"instruction set: {os.environ['BENCH_ISA']} for both frameworks (BENCH_ISA; AVX-512 hidden)")
     print(f"Hora: {infos.get(('hora', 'go'), 'Go ?')}, GEMM backend: {backend}")

@@ -47,6 +47,7 @@ import (
 
 	"github.com/hora-dl/hora/bench/internal/roundtrip"
 	"github.com/hora-dl/hora/device/cpu"
+	"github.com/hora-dl/hora/internal/hostcpu"
 	"github.com/hora-dl/hora/layers"
 	"github.com/hora-dl/hora/tensor"
 )
@@ -62,7 +63,8 @@ type row struct {
 	Value     float64 `json:"value"`
 }
 
-// info is a fact about the run (the GEMM backend), one line of output.
+// info is a fact about the run (the GEMM backend, the CPU), one line of
+// output.
 type info struct {
 	Framework string `json:"framework"`
 	Info      string `json:"info"`
@@ -136,6 +138,11 @@ func run(args []string, stdout io.Writer) error {
 	}
 	if err := b.out.Encode(info{Framework: "hora", Info: "go", Value: fmt.Sprintf("%s, GOMAXPROCS %d", runtime.Version(), runtime.GOMAXPROCS(0))}); err != nil {
 		return err
+	}
+	if cpu := hostcpu.Describe(); cpu != "" {
+		if err := b.out.Encode(info{Framework: "hora", Info: "cpu", Value: cpu}); err != nil {
+			return err
+		}
 	}
 	for _, g := range todo {
 		var err error

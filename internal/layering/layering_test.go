@@ -68,7 +68,7 @@ var allowedImports = map[string][]string{
 	"examples/onnxrun":               {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "onnx", "onnx/onnxpb"},
 	"bench/internal/benchjob":        {"device", "tensor", "autograd", "layers", "data", "configs", "train"},
 	"bench/internal/roundtrip":       {"device/cpu"},
-	"bench/hora":                     {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models", "bench/internal/benchjob", "bench/internal/roundtrip", "internal/peakrss"},
+	"bench/hora":                     {"device", "device/cpu", "tensor", "autograd", "layers", "optim", "data", "models", "bench/internal/benchjob", "bench/internal/roundtrip", "internal/peakrss", "internal/hostcpu"},
 	"bench/gpu":                      {"device", "device/cpu", "device/cuda", "tensor", "layers", "models", "onnx", "train", "bench/internal/benchjob"},
 	"bench/loader":                   {"data"},
 	"scripts/fmnist-png":             {"data"},
