@@ -170,6 +170,17 @@ func sameBits(t *testing.T, what string, got, want *Buffer) {
 	}
 }
 
+// copyMatchesRef copies src (layout sl) into dst (layout dl) with k.Copy
+// and fails t unless dst then holds the bits copyRef gives from dst's
+// values before the copy.
+func copyMatchesRef(t *testing.T, k device.Kernels, what string, dst *Buffer, dl device.Layout, src *Buffer, sl device.Layout) {
+	t.Helper()
+	want := clone(t, dst)
+	k.Copy(dst, dl, src, sl)
+	copyRef(want, dl, src, sl)
+	sameBits(t, what, dst, want)
+}
+
 var dtypes = []device.DType{device.Float32, device.Float64, device.Int64}
 
 // copyRef is the reference of Copy: one element at a time.
@@ -223,10 +234,7 @@ func TestCopyViewsMatchesReference(t *testing.T) {
 			ddt, sdt := dtypes[rng.IntN(3)], dtypes[rng.IntN(3)]
 			src := randBuffer(t, rng, d, sdt, sn, ddt != device.Int64)
 			got := randBuffer(t, rng, d, ddt, dn, false)
-			want := clone(t, got)
-			k.Copy(got, dl, src, sl)
-			copyRef(want, dl, src, sl)
-			sameBits(t, fmt.Sprintf("threads %d: Copy %v %+v <- %v %+v", threads, ddt, dl, sdt, sl), got, want)
+			copyMatchesRef(t, k, fmt.Sprintf("threads %d: Copy %v %+v <- %v %+v", threads, ddt, dl, sdt, sl), got, dl, src, sl)
 		}
 	}
 }
@@ -245,10 +253,7 @@ func TestCopyBroadcastRows(t *testing.T) {
 			sl := device.Layout{Shape: shape, Strides: []int{shape[1], 1, 0, 0}, Offset: 2}
 			src := randBuffer(t, rng, d, device.Float32, 2+shape[0]*shape[1], true)
 			got := randBuffer(t, rng, d, device.Float32, device.NumElements(shape), false)
-			want := clone(t, got)
-			k.Copy(got, dl, src, sl)
-			copyRef(want, dl, src, sl)
-			sameBits(t, fmt.Sprintf("threads %d: %v", threads, shape), got, want)
+			copyMatchesRef(t, k, fmt.Sprintf("threads %d: %v", threads, shape), got, dl, src, sl)
 		}
 	}
 }
@@ -288,13 +293,8 @@ func TestCopyTiled(t *testing.T) {
 			// Into a dense destination, and from a dense source into the
 			// transposed view (the other direction of the same loop).
 			got := randBuffer(t, rng, d, dt, n, false)
-			want := clone(t, got)
-			k.Copy(got, device.Contiguous(sl.Shape), src, sl)
-			copyRef(want, device.Contiguous(sl.Shape), src, sl)
-			sameBits(t, fmt.Sprintf("%v %v from view", c.shape, dt), got, want)
-			k.Copy(got, sl, src, device.Contiguous(sl.Shape))
-			copyRef(want, sl, src, device.Contiguous(sl.Shape))
-			sameBits(t, fmt.Sprintf("%v %v into view", c.shape, dt), got, want)
+			copyMatchesRef(t, k, fmt.Sprintf("%v %v from view", c.shape, dt), got, device.Contiguous(sl.Shape), src, sl)
+			copyMatchesRef(t, k, fmt.Sprintf("%v %v into view", c.shape, dt), got, sl, src, device.Contiguous(sl.Shape))
 		}
 	}
 }
